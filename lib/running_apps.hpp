@@ -1,0 +1,40 @@
+#pragma once
+// "Apps already running": what dependency resolution reuses instead of deploying again.
+// An interface so resolution is tested with an in-memory list; the store implements it
+// once apps are really deployed.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace gaia {
+
+struct RunningApp {
+  std::string tenant;
+  std::string name;
+  std::string version;       // Full semver of the running app.
+  nlohmann::json outputs = nlohmann::json::object();  // Its declared outputs' values.
+  bool ready = true;
+};
+
+class RunningApps {
+ public:
+  virtual ~RunningApps() = default;
+  virtual std::vector<RunningApp> list(const std::string& tenant) const = 0;
+};
+
+class InMemoryRunningApps final : public RunningApps {
+ public:
+  void add(RunningApp app) { m_apps.push_back(std::move(app)); }
+  std::vector<RunningApp> list(const std::string& tenant) const override {
+    std::vector<RunningApp> out;
+    for (const auto& a : m_apps)
+      if (a.tenant == tenant) out.push_back(a);
+    return out;
+  }
+
+ private:
+  std::vector<RunningApp> m_apps;
+};
+
+}  // namespace gaia

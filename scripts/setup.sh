@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package gaia needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, and apt is not touched at all
+# when nothing is missing. Must run as root (or with sudo available) on Debian bookworm.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential g++ cmake make pkg-config git ca-certificates
+  libjsonnet-dev libyaml-cpp-dev libcli11-dev libcurl4-openssl-dev
+  libboost-dev libboost-filesystem-dev catch2 libfmt-dev libsqlite3-dev
+  nlohmann-json3-dev librapidcheck-dev libbenchmark-dev libxxhash-dev
+  libcpp-httplib-dev libspdlog-dev sqlite3
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "setup: missing packages (${missing[*]}) and not root; run as root" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

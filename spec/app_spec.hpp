@@ -1,0 +1,51 @@
+#pragma once
+// The app spec's identity file, app.yaml: parsed with yaml-cpp and validated. All errors
+// of a file are reported with file:line:col, the field path, what was expected and a
+// hint. See docs/spec.md for the reference.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/priority.hpp"
+#include "spec/semver.hpp"
+
+namespace gaia::spec {
+
+struct Dependency {
+  std::string name;            // App name (DNS label).
+  semver::Range range;         // "version:", default "*".
+  std::string alias;           // "as:", default: name with '-' replaced by '_'.
+  std::vector<std::string> imports;  // Outputs of the dependency this app uses.
+  Location location;           // Of the list item, for resolution errors.
+};
+
+struct AppSpec {
+  std::string name;
+  semver::Version version;
+  std::string description;
+  Priority priority;               // Default prod.
+  std::vector<Dependency> dependencies;
+  std::vector<std::string> outputs;  // What dependents may import.
+  std::vector<std::string> secrets;  // Config keys whose values are masked in diffs.
+  std::filesystem::path dir;         // The app directory (absolute, canonical).
+  std::string yaml_file;             // Path of app.yaml as shown in diagnostics.
+
+  std::string id() const { return name + "@" + version.to_string(); }
+};
+
+// Parses app.yaml text. `file` is used in diagnostics only. Collects every error.
+Result<AppSpec> parse_app_yaml(std::string_view text, const std::string& file);
+// Reads DIR/app.yaml (and checks config.jsonnet and main.jsonnet exist). Errors for a
+// missing dir, a dir that is a file, unreadable files.
+Result<AppSpec> load_app_spec(const std::filesystem::path& dir);
+
+// DNS-label rule (RFC 1123): 1-63 chars of [a-z0-9-], starting and ending alphanumeric.
+bool is_dns_label(std::string_view s);
+// Identifier usable in Jsonnet field access: [A-Za-z_][A-Za-z0-9_]*.
+bool is_identifier(std::string_view s);
+
+}  // namespace gaia::spec
