@@ -3,18 +3,40 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/common.hpp"
+
 namespace gaia::cli {
 
 int run(int argc, char** argv) {
   CLI::App app{"gaia: use a whole cluster as one computer"};
   app.set_version_flag("--version", "gaia 0.1.0");
   app.require_subcommand(1);
+  app.footer("Run `gaia COMMAND --help` for a command's flags and examples. Exit codes: 0 ok, 1 error, 2 usage.");
+  Globals g;
+  app.add_option("--repo", g.repo, "Spec repository folder (repeatable; default $GAIA_REPO, else the spec's parent)")
+      ->type_name("DIR");
+  app.add_option("-J,--jpath", g.jpath, "Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)")
+      ->type_name("DIR");
+  app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")->capture_default_str();
+  app.add_option("--color", g.color, "Colour output: auto (terminal, not with NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--error-format", g.error_format, "text, or github (workflow annotations)")
+      ->check(CLI::IsMember({"text", "github"}));
+  app.add_flag("-q,--quiet", g.quiet, "Print only errors and requested output");
+  app.add_flag("-v,--verbose", g.verbose, "More detail on stderr (repeatable)");
+
+  int code = k_ok;
+  register_init(app, g, &code);
+  register_validate(app, g, &code);
+  register_render(app, g, &code);
+  register_deps(app, g, &code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    int rc = app.exit(e);
+    return rc == 0 ? k_ok : k_usage;
   }
-  return 0;
+  return code;
 }
 
 }  // namespace gaia::cli

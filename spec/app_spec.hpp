@@ -43,9 +43,31 @@ Result<AppSpec> parse_app_yaml(std::string_view text, const std::string& file);
 // missing dir, a dir that is a file, unreadable files.
 Result<AppSpec> load_app_spec(const std::filesystem::path& dir);
 
+// What was understood of a possibly broken app.yaml, with every error found. The spec
+// repository uses it to file a broken app under its name, so that only resolutions that
+// touch that name report it.
+struct AppSpecParse {
+  AppSpec spec;          // Fields that parsed; the others keep their defaults.
+  Diagnostics errors;    // Empty when the spec is valid.
+  bool name_valid = false;
+  bool version_valid = false;
+};
+AppSpecParse parse_app_yaml_partial(std::string_view text, const std::string& file);
+AppSpecParse load_app_spec_partial(const std::filesystem::path& dir);
+
 // DNS-label rule (RFC 1123): 1-63 chars of [a-z0-9-], starting and ending alphanumeric.
 bool is_dns_label(std::string_view s);
 // Identifier usable in Jsonnet field access: [A-Za-z_][A-Za-z0-9_]*.
 bool is_identifier(std::string_view s);
+// Which rule `s` breaks ("it starts with '-': ..."), or empty when it is a valid label.
+std::string dns_label_problem(std::string_view s);
+// The closest valid label ("HDFS_Name" -> "hdfs-name"); may be empty.
+std::string suggest_dns_label(std::string_view s);
+// Which rule `s` breaks as an identifier, or empty when it is valid.
+std::string identifier_problem(std::string_view s);
+// `s` with every invalid character replaced by '_' (and a leading '_' before a digit).
+std::string suggest_identifier(std::string_view s);
+// The alias of a dependency without "as:": its name with '-' replaced by '_'.
+std::string default_alias(std::string_view name);
 
 }  // namespace gaia::spec

@@ -18,11 +18,14 @@ struct Version {
   std::vector<std::string> prerelease;  // Dot-separated identifiers after '-'.
   std::vector<std::string> build;       // After '+'; ignored for precedence.
 
+  // "1.2.3-rc.1+b5": build metadata included, so parse_version(to_string()) round-trips.
   std::string to_string() const;
 };
 
 // Strict parse of a full version ("1.2.3", "1.2.3-rc.1+b5"); a leading 'v' or '=' is
-// accepted as node-semver does. Numbers above 2^53-1 are errors, as in node-semver.
+// accepted ("=1.2.3" is how an exact range is written; node-semver's parse() itself only
+// takes the 'v'). Numbers above 2^53-1 and versions over 256 characters are errors, as in
+// node-semver.
 std::expected<Version, std::string> parse_version(std::string_view text);
 // <0, 0, >0. Build metadata is ignored.
 int compare(const Version& a, const Version& b);
@@ -46,7 +49,8 @@ class Range {
   const std::string& text() const { return m_text; }
   // Normalised form, as node-semver's Range.range ("<2.0.0-0 >=1.2.0||...").
   std::string normalized() const;
-  // True if no version can satisfy both ranges (used to report conflicts early).
+  // The comparator sets, an OR of ANDs (e.g. to report conflicting ranges early). An
+  // empty `||` alternative or "*" is a single comparator with `any` set.
   const std::vector<std::vector<Comparator>>& sets() const { return m_sets; }
 
  private:

@@ -1,0 +1,120 @@
+// gaia deps DIR...: the dependency plan (reuse or deploy, versions, deploy order) as a
+// tree, JSON or Graphviz; --reverse NAME lists the apps that depend on NAME.
+#include <fmt/format.h>
+
+#include "cli/loader.hpp"
+#include "spec/plan_format.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct DepsArgs {
+  std::vector<std::string> dirs;
+  std::string output = "tree";
+  bool dot = false;
+  bool ascii = false;
+  std::string reverse;
+  RenderFlags flags;
+};
+
+int run_deps(const Globals& g, const DepsArgs& a) {
+  if (a.dirs.empty() && a.reverse.empty())
+    return report_error(g, "nothing to show", "give an app directory (gaia deps DIR) or --reverse NAME");
+  std::vector<std::filesystem::path> dirs;
+  if (!a.dirs.empty()) {
+    auto expanded = expand_spec_paths(a.dirs);
+    if (!expanded) return report(g, expanded.error());
+    dirs = *expanded;
+  }
+  auto repo = open_repository(g, dirs);
+  if (!repo) return report(g, repo.error());
+
+  if (dirs.empty()) {
+    // Reverse over the whole repository: who would be affected by a change to NAME.
+    if (!repo->contains(a.reverse) && repo->size() > 0)
+      return report_error(g, fmt::format("no app named '{}' in the repository", a.reverse),
+                          "apps: " + fmt::format("{}", fmt::join(repo->names(), ", ")));
+    auto dependents = spec::reverse_dependents(*repo, a.reverse);
+    if (a.output == "json") std::printf("%s\n", spec::repo_dependents_to_json(dependents).dump(2).c_str());
+    else std::fputs(spec::format_repo_dependents(dependents, a.reverse).c_str(), stdout);
+    return k_ok;
+  }
+
+  std::vector<spec::AppSpec> roots;
+  Diagnostics errors;
+  for (const auto& d : dirs) {
+    auto s = spec::load_app_spec(d);
+    if (!s) errors.insert(errors.end(), s.error().begin(), s.error().end());
+    else roots.push_back(std::move(*s));
+  }
+  if (!errors.empty()) return report(g, errors);
+  std::vector<const spec::AppSpec*> root_ptrs;
+  for (const auto& r : roots) root_ptrs.push_back(&r);
+  auto running = load_running(a.flags.running_file);
+  if (!running) return report(g, running.error());
+  auto plan = spec::resolve(root_ptrs, *repo, running->list(g.tenant), g.tenant);
+  if (!plan) return report(g, plan.error());
+
+  if (!a.reverse.empty()) {
+    auto found = plan->find(a.reverse);
+    if (!found)
+      return report_error(g, fmt::format("'{}' is not part of this plan", a.reverse),
+                          "without DIR, --reverse searches the whole repository");
+    auto deps = spec::reverse_dependents(*plan, a.reverse);
+    if (a.output == "json") {
+      nlohmann::json out = nlohmann::json::array();
+      for (size_t i : deps) out.push_back({{"name", plan->nodes[i].name}, {"version", plan->nodes[i].version.to_string()}});
+      std::printf("%s\n", out.dump(2).c_str());
+    } else {
+      std::printf("apps in this plan that depend on %s:\n", a.reverse.c_str());
+      for (size_t i : deps) std::printf("  %s\n", plan->nodes[i].id().c_str());
+      if (deps.empty()) std::printf("  (none)\n");
+    }
+    return k_ok;
+  }
+  if (a.dot) {
+    std::fputs(spec::format_plan_dot(*plan).c_str(), stdout);
+    return k_ok;
+  }
+  if (a.output == "json") {
+    std::printf("%s\n", spec::plan_to_json(*plan).dump(2).c_str());
+    return k_ok;
+  }
+  spec::TreeOptions tree;
+  tree.ascii = a.ascii;
+  std::fputs(spec::format_plan_tree(*plan, tree).c_str(), stdout);
+  size_t deploy = 0, reuse = 0;
+  std::string order;
+  for (size_t i : plan->order) {
+    const auto& n = plan->nodes[i];
+    (n.action == spec::Action::Deploy ? deploy : reuse)++;
+    if (n.action == spec::Action::Deploy) order += (order.empty() ? "" : " -> ") + n.id();
+  }
+  std::printf("\n%s %zu to deploy, %zu reused\n", bold(g, stdout, "plan:").c_str(), deploy, reuse);
+  if (!order.empty()) std::printf("%s %s\n", bold(g, stdout, "deploy order:").c_str(), order.c_str());
+  return k_ok;
+}
+
+}  // namespace
+
+void register_deps(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("deps", "Show the dependency plan: what is reused, what is deployed, in which order");
+  cmd->footer(
+      "Examples:\n"
+      "  gaia deps examples/web\n"
+      "  gaia deps examples/web --dot | dot -Tsvg > web.svg\n"
+      "  gaia deps examples/web -o json\n"
+      "  gaia deps --reverse zookeeper --repo examples   # who depends on zookeeper");
+  auto a = std::make_shared<DepsArgs>();
+  cmd->add_option("DIR", a->dirs, "App directories (or folders of them) resolved together");
+  cmd->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"tree", "json"}));
+  cmd->add_flag("--dot", a->dot, "Print the plan as a Graphviz digraph");
+  cmd->add_flag("--ascii", a->ascii, "Draw the tree with ASCII characters only");
+  cmd->add_option("--reverse", a->reverse, "List the apps that depend on NAME (in the plan, or the whole repository)")
+      ->type_name("NAME");
+  a->flags.add_to(cmd, false);
+  cmd->callback([&g, code, a] { *code = run_deps(g, *a); });
+}
+
+}  // namespace gaia::cli

@@ -1,0 +1,114 @@
+// gaia validate PATH...: checks many specs at once for CI. Each spec is loaded, its
+// chain resolved and rendered, and its workload validated; every problem of every spec
+// is reported, and the exit code is 1 if there was any.
+#include <fmt/format.h>
+
+#include "cli/loader.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct ValidateArgs {
+  std::vector<std::string> paths;
+  std::string output = "text";
+  RenderFlags flags;
+};
+
+struct SpecResult {
+  std::string path;
+  std::string app;
+  Diagnostics errors;
+};
+
+SpecResult validate_one(const Globals& g, const std::filesystem::path& dir, const spec::SpecRepository& repo,
+                        const RunningApps& running, const render::ChainOptions& options, render::RenderCache* cache) {
+  SpecResult r;
+  r.path = display_path(dir);
+  auto root = spec::load_app_spec(dir);
+  if (!root) {
+    r.errors = root.error();
+    return r;
+  }
+  r.app = root->id();
+  auto plan = spec::resolve({&*root}, repo, running.list(g.tenant), g.tenant);
+  if (!plan) {
+    r.errors = plan.error();
+    return r;
+  }
+  auto chain = render::render_chain(*plan, options, cache);
+  if (!chain) r.errors = chain.error();
+  return r;
+}
+
+int run_validate(const Globals& g, const ValidateArgs& a) {
+  auto dirs = expand_spec_paths(a.paths);
+  if (!dirs) return report(g, dirs.error());
+  auto repo = open_repository(g, *dirs);
+  if (!repo) return report(g, repo.error());
+  auto running = load_running(a.flags.running_file);
+  if (!running) return report(g, running.error());
+  auto options = chain_options(g, a.flags);
+  if (!options) return report(g, options.error());
+  auto cache = open_render_cache(a.flags.no_cache);
+
+  std::vector<SpecResult> results;
+  size_t failed = 0, problems = 0;
+  for (const auto& d : *dirs) {
+    results.push_back(validate_one(g, d, *repo, *running, *options, cache.get()));
+    if (!results.back().errors.empty()) {
+      ++failed;
+      problems += results.back().errors.size();
+    }
+  }
+
+  if (a.output == "json") {
+    nlohmann::json out = {{"valid", failed == 0}, {"specs", nlohmann::json::array()}};
+    for (const auto& r : results) {
+      nlohmann::json errs = nlohmann::json::array();
+      for (const auto& d : r.errors)
+        errs.push_back({{"file", d.location.file}, {"line", d.location.line}, {"column", d.location.column},
+                        {"path", d.path}, {"message", d.message}, {"hint", d.hint}});
+      out["specs"].push_back({{"path", r.path}, {"app", r.app}, {"valid", r.errors.empty()}, {"errors", errs}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return failed ? k_error : k_ok;
+  }
+
+  for (const auto& r : results) {
+    if (r.errors.empty()) {
+      if (!g.quiet)
+        std::printf("%s %s%s\n", green(g, stdout, "ok").c_str(), r.path.c_str(),
+                    r.app.empty() ? "" : fmt::format(" ({})", r.app).c_str());
+    } else {
+      std::printf("%s %s%s: %zu problem(s)\n", red(g, stdout, "FAIL").c_str(), r.path.c_str(),
+                  r.app.empty() ? "" : fmt::format(" ({})", r.app).c_str(), r.errors.size());
+      std::fflush(stdout);
+      report(g, r.errors);
+    }
+  }
+  if (failed)
+    std::printf("%zu of %zu spec(s) invalid, %zu problem(s)\n", failed, results.size(), problems);
+  else if (!g.quiet)
+    std::printf("all %zu spec(s) valid\n", results.size());
+  return failed ? k_error : k_ok;
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("validate", "Check app specs (and the chains they need) for every problem at once");
+  cmd->footer(
+      "Exit status: 0 when every spec is valid, 1 when any is not.\n"
+      "Examples:\n"
+      "  gaia validate examples/            # every app directory under examples/\n"
+      "  gaia validate specs/a specs/b --error-format github\n"
+      "  gaia validate examples/ -o json");
+  auto a = std::make_shared<ValidateArgs>();
+  cmd->add_option("PATH", a->paths, "App directories or folders of them")->required();
+  cmd->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"text", "json"}));
+  a->flags.add_to(cmd);
+  cmd->callback([&g, code, a] { *code = run_validate(g, *a); });
+}
+
+}  // namespace gaia::cli

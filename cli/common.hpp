@@ -1,0 +1,53 @@
+#pragma once
+// State shared by every subcommand: global flags, where to read specs from, and how to
+// print diagnostics. Subcommands live one per file (cmd_*.cpp) and register themselves
+// through the functions declared at the bottom.
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lib/error.hpp"
+
+namespace gaia::cli {
+
+// Exit codes, documented in docs/cli.md.
+enum Exit : int { k_ok = 0, k_error = 1, k_usage = 2, k_changes = 3 };
+
+struct Globals {
+  std::vector<std::string> repo;    // --repo, repeatable; else GAIA_REPO (':'-separated).
+  std::vector<std::string> jpath;   // -J, repeatable; GAIA_PATH entries are appended.
+  std::string tenant = "default";   // --tenant
+  std::string color = "auto";       // --color auto|always|never (NO_COLOR wins over auto)
+  std::string error_format = "text";  // --error-format text|github
+  bool quiet = false;
+  int verbose = 0;
+
+  // Resolved once after parsing.
+  std::vector<std::filesystem::path> repo_paths() const;
+  std::vector<std::filesystem::path> jpath_paths() const;
+  bool use_color(std::FILE* stream) const;
+};
+
+// Prints diagnostics to stderr in the chosen format; returns k_error for convenience.
+int report(const Globals& g, const Diagnostics& ds);
+// "error: ..." line for a failure with no location.
+int report_error(const Globals& g, const std::string& message, const std::string& hint = "");
+
+// Colour helpers: wrap text in an SGR sequence when colour is on.
+std::string bold(const Globals& g, std::FILE* s, const std::string& text);
+std::string green(const Globals& g, std::FILE* s, const std::string& text);
+std::string yellow(const Globals& g, std::FILE* s, const std::string& text);
+std::string red(const Globals& g, std::FILE* s, const std::string& text);
+std::string dim(const Globals& g, std::FILE* s, const std::string& text);
+
+// Subcommand registration. Each sets a callback on its CLI::App that stores the exit
+// code into `*code`.
+void register_init(CLI::App& app, Globals& g, int* code);
+void register_validate(CLI::App& app, Globals& g, int* code);
+void register_render(CLI::App& app, Globals& g, int* code);
+void register_deps(CLI::App& app, Globals& g, int* code);
+
+}  // namespace gaia::cli

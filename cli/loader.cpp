@@ -1,0 +1,203 @@
+#include "cli/loader.hpp"
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "render/overrides.hpp"
+
+namespace gaia::cli {
+
+namespace fs = std::filesystem;
+
+void RenderFlags::add_to(CLI::App* cmd, bool with_overrides) {
+  if (with_overrides) {
+    cmd->add_option("--set", sets, "Override a parameter: key=value (typed: numbers, true/false, null, JSON); repeatable")
+        ->type_name("KEY=VALUE");
+    cmd->add_option("--values", values, "YAML or JSON file of parameter overrides; repeatable")->type_name("FILE");
+  }
+  cmd->add_option("--config-file", config_file, "YAML/JSON file with config-center keys (config:) and labels (labels:)")
+      ->type_name("FILE");
+  cmd->add_option("--running", running_file, "YAML/JSON list of apps to treat as already running (name, version, outputs)")
+      ->type_name("FILE");
+  cmd->add_option("--render-timeout", timeout_ms, "Wall-clock limit of one Jsonnet evaluation, in ms")
+      ->check(CLI::Range(100, 3600000));
+  cmd->add_flag("--no-cache", no_cache, "Do not read or write the render cache");
+}
+
+std::string display_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  fs::path abs = fs::absolute(p, ec).lexically_normal();
+  if (!ec) {
+    fs::path rel = abs.lexically_relative(cwd);
+    if (!rel.empty() && *rel.begin() != "..") return rel.string();
+  }
+  return p.string();
+}
+
+Result<std::vector<fs::path>> expand_spec_paths(const std::vector<std::string>& paths) {
+  std::vector<fs::path> out;
+  Diagnostics errors;
+  for (const auto& raw : paths) {
+    fs::path p(raw);
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      errors.push_back({{raw}, "", "no such file or directory", "give an app directory (with app.yaml) or a folder of them"});
+      continue;
+    }
+    if (!fs::is_directory(p, ec)) {
+      errors.push_back({{raw}, "", "is a file, expected an app directory containing app.yaml",
+                        fmt::format("pass its directory instead: {}", p.parent_path().empty() ? "." : p.parent_path().string())});
+      continue;
+    }
+    if (fs::exists(p / "app.yaml", ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<fs::path> children;
+    for (const auto& entry : fs::directory_iterator(p, ec))
+      if (entry.is_directory() && fs::exists(entry.path() / "app.yaml")) children.push_back(entry.path());
+    if (ec) {
+      errors.push_back({{raw}, "", fmt::format("cannot read directory: {}", ec.message()), ""});
+      continue;
+    }
+    if (children.empty()) {
+      errors.push_back({{raw}, "", "no app.yaml here or in any direct subdirectory",
+                        "an app directory holds app.yaml, config.jsonnet and main.jsonnet; `gaia init NAME` creates one"});
+      continue;
+    }
+    std::sort(children.begin(), children.end());
+    out.insert(out.end(), children.begin(), children.end());
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return out;
+}
+
+Result<spec::SpecRepository> open_repository(const Globals& g, const std::vector<fs::path>& spec_dirs) {
+  std::vector<fs::path> roots = g.repo_paths();
+  if (roots.empty()) {
+    std::set<fs::path> seen;
+    for (const auto& d : spec_dirs) {
+      std::error_code ec;
+      fs::path parent = fs::weakly_canonical(fs::absolute(d, ec), ec).parent_path();
+      if (seen.insert(parent).second) roots.push_back(parent);
+    }
+  }
+  return spec::SpecRepository::load(roots);
+}
+
+namespace {
+
+Result<nlohmann::json> load_yaml_or_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return fail(Diagnostic{{file}, "", "cannot read file", "check the path and its permissions"});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return render::yaml_to_json(ss.str(), file);
+}
+
+// Every prefix of a nested key path is a config key, so gaia.config('web') returns the
+// whole object and gaia.config('web.replicas') one value.
+void flatten_config(const nlohmann::json& value, const std::string& prefix, ConfigSnapshot& out, const std::string& source) {
+  if (!prefix.empty()) out.config[prefix] = ConfigValue{value, 0, source};
+  if (value.is_object())
+    for (const auto& [k, v] : value.items()) flatten_config(v, prefix.empty() ? k : prefix + "." + k, out, source);
+}
+
+}  // namespace
+
+Result<InMemoryRunningApps> load_running(const std::string& file) {
+  InMemoryRunningApps running;
+  if (file.empty()) return running;
+  auto doc = load_yaml_or_json(file);
+  if (!doc) return fail(doc.error());
+  if (!doc->is_array())
+    return fail(Diagnostic{{file}, "", "expected a list of running apps", "each item: {name: zookeeper, version: 3.8.1, outputs: {...}}"});
+  Diagnostics errors;
+  for (size_t i = 0; i < doc->size(); ++i) {
+    const auto& item = (*doc)[i];
+    std::string path = fmt::format("[{}]", i);
+    if (!item.is_object() || !item.contains("name") || !item["name"].is_string() || !item.contains("version") ||
+        !item["version"].is_string()) {
+      errors.push_back({{file}, path, "expected an object with string fields name and version", ""});
+      continue;
+    }
+    RunningApp app;
+    app.name = item["name"];
+    app.version = item["version"];
+    app.tenant = item.value("tenant", std::string("default"));
+    if (item.contains("outputs")) app.outputs = item["outputs"];
+    app.ready = item.value("ready", true);
+    running.add(std::move(app));
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return running;
+}
+
+Result<ConfigSnapshot> load_config_file(const std::string& file) {
+  ConfigSnapshot snap;
+  if (file.empty()) return snap;
+  auto doc = load_yaml_or_json(file);
+  if (!doc) return fail(doc.error());
+  if (!doc->is_object())
+    return fail(Diagnostic{{file}, "", "expected a mapping with `config:` and/or `labels:`", ""});
+  Diagnostics errors;
+  std::string source = "file:" + file;
+  for (const auto& [key, value] : doc->items()) {
+    if (key == "config") {
+      if (!value.is_object()) errors.push_back({{file}, "config", "expected a mapping of keys to values", ""});
+      else flatten_config(value, "", snap, source);
+    } else if (key == "labels") {
+      if (!value.is_object()) {
+        errors.push_back({{file}, "labels", "expected kind -> name -> key -> value", ""});
+        continue;
+      }
+      for (const auto& [kind, names] : value.items()) {
+        if (kind != "node" && kind != "app" && kind != "tenant") {
+          errors.push_back({{file}, "labels." + kind, "unknown label kind", "use node, app or tenant"});
+          continue;
+        }
+        if (!names.is_object()) continue;
+        for (const auto& [name, kv] : names.items()) {
+          if (!kv.is_object()) continue;
+          for (const auto& [k, v] : kv.items()) snap.labels[kind][name][k] = ConfigValue{v, 0, source};
+        }
+      }
+    } else {
+      errors.push_back({{file}, key, "unknown top-level key", "use `config:` and `labels:`"});
+    }
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return snap;
+}
+
+std::unique_ptr<render::RenderCache> open_render_cache(bool disabled) {
+  if (disabled) return nullptr;
+  fs::path base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = fs::path(h) / ".cache";
+  else return nullptr;
+  return std::make_unique<render::DirectoryRenderCache>(base / "gaia" / "render");
+}
+
+Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f) {
+  render::ChainOptions opts;
+  opts.base.jpaths = g.jpath_paths();
+  opts.base.tenant = g.tenant;
+  opts.base.timeout_ms = f.timeout_ms;
+  Diagnostics errors;
+  std::vector<fs::path> values(f.values.begin(), f.values.end());
+  auto overrides = render::build_overrides(values, f.sets);
+  if (!overrides) errors.insert(errors.end(), overrides.error().begin(), overrides.error().end());
+  else opts.root_overrides = *overrides;
+  auto config = load_config_file(f.config_file);
+  if (!config) errors.insert(errors.end(), config.error().begin(), config.error().end());
+  else opts.base.config = *config;
+  if (!errors.empty()) return fail(std::move(errors));
+  return opts;
+}
+
+}  // namespace gaia::cli

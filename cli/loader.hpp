@@ -1,0 +1,58 @@
+#pragma once
+// Turning command-line paths into specs, a repository, a plan and renders: the steps
+// render, deps and validate share. Everything the libraries must not do themselves
+// (reading the environment, files named on the command line) happens here.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "lib/config_source.hpp"
+#include "lib/running_apps.hpp"
+#include "render/cache.hpp"
+#include "render/chain.hpp"
+#include "spec/repository.hpp"
+#include "spec/resolve.hpp"
+
+namespace gaia::cli {
+
+// Flags shared by every command that renders.
+struct RenderFlags {
+  std::vector<std::string> sets;         // --set key=value
+  std::vector<std::string> values;       // --values FILE
+  std::string config_file;               // --config-file FILE
+  std::string running_file;              // --running FILE
+  int timeout_ms = 10000;                // --render-timeout
+  bool no_cache = false;                 // --no-cache
+
+  void add_to(CLI::App* cmd, bool with_overrides = true);
+};
+
+// Expands each PATH: an app directory (has app.yaml) stays; a folder without app.yaml is
+// taken as a folder of app directories (its children that have app.yaml). Errors for
+// paths that do not exist or hold no spec.
+Result<std::vector<std::filesystem::path>> expand_spec_paths(const std::vector<std::string>& paths);
+
+// --repo / GAIA_REPO; when neither is given, the parent folders of the given spec dirs,
+// so `gaia deps examples/web` finds its siblings.
+Result<spec::SpecRepository> open_repository(const Globals& g, const std::vector<std::filesystem::path>& spec_dirs);
+
+// --running FILE (YAML or JSON list of {name, version, tenant?, outputs?}): the apps
+// dependency resolution treats as already running. Empty without the flag.
+Result<InMemoryRunningApps> load_running(const std::string& file);
+
+// --config-file FILE: `config:` (keys, dotted or nested) and `labels:` (kind -> name ->
+// key -> value) as the config and label centers' values.
+Result<ConfigSnapshot> load_config_file(const std::string& file);
+
+// The render cache under $XDG_CACHE_HOME/gaia/render (or ~/.cache/gaia/render).
+std::unique_ptr<render::RenderCache> open_render_cache(bool disabled);
+
+// Chain options from the globals and flags (jpaths, tenant, overrides, config).
+Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f);
+
+// Shown paths: relative to the current directory when below it, else as given.
+std::string display_path(const std::filesystem::path& p);
+
+}  // namespace gaia::cli

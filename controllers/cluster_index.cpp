@@ -1,0 +1,276 @@
+#include "controllers/cluster_index.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+namespace gaia::sched {
+
+namespace {
+
+void add(Resources& a, const Resources& b) {
+  a.cpu_millis += b.cpu_millis;
+  a.memory_bytes += b.memory_bytes;
+  a.gpu += b.gpu;
+  a.disk_bytes += b.disk_bytes;
+}
+
+void sub(Resources& a, const Resources& b) {
+  a.cpu_millis -= b.cpu_millis;
+  a.memory_bytes -= b.memory_bytes;
+  a.gpu -= b.gpu;
+  a.disk_bytes -= b.disk_bytes;
+}
+
+// The topology field, or the label of the same name when the field was not filled.
+std::string topology_value(const Node& n, const std::string& field, const char* label) {
+  if (!field.empty()) return field;
+  auto it = n.labels.find(label);
+  return it == n.labels.end() ? std::string{} : it->second;
+}
+
+void erase_value(std::vector<int>& v, int x) {
+  auto it = std::find(v.begin(), v.end(), x);
+  if (it != v.end()) v.erase(it);
+}
+
+}  // namespace
+
+int topo_from_name(std::string_view name) {
+  if (name == "node") return kTopoNode;
+  if (name == "switch") return kTopoSwitch;
+  if (name == "rack") return kTopoRack;
+  if (name == "zone") return kTopoZone;
+  return -1;
+}
+
+std::string_view topo_name(int topo) {
+  switch (topo) {
+    case kTopoNode: return "node";
+    case kTopoSwitch: return "switch";
+    case kTopoRack: return "rack";
+    case kTopoZone: return "zone";
+  }
+  return "?";
+}
+
+bool NodeIx::port_used(int p) const { return std::binary_search(ports.begin(), ports.end(), p); }
+
+bool occupies_node(const Instance& inst) {
+  if (inst.node.empty()) return false;
+  switch (inst.state) {
+    case InstanceState::Placed:
+    case InstanceState::Running:
+    case InstanceState::Terminating: return true;
+    default: return false;
+  }
+}
+
+ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
+  const auto& sn = snapshot;
+  nodes.resize(sn.nodes.size());
+  std::vector<int> order(sn.nodes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return sn.nodes[a].name < sn.nodes[b].name; });
+  for (size_t r = 0; r < order.size(); ++r) nodes[order[r]].name_rank = static_cast<int>(r);
+
+  // Racks and switches are interned under their zone so that equal names in different
+  // zones stay different domains.
+  std::array<std::unordered_map<std::string, int>, kTopoCount> dom_ids;
+  auto intern_dom = [&](int topo, const std::string& name) {
+    if (name.empty()) return -1;
+    auto [it, inserted] = dom_ids[topo].try_emplace(name, static_cast<int>(dom_ids[topo].size()));
+    if (inserted) domain_nodes[topo].emplace_back();
+    return it->second;
+  };
+  for (size_t i = 0; i < sn.nodes.size(); ++i) {
+    const Node& n = sn.nodes[i];
+    NodeIx& x = nodes[i];
+    x.node = &n;
+    x.cap = n.capacity;
+    x.inv_cpu = n.capacity.cpu_millis > 0 ? 1.0 / static_cast<double>(n.capacity.cpu_millis) : 0.0;
+    x.inv_mem = n.capacity.memory_bytes > 0 ? 1.0 / static_cast<double>(n.capacity.memory_bytes) : 0.0;
+    x.inv_gpu = n.capacity.gpu > 0 ? 1.0 / static_cast<double>(n.capacity.gpu) : 0.0;
+    m_node_by_name.emplace(n.name, static_cast<int>(i));
+    std::string zone = topology_value(n, n.zone, "zone");
+    std::string rack = topology_value(n, n.rack, "rack");
+    std::string sw = topology_value(n, n.switch_, "switch");
+    x.dom[kTopoNode] = static_cast<int>(i);
+    x.dom[kTopoZone] = intern_dom(kTopoZone, zone);
+    x.dom[kTopoRack] = rack.empty() ? -1 : intern_dom(kTopoRack, zone + "/" + rack);
+    x.dom[kTopoSwitch] = sw.empty() ? -1 : intern_dom(kTopoSwitch, zone + "/" + sw);
+    for (int t = kTopoSwitch; t < kTopoCount; ++t)
+      if (x.dom[t] >= 0) domain_nodes[t][x.dom[t]].push_back(static_cast<int>(i));
+    for (const auto& vg : n.volume_groups) {
+      x.vg_free_size.push_back(vg.size_bytes);
+      x.vg_free_iops.push_back(vg.iops);
+    }
+    for (const auto& img : n.cached_images) m_nodes_by_image[img].push_back(static_cast<int>(i));
+  }
+  domain_count[kTopoNode] = static_cast<int>(nodes.size());
+  for (int t = kTopoSwitch; t < kTopoCount; ++t) domain_count[t] = static_cast<int>(domain_nodes[t].size());
+
+  for (const auto& t : sn.tenants) {
+    m_tenant_by_name.emplace(t.name, static_cast<int>(tenants.size()));
+    tenants.push_back(TenantIx{t.name, &t, {}, 0});
+  }
+  auto tenant_id = [&](const std::string& name) {
+    auto [it, inserted] = m_tenant_by_name.try_emplace(name, static_cast<int>(tenants.size()));
+    if (inserted) tenants.push_back(TenantIx{name, nullptr, {}, 0});
+    return it->second;
+  };
+  auto role_id = [&](const Instance& inst, int tenant) {
+    std::string key = fmt::format("{}/{}/{}", inst.tenant, inst.app, inst.role);
+    auto [it, inserted] = m_role_by_key.try_emplace(key, static_cast<int>(roles.size()));
+    if (inserted) {
+      RoleIx r;
+      r.key = key;
+      r.tenant = tenant;
+      if (auto spec = sn.roles.find(key); spec != sn.roles.end()) r.role = &spec->second;
+      roles.push_back(std::move(r));
+      m_roles_by_app_role[inst.app + "/" + inst.role].push_back(it->second);
+    }
+    return it->second;
+  };
+
+  insts.resize(sn.instances.size());
+  for (size_t i = 0; i < sn.instances.size(); ++i) {
+    const Instance& in = sn.instances[i];
+    InstIx& x = insts[i];
+    x.inst = &in;
+    x.tenant = tenant_id(in.tenant);
+    x.role = role_id(in, x.tenant);
+    x.reservation = in.reserved();
+    for (const auto& [k, v] : in.labels) x.labels.push_back(intern_label(x.tenant, k, v));
+    m_inst_by_key.emplace(in.key(), static_cast<int>(i));
+    // Volumes outlive their instance, whatever its state: they always take space.
+    for (const auto& vb : in.volumes) {
+      int n = node_index(vb.node);
+      if (n < 0) continue;
+      const auto& groups = sn.nodes[n].volume_groups;
+      for (size_t g = 0; g < groups.size(); ++g)
+        if (groups[g].name == vb.group) {
+          nodes[n].vg_free_size[g] -= vb.size_bytes;
+          nodes[n].vg_free_iops[g] -= vb.iops;
+          break;
+        }
+    }
+    if (occupies_node(in)) {
+      int n = node_index(in.node);
+      if (n >= 0) {
+        occupy(static_cast<int>(i), n);
+        for (const auto& [name, port] : in.ports) {
+          auto& ports = nodes[n].ports;
+          ports.push_back(port);
+          x.held_ports.push_back(port);
+          if (port >= nodes[n].node->port_min && port <= nodes[n].node->port_max) ++nodes[n].ports_in_range;
+        }
+      }
+    }
+  }
+  for (auto& n : nodes) std::sort(n.ports.begin(), n.ports.end());
+}
+
+int ClusterIndex::intern_label(int tenant, const std::string& key, const std::string& value) {
+  std::string k = fmt::format("{}\x1f{}\x1f{}", tenant, key, value);
+  auto [it, inserted] = m_label_ids.try_emplace(std::move(k), static_cast<int>(postings.size()));
+  if (inserted) {
+    postings.emplace_back();
+    m_labels_by_key[fmt::format("{}\x1f{}", tenant, key)].push_back(it->second);
+  }
+  return it->second;
+}
+
+const Role& ClusterIndex::role_of(int inst) const {
+  const Role* r = roles[insts[inst].role].role;
+  return r ? *r : m_empty_role;
+}
+
+int ClusterIndex::node_index(std::string_view name) const {
+  auto it = m_node_by_name.find(std::string(name));
+  return it == m_node_by_name.end() ? -1 : it->second;
+}
+
+int ClusterIndex::instance_index(std::string_view key) const {
+  auto it = m_inst_by_key.find(std::string(key));
+  return it == m_inst_by_key.end() ? -1 : it->second;
+}
+
+int ClusterIndex::label_id(int tenant, std::string_view key, std::string_view value) const {
+  auto it = m_label_ids.find(fmt::format("{}\x1f{}\x1f{}", tenant, key, value));
+  return it == m_label_ids.end() ? -1 : it->second;
+}
+
+const std::vector<int>* ClusterIndex::label_ids_for_key(int tenant, std::string_view key) const {
+  auto it = m_labels_by_key.find(fmt::format("{}\x1f{}", tenant, key));
+  return it == m_labels_by_key.end() ? nullptr : &it->second;
+}
+
+const std::vector<int>* ClusterIndex::roles_by_app_role(std::string_view app_role) const {
+  auto it = m_roles_by_app_role.find(std::string(app_role));
+  return it == m_roles_by_app_role.end() ? nullptr : &it->second;
+}
+
+const std::vector<int>* ClusterIndex::nodes_with_image(std::string_view image) const {
+  auto it = m_nodes_by_image.find(std::string(image));
+  return it == m_nodes_by_image.end() ? nullptr : &it->second;
+}
+
+void ClusterIndex::occupy(int i, int n) {
+  InstIx& x = insts[i];
+  x.node = n;
+  x.running = x.inst->state == InstanceState::Running;
+  add(nodes[n].alloc_req, x.inst->request);
+  add(nodes[n].alloc_res, x.reservation);
+  nodes[n].occupants.push_back(i);
+  roles[x.role].members.push_back(i);
+  if (x.running) ++roles[x.role].running;
+  add(tenants[x.tenant].used, x.inst->request);
+  ++tenants[x.tenant].count;
+  for (int l : x.labels) postings[l].push_back(i);
+}
+
+void ClusterIndex::place(int i, int n, const std::map<std::string, int>& ports,
+                         const std::vector<VolumeBinding>& new_volumes) {
+  occupy(i, n);
+  NodeIx& x = nodes[n];
+  for (const auto& [name, port] : ports) {
+    insts[i].held_ports.push_back(port);
+    x.ports.insert(std::upper_bound(x.ports.begin(), x.ports.end(), port), port);
+    if (port >= x.node->port_min && port <= x.node->port_max) ++x.ports_in_range;
+  }
+  const auto& groups = x.node->volume_groups;
+  for (const auto& vb : new_volumes)
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].name == vb.group) {
+        x.vg_free_size[g] -= vb.size_bytes;
+        x.vg_free_iops[g] -= vb.iops;
+        break;
+      }
+}
+
+void ClusterIndex::evict(int i) {
+  InstIx& x = insts[i];
+  if (x.node < 0) return;
+  NodeIx& n = nodes[x.node];
+  sub(n.alloc_req, x.inst->request);
+  sub(n.alloc_res, x.reservation);
+  erase_value(n.occupants, i);
+  erase_value(roles[x.role].members, i);
+  if (x.running) --roles[x.role].running;
+  sub(tenants[x.tenant].used, x.inst->request);
+  --tenants[x.tenant].count;
+  for (int l : x.labels) erase_value(postings[l], i);
+  for (int port : x.held_ports) {
+    auto it = std::lower_bound(n.ports.begin(), n.ports.end(), port);
+    if (it != n.ports.end() && *it == port) {
+      n.ports.erase(it);
+      if (port >= n.node->port_min && port <= n.node->port_max) --n.ports_in_range;
+    }
+  }
+  x.held_ports.clear();
+  x.node = -1;
+  x.running = false;
+}
+
+}  // namespace gaia::sched

@@ -1,0 +1,119 @@
+#pragma once
+// The scheduler's view of a Snapshot: built once per schedule() or explain() call and
+// then updated incrementally as instances are placed or evicted, so no decision ever
+// rescans the whole cluster. Everything is addressed by dense integer ids (node index,
+// instance index, role id, interned label id, topology domain id) to keep the per-node
+// evaluation loop free of hashing and allocation.
+
+#include <array>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/cluster.hpp"
+
+namespace gaia::sched {
+
+// Topology levels, innermost first. Domain ids are per level; -1 means "unknown".
+enum Topo : int { kTopoNode = 0, kTopoSwitch = 1, kTopoRack = 2, kTopoZone = 3 };
+constexpr int kTopoCount = 4;
+// "node", "switch", "rack", "zone" -> Topo; -1 for anything else.
+int topo_from_name(std::string_view name);
+std::string_view topo_name(int topo);
+
+struct NodeIx {
+  const Node* node = nullptr;
+  Resources cap;
+  Resources alloc_req;  // Sum of occupants' requests.
+  Resources alloc_res;  // Sum of occupants' reservations.
+  // Reciprocals of cpu, memory and gpu capacity (0 when there is none): scoring runs
+  // for every node of every run, and multiplications are much cheaper than divisions.
+  double inv_cpu = 0, inv_mem = 0, inv_gpu = 0;
+  std::array<int, kTopoCount> dom{};
+  int name_rank = 0;        // Position in name order, for deterministic tie breaks.
+  int ports_in_range = 0;   // Used host ports inside [port_min, port_max].
+  std::vector<int> ports;   // Used host ports, sorted.
+  std::vector<int64_t> vg_free_size, vg_free_iops;  // Parallel to node->volume_groups.
+  std::vector<int> occupants;                        // Instance indices.
+
+  int64_t range_size() const { return node->port_max >= node->port_min ? node->port_max - node->port_min + 1 : 0; }
+  bool port_used(int p) const;
+};
+
+struct InstIx {
+  const Instance* inst = nullptr;
+  int role = -1;
+  int tenant = -1;
+  int node = -1;  // Node index while it occupies one, else -1.
+  bool running = false;
+  Resources reservation;
+  std::vector<int> labels;  // Interned label ids (tenant-scoped).
+  std::vector<int> held_ports;  // Host ports it holds on its node.
+};
+
+struct RoleIx {
+  std::string key;  // "<tenant>/<app>/<role>"
+  const Role* role = nullptr;  // Null when the snapshot has no spec for it.
+  int tenant = -1;
+  std::vector<int> members;  // Occupying instances.
+  int running = 0;           // Members in state Running (what min_available counts).
+};
+
+struct TenantIx {
+  std::string name;
+  const Tenant* tenant = nullptr;  // Null: unknown tenant, no quota and no pool.
+  Resources used;                   // Requests of occupying instances.
+  int64_t count = 0;                // Occupying instances.
+};
+
+class ClusterIndex {
+ public:
+  explicit ClusterIndex(const Snapshot& snapshot);
+
+  const Snapshot& snapshot() const { return *m_snapshot; }
+  const Role& role_of(int inst) const;  // An empty role when the spec is unknown.
+  int node_index(std::string_view name) const;
+  int instance_index(std::string_view key) const;
+  // Label id of (tenant, key, value), or -1 when no instance carries it.
+  int label_id(int tenant, std::string_view key, std::string_view value) const;
+  // All label ids of (tenant, key, *).
+  const std::vector<int>* label_ids_for_key(int tenant, std::string_view key) const;
+  // Roles named "<app>/<role>" in any tenant.
+  const std::vector<int>* roles_by_app_role(std::string_view app_role) const;
+  const std::vector<int>* nodes_with_image(std::string_view image) const;
+
+  // Occupy `node` with instance `inst`, holding `ports` (host ports) and consuming
+  // `new_volumes` from the node's volume groups.
+  void place(int inst, int node, const std::map<std::string, int>& ports,
+             const std::vector<VolumeBinding>& new_volumes);
+  // Free everything the instance holds except its volumes, which outlive it.
+  void evict(int inst);
+
+  std::vector<NodeIx> nodes;
+  std::vector<InstIx> insts;
+  std::vector<RoleIx> roles;
+  std::vector<TenantIx> tenants;
+  std::array<int, kTopoCount> domain_count{};
+  // Nodes of each domain, per level (level kTopoNode is the identity and left empty).
+  std::array<std::vector<std::vector<int>>, kTopoCount> domain_nodes;
+  std::vector<std::vector<int>> postings;  // Label id -> occupying instances.
+
+ private:
+  int intern_label(int tenant, const std::string& key, const std::string& value);
+  void occupy(int inst, int node);
+
+  const Snapshot* m_snapshot;
+  Role m_empty_role;
+  std::unordered_map<std::string, int> m_node_by_name, m_inst_by_key, m_role_by_key, m_tenant_by_name;
+  std::unordered_map<std::string, int> m_label_ids;
+  std::unordered_map<std::string, std::vector<int>> m_labels_by_key;
+  std::unordered_map<std::string, std::vector<int>> m_roles_by_app_role;
+  std::unordered_map<std::string, std::vector<int>> m_nodes_by_image;
+};
+
+// Whether an instance holds node resources in this snapshot state.
+bool occupies_node(const Instance& inst);
+
+}  // namespace gaia::sched

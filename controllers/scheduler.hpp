@@ -1,0 +1,64 @@
+#pragma once
+// The scheduler (DESIGN.md section 6): a pure function from a cluster snapshot and a
+// list of pending instances to a decision. No I/O; the caller applies the decision
+// (binds placements, evicts victims and marks them pending again).
+//
+// How it stays fast at 10,000 nodes / 100,000 instances:
+//  - The snapshot is indexed once (controllers/cluster_index.hpp) and updated
+//    incrementally per placement; nothing is rebuilt per placement.
+//  - Pending instances are sorted (priority, then tenant/app/role/ordinal), so the
+//    instances of a role form a run. Static filters (node state, pool, selector, node
+//    affinity, network) are evaluated once per distinct requirement set and cached.
+//  - Within a run, every feasible node sits in a max-heap keyed by (score, name). All
+//    score plugins are absolute (a node's score depends only on that node and its
+//    domains), so after a placement only the touched nodes (the node, its rack for
+//    EvenSpread, and the domains of affinity terms the new instance matches) are
+//    rescored. Every node is evaluated unless the profile asks for sampling
+//    (percentage_of_nodes_to_score < 100: deterministic, see lib/cluster.hpp).
+//  - Cost is O(nodes) per run plus O(touched nodes) per placement, so runs of one
+//    instance (each instance with its own role or request) are the slow case.
+//  - When an instance of a run is unschedulable, the rest of the run is too (the run's
+//    instances are identical and the failure changed nothing), so the reason is reused.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/cluster.hpp"
+
+namespace gaia {
+
+struct Placement {
+  std::string instance;  // Instance key.
+  std::string node;
+  double score = 0;  // Weighted total of the chosen node.
+  std::map<std::string, int> ports;  // Port name -> host port.
+  std::vector<VolumeBinding> volumes;  // New bindings only (existing ones are kept).
+};
+
+// Evict `victim` from `node` to make room for `preemptor`; the victim goes back to
+// pending and is scheduled by a later call.
+struct Preemption {
+  std::string victim;
+  std::string node;
+  std::string preemptor;
+};
+
+struct Unschedulable {
+  std::string instance;
+  std::string reason;  // "0/50 nodes fit: 30 ResourceFit (memory), 20 NodeSelector".
+};
+
+struct Decision {
+  std::vector<Placement> placements;    // In scheduling order.
+  std::vector<Preemption> preemptions;  // In scheduling order.
+  std::vector<Unschedulable> unschedulable;
+};
+
+// Schedules the given instances (keys "<ordinal>.<role>.<app>.<tenant>"). Keys that are
+// unknown or whose instance already occupies a node are reported unschedulable.
+Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending);
+// Schedules every instance of the snapshot in state Pending.
+Decision schedule(const Snapshot& snapshot);
+
+}  // namespace gaia

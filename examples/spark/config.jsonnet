@@ -1,0 +1,15 @@
+// Parameters of the Spark cluster.
+local gaia = import 'gaia.libsonnet';
+
+{
+  image: 'apache/spark:3.5.0',
+  workers: gaia.config('spark.workers', 4),
+  // What each worker offers to executors; the rest of the container is overhead.
+  worker: {
+    resources: { cpu: '8', memory: '30Gi', disk: '100Gi' },
+    executor_cores: 8,
+    executor_memory: '24g',
+  },
+  master: { resources: { cpu: '1', memory: '2Gi' } },
+  event_log_path: '/spark/events',
+}

@@ -1,0 +1,120 @@
+#pragma once
+// The cluster model of DESIGN.md section 5: nodes, tenants, instances, and the snapshot
+// that scheduling and reconciling decisions are pure functions of.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/priority.hpp"
+#include "lib/workload.hpp"
+
+namespace gaia {
+
+enum class NodeState { Ready, Cordoned, Down };
+std::string_view node_state_name(NodeState s);
+
+struct VolumeGroup {
+  std::string name;
+  std::string storage_class = "hdd";  // hdd | ssd
+  int64_t size_bytes = 0;
+  int64_t iops = 0;
+};
+
+struct Node {
+  std::string name;
+  std::string address;         // Host IP (v4 or v6).
+  std::string instance_subnet; // CIDR instances on this node get addresses from.
+  Resources capacity;
+  int port_min = 20000, port_max = 29999;  // Range allocated to instances' ports.
+  std::map<std::string, std::string> labels;  // zone, rack, switch, disk, gpu-model, pool...
+  std::vector<VolumeGroup> volume_groups;
+  std::vector<std::string> cached_images;
+  NodeState state = NodeState::Ready;
+  // Topology, filled from labels or the subnet table: "" when unknown.
+  std::string zone, rack, switch_;
+
+  bool schedulable() const { return state == NodeState::Ready; }
+};
+
+struct Quota {
+  int64_t cpu_millis = -1;  // -1: unlimited.
+  int64_t memory_bytes = -1;
+  int64_t gpu = -1;
+  int64_t instances = -1;
+};
+
+struct Tenant {
+  std::string name;
+  Quota quota;
+  std::map<std::string, std::string> pool_selector;  // Node labels required for its instances.
+};
+
+enum class InstanceState { Pending, Placed, Running, Failed, Succeeded, Terminating };
+std::string_view instance_state_name(InstanceState s);
+
+// A volume held by a stateful instance: where it lives, so the instance sticks to it.
+struct VolumeBinding {
+  std::string volume;  // Role volume name.
+  std::string node;
+  std::string group;   // Volume group on that node.
+  int64_t size_bytes = 0;
+  int64_t iops = 0;
+};
+
+struct Instance {
+  std::string tenant, app, role;
+  int ordinal = 0;
+  std::string node;  // "" while pending.
+  InstanceState state = InstanceState::Pending;
+  Resources request;
+  // What the node keeps aside for this instance. Unset means "the request". Reclamation
+  // may lower a prod instance's reservation below its request; non-prod scheduling fits
+  // against capacity net of reservations and so may use the difference, while prod and
+  // sys scheduling always fits against requests.
+  std::optional<Resources> reservation;
+  Priority priority;
+  std::map<std::string, std::string> labels;  // Includes gaia.io/app, gaia.io/role.
+  std::string address;
+  std::map<std::string, int> ports;  // Port name -> allocated host port.
+  std::vector<VolumeBinding> volumes;
+  std::string pending_reason;
+  int restarts = 0, migrations = 0;
+
+  // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
+  std::string key() const;
+  Resources reserved() const { return reservation.value_or(request); }
+  std::string dns_name() const { return key() + ".gaia"; }
+};
+
+// Scheduler profile: weights of the score plugins (0 disables one).
+struct SchedulerProfile {
+  std::string strategy = "spread";  // spread (least allocated) | stack (most allocated)
+  int w_allocation = 1;
+  int w_balance = 1;
+  int w_locality = 2;
+  int w_image = 1;
+  int w_affinity = 1;
+  int w_spread = 1;
+  // Share of feasible-looking nodes scored per run of identical instances, like
+  // kube-scheduler's percentageOfNodesToScore. 100 (the default) scores every node and
+  // gives exact decisions; lower values trade placement quality for speed on very large
+  // clusters. Sampling is deterministic: a rotating window over nodes in index order,
+  // never fewer than 100 nodes, and the rest are scored before giving up on a fit.
+  int percentage_of_nodes_to_score = 100;
+};
+
+// Everything a decision looks at. Cheap to copy for what-if planning at the sizes we
+// target (tens of thousands of instances).
+struct Snapshot {
+  std::vector<Node> nodes;
+  std::vector<Tenant> tenants;
+  std::vector<Instance> instances;  // Placed and pending.
+  // Roles by "<tenant>/<app>/<role>", for spec-level facts (affinity, near, volumes).
+  std::map<std::string, Role> roles;
+  SchedulerProfile profile;
+};
+
+}  // namespace gaia

@@ -1,0 +1,708 @@
+#include "lib/sqlite_store.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace gaia {
+
+// One SQLite connection and its prepared statements, reused across calls: preparing a
+// statement costs more than running most of the store's queries.
+struct SqliteConnection {
+  sqlite3* handle = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> idle;  // Prepared and not in use.
+
+  explicit SqliteConnection(sqlite3* h) : handle(h) {}
+  ~SqliteConnection() {
+    for (auto& [sql, stmt] : idle) sqlite3_finalize(stmt);
+    sqlite3_close_v2(handle);
+  }
+};
+
+namespace {
+
+// Every SQLite call can fail, and threading a result through each of the dozens of
+// calls in a transaction body would bury the logic. Inside this file, failures are
+// thrown as these two types; in_transaction() catches them at the edge, rolls back and
+// turns them into StoreErrors, so no exception ever leaves the SqliteStore API.
+struct SqlFailure {
+  int code;             // SQLite extended result code.
+  std::string message;  // What was being done, and SQLite's message at the time.
+};
+struct RequestFailure {
+  StoreError error;  // A user-visible failure detected inside a transaction.
+};
+
+[[noreturn]] void throw_sql(sqlite3* db, int rc, std::string_view what) {
+  throw SqlFailure{rc, fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc))};
+}
+
+[[noreturn]] void throw_request(StoreErrc code, std::string message, std::string hint = {},
+                                int64_t compact_revision = 0) {
+  throw RequestFailure{StoreError{code, std::move(message), std::move(hint), compact_revision}};
+}
+
+void exec(sqlite3* db, std::string_view sql) {
+  std::string text(sql);
+  int rc = sqlite3_exec(db, text.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) throw_sql(db, rc, fmt::format("running '{}'", text.substr(0, 40)));
+}
+
+void rollback_quietly(sqlite3* db) {
+  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void exec(SqliteConnection& db, std::string_view sql) { exec(db.handle, sql); }
+void rollback_quietly(SqliteConnection& db) { rollback_quietly(db.handle); }
+
+bool is_busy(int code) {
+  int primary = code & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+// A prepared statement borrowed from the connection's cache for one use. Taking it out
+// of the cache while in use means a nested use of the same SQL prepares its own copy.
+class Statement {
+ public:
+  Statement(SqliteConnection& db, std::string_view sql) : m_db(db), m_sql(sql) {
+    if (auto it = m_db.idle.find(m_sql); it != m_db.idle.end()) {
+      m_stmt = it->second;
+      m_db.idle.erase(it);
+      return;
+    }
+    int rc = sqlite3_prepare_v3(db.handle, m_sql.data(), static_cast<int>(m_sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &m_stmt, nullptr);
+    if (rc != SQLITE_OK) throw_sql(db.handle, rc, "preparing a statement");
+  }
+  ~Statement() {
+    sqlite3_reset(m_stmt);
+    sqlite3_clear_bindings(m_stmt);
+    if (!m_db.idle.emplace(std::move(m_sql), m_stmt).second) sqlite3_finalize(m_stmt);
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, std::string_view text) {
+    check(sqlite3_bind_text(m_stmt, index, text.data(), static_cast<int>(text.size()),
+                            SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int index, int64_t value) {
+    check(sqlite3_bind_int64(m_stmt, index, value));
+    return *this;
+  }
+  // True when a row is available, false when the statement is done.
+  bool step() {
+    int rc = sqlite3_step(m_stmt);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw_sql(m_db.handle, rc, "executing a statement");
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  int64_t integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
+  std::string text(int column) const {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(m_stmt, column)))
+             : std::string();
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) throw_sql(m_db.handle, rc, "binding a parameter");
+  }
+  SqliteConnection& m_db;
+  std::string m_sql;
+  sqlite3_stmt* m_stmt = nullptr;
+};
+
+// Schema migrations: kMigrations[i] takes a store from user_version i to i + 1. Append
+// new entries; never edit a released one, since stores in the field already ran it.
+constexpr std::array<std::string_view, 1> kMigrations = {
+    R"sql(
+CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('revision', 0), ('compact_revision', 0);
+CREATE TABLE kv (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  create_revision INTEGER NOT NULL,
+  mod_revision INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX kv_by_lease ON kv(lease) WHERE lease != 0;
+CREATE TABLE changes (
+  revision INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  type INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  create_revision INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL,
+  PRIMARY KEY (revision, seq)
+) WITHOUT ROWID;
+-- AUTOINCREMENT: a lease id is never reused, so a holder whose lease expired cannot
+-- mistake someone else's new lease for its own.
+CREATE TABLE leases (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  ttl_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL
+);
+CREATE INDEX leases_by_expiry ON leases(expires_at_ms);
+)sql",
+};
+static_assert(kMigrations.size() == SqliteStore::kSchemaVersion);
+
+// The smallest string greater than every string starting with `prefix`, or nothing when
+// there is none (the prefix is empty or all 0xff bytes).
+std::optional<std::string> prefix_end(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(end.back());
+    if (last != 0xff) {
+      ++last;
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::nullopt;
+}
+
+// " AND key >= ?a AND key < ?b" for a prefix; binds through `bind_prefix`.
+std::string prefix_clause(std::string_view prefix, int first_param) {
+  if (prefix.empty()) return "";
+  if (!prefix_end(prefix)) return fmt::format(" AND key >= ?{}", first_param);
+  return fmt::format(" AND key >= ?{} AND key < ?{}", first_param, first_param + 1);
+}
+void bind_prefix(Statement& s, std::string_view prefix, int first_param) {
+  if (prefix.empty()) return;
+  s.bind(first_param, prefix);
+  if (auto end = prefix_end(prefix)) s.bind(first_param + 1, *end);
+}
+
+int64_t read_meta(SqliteConnection& db, std::string_view name) {
+  Statement s(db, "SELECT value FROM meta WHERE name = ?1");
+  s.bind(1, name);
+  if (!s.step()) throw SqlFailure{SQLITE_CORRUPT, fmt::format("meta entry '{}' is missing", name)};
+  return s.integer(0);
+}
+
+void write_meta(SqliteConnection& db, std::string_view name, int64_t value) {
+  Statement s(db, "UPDATE meta SET value = ?2 WHERE name = ?1");
+  s.bind(1, name).bind(2, value).run();
+}
+
+constexpr std::string_view kKvColumns = "key, value, create_revision, mod_revision, version, lease";
+
+KeyValue read_kv_row(const Statement& s) {
+  return KeyValue{s.text(0), s.text(1), s.integer(2), s.integer(3), s.integer(4), s.integer(5)};
+}
+
+std::optional<KeyValue> read_key(SqliteConnection& db, std::string_view key) {
+  Statement s(db, fmt::format("SELECT {} FROM kv WHERE key = ?1", kKvColumns));
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  return read_kv_row(s);
+}
+
+bool lease_exists(SqliteConnection& db, int64_t lease) {
+  Statement s(db, "SELECT 1 FROM leases WHERE id = ?1");
+  s.bind(1, lease);
+  return s.step();
+}
+
+void compact_to(SqliteConnection& db, int64_t revision) {
+  Statement s(db, "DELETE FROM changes WHERE revision < ?1");
+  s.bind(1, revision).run();
+  write_meta(db, "compact_revision", revision);
+}
+
+// Applies the changes of one revision and logs each to the change table.
+class RevisionWriter {
+ public:
+  explicit RevisionWriter(SqliteConnection& db) : m_db(db), m_revision(read_meta(db, "revision") + 1) {}
+
+  void put(const Put& p) {
+    KeyValue kv{p.key, p.value, m_revision, m_revision, 1, p.lease};
+    {
+      Statement s(m_db, "SELECT create_revision, version FROM kv WHERE key = ?1");
+      s.bind(1, p.key);
+      if (s.step()) {
+        kv.create_revision = s.integer(0);
+        kv.version = s.integer(1) + 1;
+      }
+    }
+    Statement s(m_db, fmt::format("INSERT OR REPLACE INTO kv ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                  kKvColumns));
+    s.bind(1, kv.key).bind(2, kv.value).bind(3, kv.create_revision).bind(4, kv.mod_revision);
+    s.bind(5, kv.version).bind(6, kv.lease).run();
+    log(EventType::Put, kv);
+  }
+
+  void remove(const std::string& key) {
+    Statement s(m_db, "DELETE FROM kv WHERE key = ?1");
+    s.bind(1, key).run();
+    if (sqlite3_changes(m_db.handle) == 0) return;
+    log(EventType::Delete, KeyValue{key, "", 0, m_revision, 0, 0});
+  }
+
+  void remove_matching(const Delete& d) {
+    if (!d.prefix) return remove(d.key);
+    for (const auto& key : keys_with_prefix(d.key)) remove(key);
+  }
+
+  void remove_lease_keys(int64_t lease) {
+    std::vector<std::string> keys;
+    {
+      Statement s(m_db, "SELECT key FROM kv WHERE lease = ?1 ORDER BY key");
+      s.bind(1, lease);
+      while (s.step()) keys.push_back(s.text(0));
+    }
+    for (const auto& key : keys) remove(key);
+  }
+
+  // Records the new revision if anything changed and trims history to the newest
+  // `history_revisions` revisions. Returns the store's revision afterwards.
+  int64_t finish(int64_t history_revisions) {
+    if (!m_changed) return m_revision - 1;
+    write_meta(m_db, "revision", m_revision);
+    if (history_revisions > 0) {
+      int64_t keep_from = m_revision - history_revisions + 1;
+      if (keep_from > read_meta(m_db, "compact_revision")) compact_to(m_db, keep_from);
+    }
+    return m_revision;
+  }
+  bool changed() const { return m_changed; }
+
+ private:
+  std::vector<std::string> keys_with_prefix(std::string_view prefix) {
+    Statement s(m_db, "SELECT key FROM kv WHERE 1" + prefix_clause(prefix, 1) + " ORDER BY key");
+    bind_prefix(s, prefix, 1);
+    std::vector<std::string> keys;
+    while (s.step()) keys.push_back(s.text(0));
+    return keys;
+  }
+
+  void log(EventType type, const KeyValue& kv) {
+    Statement s(m_db,
+                "INSERT INTO changes (revision, seq, type, key, value, create_revision, version,"
+                " lease) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    s.bind(1, m_revision).bind(2, m_seq++).bind(3, int64_t{type == EventType::Put ? 0 : 1});
+    s.bind(4, kv.key).bind(5, kv.value).bind(6, kv.create_revision).bind(7, kv.version);
+    s.bind(8, kv.lease).run();
+    m_changed = true;
+  }
+
+  SqliteConnection& m_db;
+  int64_t m_revision;
+  int64_t m_seq = 0;
+  bool m_changed = false;
+};
+
+// Deletes the keys of every lease whose deadline has passed, all at one new revision.
+void expire_leases(SqliteConnection& db, int64_t now_ms, int64_t history_revisions) {
+  std::vector<int64_t> expired;
+  {
+    Statement s(db, "SELECT id FROM leases WHERE expires_at_ms <= ?1 ORDER BY id");
+    s.bind(1, now_ms);
+    while (s.step()) expired.push_back(s.integer(0));
+  }
+  if (expired.empty()) return;
+  RevisionWriter writer(db);
+  for (int64_t lease : expired) {
+    writer.remove_lease_keys(lease);
+    Statement s(db, "DELETE FROM leases WHERE id = ?1");
+    s.bind(1, lease).run();
+  }
+  writer.finish(history_revisions);
+}
+
+StoreError to_store_error(const SqlFailure& f, const std::filesystem::path& path,
+                          std::chrono::milliseconds busy_timeout) {
+  int primary = f.code & 0xff;
+  if (is_busy(f.code))
+    return StoreError{StoreErrc::Busy,
+                      fmt::format("store '{}' stayed locked by other writers for more than {} ms",
+                                  path.string(), busy_timeout.count()),
+                      "another gaia process may be stuck holding it; retry, or raise the "
+                      "store's busy timeout",
+                      0};
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+    return StoreError{StoreErrc::Corrupt,
+                      fmt::format("'{}' is not a usable gaia store ({})", path.string(), f.message),
+                      "move the file aside (keep it for inspection) and point gaia at a new "
+                      "store path",
+                      0};
+  return StoreError{StoreErrc::Io, fmt::format("store '{}': {}", path.string(), f.message), "", 0};
+}
+
+// Runs `attempt` until it succeeds, fails for a reason other than a busy database, or
+// `timeout` has passed. SQLite's own busy handler already waits inside most calls; this
+// covers the cases it does not (a lock upgrade refused at once, WAL recovery after a
+// crash), backing off exponentially with jitter so retrying writers do not move in step.
+template <class F>
+auto retry_busy(const std::filesystem::path& path, std::chrono::milliseconds timeout,
+                F&& attempt) -> StoreResult<decltype(attempt())> {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = std::chrono::microseconds(500);
+  std::minstd_rand jitter(std::random_device{}());
+  for (;;) {
+    try {
+      return attempt();
+    } catch (const RequestFailure& f) {
+      return std::unexpected(f.error);
+    } catch (const SqlFailure& f) {
+      if (!is_busy(f.code) || std::chrono::steady_clock::now() >= deadline)
+        return std::unexpected(to_store_error(f, path, timeout));
+    }
+    auto wait = backoff + std::chrono::microseconds(jitter() % (backoff.count() + 1));
+    std::this_thread::sleep_for(wait);
+    backoff = std::min(backoff * 2, std::chrono::microseconds(100'000));
+  }
+}
+
+// Brings the schema to kSchemaVersion in one transaction, so a crash mid-way leaves the
+// old version intact and a concurrent opener sees either the old or the new schema.
+void migrate(SqliteConnection& db, const std::filesystem::path& path) {
+  auto user_version = [&] {
+    Statement s(db, "PRAGMA user_version");
+    s.step();
+    return s.integer(0);
+  };
+  if (user_version() == SqliteStore::kSchemaVersion) return;
+  exec(db, "BEGIN IMMEDIATE");
+  try {
+    int64_t version = user_version();  // Re-read under the lock: another opener may have won.
+    if (version > SqliteStore::kSchemaVersion)
+      throw_request(StoreErrc::SchemaTooNew,
+                    fmt::format("store '{}' has schema version {}, but this gaia only knows "
+                                "versions up to {}: it was written by a newer gaia",
+                                path.string(), version, SqliteStore::kSchemaVersion),
+                    "upgrade gaia, or use a different store path");
+    if (version == 0) {
+      Statement s(db, "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1");
+      if (s.step())
+        throw_request(StoreErrc::Corrupt,
+                      fmt::format("'{}' is an SQLite database but not a gaia store (it has a "
+                                  "table or index '{}')",
+                                  path.string(), s.text(0)),
+                      "point gaia at a new store path; gaia will not modify this file");
+    }
+    for (int64_t v = version; v < SqliteStore::kSchemaVersion; ++v) exec(db, kMigrations[v]);
+    exec(db, fmt::format("PRAGMA user_version = {}", SqliteStore::kSchemaVersion));
+    exec(db, "COMMIT");
+  } catch (...) {
+    rollback_quietly(db);
+    throw;
+  }
+}
+
+}  // namespace
+
+StoreResult<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::path& path,
+                                                            SqliteStoreOptions options) {
+  namespace fs = std::filesystem;
+  auto io_error = [&](std::string message, std::string hint = {}) {
+    return std::unexpected(StoreError{StoreErrc::Io, std::move(message), std::move(hint), 0});
+  };
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return io_error(fmt::format("store path '{}' is a directory, not a file", path.string()),
+                    fmt::format("name a file inside it, e.g. '{}'", (path / "gaia.db").string()));
+  fs::path parent = path.parent_path();
+  if (!parent.empty() && !fs::exists(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec)
+      return io_error(fmt::format("cannot create directory '{}' for the store: {}",
+                                  parent.string(), ec.message()));
+  }
+  if (!options.clock) options.clock = std::make_shared<SystemClock>();
+
+  sqlite3* handle = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  auto db = std::make_unique<SqliteConnection>(handle);  // Closes the handle in any case.
+  if (rc != SQLITE_OK)
+    return io_error(fmt::format("cannot open store '{}': {}", path.string(),
+                                handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc)));
+  sqlite3_extended_result_codes(handle, 1);
+  sqlite3_busy_timeout(handle, static_cast<int>(options.busy_timeout.count()));
+
+  auto configured = retry_busy(path, options.busy_timeout, [&] {
+    {
+      // journal_mode is the first statement that reads the file, so a file that is not
+      // a database fails here with SQLITE_NOTADB. Scoped: a statement left pending
+      // would make the migration's COMMIT fail.
+      Statement wal(*db, "PRAGMA journal_mode = WAL");
+      if (!wal.step() || wal.text(0) != "wal")
+        throw SqlFailure{SQLITE_IOERR, "the store cannot use write-ahead logging (WAL)"};
+    }
+    exec(*db, options.synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    migrate(*db, path);
+    return true;
+  });
+  if (!configured) return std::unexpected(configured.error());
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), path, std::move(options)));
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> connection, std::filesystem::path path,
+                         SqliteStoreOptions options)
+    : m_connection(std::move(connection)),
+      m_db(*m_connection),
+      m_path(std::move(path)),
+      m_options(std::move(options)) {}
+
+SqliteStore::~SqliteStore() = default;
+
+int64_t SqliteStore::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             m_options.clock->now().time_since_epoch())
+      .count();
+}
+
+template <class F>
+auto SqliteStore::in_transaction(bool write, F&& body) -> StoreResult<decltype(body())> {
+  std::lock_guard lock(m_mutex);
+  return retry_busy(m_path, m_options.busy_timeout, [&] {
+    Statement(m_db, write ? "BEGIN IMMEDIATE" : "BEGIN").run();
+    try {
+      auto result = body();
+      Statement(m_db, "COMMIT").run();
+      return result;
+    } catch (...) {
+      rollback_quietly(m_db);
+      throw;
+    }
+  });
+}
+
+template <class F>
+auto SqliteStore::read(F&& body) -> StoreResult<decltype(body())> {
+  using T = decltype(body());
+  for (;;) {
+    int64_t now = now_ms();
+    auto result = in_transaction(false, [&]() -> std::optional<T> {
+      {
+        Statement due(m_db, "SELECT 1 FROM leases WHERE expires_at_ms <= ?1 LIMIT 1");
+        due.bind(1, now);
+        if (due.step()) return std::nullopt;
+      }
+      return body();
+    });
+    if (!result) return std::unexpected(result.error());
+    if (*result) return std::move(**result);
+    // Some lease is past its deadline: delete its keys (a write, at a new revision)
+    // and read again.
+    auto expired = in_transaction(true, [&] {
+      expire_leases(m_db, now, m_options.history_revisions);
+      return true;
+    });
+    if (!expired) return std::unexpected(expired.error());
+  }
+}
+
+StoreResult<std::optional<KeyValue>> SqliteStore::get(std::string_view key) {
+  return read([&] { return read_key(m_db, key); });
+}
+
+StoreResult<std::vector<KeyValue>> SqliteStore::range(std::string_view prefix, size_t limit) {
+  return read([&] {
+    std::string sql = fmt::format("SELECT {} FROM kv WHERE 1{} ORDER BY key", kKvColumns,
+                                  prefix_clause(prefix, 1));
+    if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+    Statement s(m_db, sql);
+    bind_prefix(s, prefix, 1);
+    std::vector<KeyValue> out;
+    while (s.step()) out.push_back(read_kv_row(s));
+    return out;
+  });
+}
+
+StoreResult<int64_t> SqliteStore::revision() {
+  return read([&] { return read_meta(m_db, "revision"); });
+}
+
+StoreResult<TxnResult> SqliteStore::txn(const Txn& txn) {
+  if (auto invalid = validate_txn(txn)) return std::unexpected(std::move(*invalid));
+  int64_t now = now_ms();
+  return in_transaction(true, [&] {
+    expire_leases(m_db, now, m_options.history_revisions);
+    int64_t current = read_meta(m_db, "revision");
+    for (const auto& c : txn.compares) {
+      Statement s(m_db, "SELECT mod_revision FROM kv WHERE key = ?1");
+      s.bind(1, c.key);
+      int64_t actual = s.step() ? s.integer(0) : 0;
+      if (actual != c.mod_revision) return TxnResult{false, current};
+    }
+    for (const auto& p : txn.puts)
+      if (p.lease != 0 && !lease_exists(m_db, p.lease))
+        throw_request(StoreErrc::LeaseNotFound,
+                      fmt::format("cannot attach '{}' to lease {}: the lease has expired or "
+                                  "does not exist",
+                                  p.key, p.lease),
+                      "grant a new lease and retry");
+    RevisionWriter writer(m_db);
+    for (const auto& d : txn.deletes) writer.remove_matching(d);
+    for (const auto& p : txn.puts) writer.put(p);
+    return TxnResult{true, writer.finish(m_options.history_revisions)};
+  });
+}
+
+StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision,
+                                                           std::string_view prefix, size_t limit) {
+  return read([&] {
+    int64_t compacted = read_meta(m_db, "compact_revision");
+    if (from_revision < compacted)
+      throw_request(StoreErrc::Compacted,
+                    fmt::format("revision {} has been compacted; oldest available is {}",
+                                from_revision, compacted),
+                    "re-read the current state and follow changes from its revision",
+                    compacted);
+    constexpr std::string_view kColumns =
+        "revision, seq, type, key, value, create_revision, version, lease";
+    std::vector<Event> events;
+    int64_t last_seq = -1;
+    auto read_rows = [&](Statement& s) {
+      while (s.step()) {
+        Event e;
+        e.type = s.integer(2) == 0 ? EventType::Put : EventType::Delete;
+        e.kv = KeyValue{s.text(3), s.text(4), s.integer(5), s.integer(0), s.integer(6),
+                        s.integer(7)};
+        last_seq = s.integer(1);
+        events.push_back(std::move(e));
+      }
+    };
+    std::string sql = fmt::format("SELECT {} FROM changes WHERE revision >= ?1{} ORDER BY revision, seq",
+                                  kColumns, prefix_clause(prefix, 2));
+    if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+    Statement s(m_db, sql);
+    s.bind(1, from_revision);
+    bind_prefix(s, prefix, 2);
+    read_rows(s);
+    // Finish the last revision, so callers never see half a transaction.
+    if (limit > 0 && events.size() == limit) {
+      Statement rest(m_db, fmt::format("SELECT {} FROM changes WHERE revision = ?1 AND seq > ?2{}"
+                                       " ORDER BY seq",
+                                       kColumns, prefix_clause(prefix, 3)));
+      rest.bind(1, events.back().revision()).bind(2, last_seq);
+      bind_prefix(rest, prefix, 3);
+      read_rows(rest);
+    }
+    return events;
+  });
+}
+
+StoreResult<void> SqliteStore::compact(int64_t revision) {
+  auto r = in_transaction(true, [&] {
+    int64_t current = read_meta(m_db, "revision");
+    int64_t compacted = read_meta(m_db, "compact_revision");
+    if (revision > current)
+      throw_request(StoreErrc::FutureRevision,
+                    fmt::format("cannot compact to revision {}: the current revision is {}",
+                                revision, current));
+    if (revision < compacted)
+      throw_request(StoreErrc::Compacted,
+                    fmt::format("revision {} has been compacted; oldest available is {}",
+                                revision, compacted),
+                    "", compacted);
+    if (revision > compacted) compact_to(m_db, revision);
+    return true;
+  });
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+StoreResult<int64_t> SqliteStore::grant(std::chrono::seconds ttl) {
+  if (ttl.count() <= 0)
+    return std::unexpected(StoreError{StoreErrc::InvalidArgument,
+                                      fmt::format("lease TTL must be positive, got {}s", ttl.count()),
+                                      "", 0});
+  int64_t ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count();
+  int64_t now = now_ms();
+  return in_transaction(true, [&] {
+    Statement s(m_db, "INSERT INTO leases (ttl_ms, expires_at_ms) VALUES (?1, ?2)");
+    s.bind(1, ttl_ms).bind(2, now + ttl_ms).run();
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db.handle));
+  });
+}
+
+namespace {
+[[noreturn]] void throw_lease_not_found(int64_t lease) {
+  throw_request(StoreErrc::LeaseNotFound,
+                fmt::format("lease {} has expired or does not exist", lease),
+                "grant a new lease; keys attached to the old one are gone");
+}
+}  // namespace
+
+StoreResult<void> SqliteStore::keep_alive(int64_t lease) {
+  int64_t now = now_ms();
+  auto r = in_transaction(true, [&] {
+    // Expire first, in the same transaction: renewing a lease whose deadline has passed
+    // must fail, or its keys would outlive it.
+    expire_leases(m_db, now, m_options.history_revisions);
+    Statement s(m_db, "UPDATE leases SET expires_at_ms = ?1 + ttl_ms WHERE id = ?2");
+    s.bind(1, now).bind(2, lease).run();
+    if (sqlite3_changes(m_db.handle) == 0) throw_lease_not_found(lease);
+    return true;
+  });
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+StoreResult<void> SqliteStore::revoke(int64_t lease) {
+  int64_t now = now_ms();
+  auto r = in_transaction(true, [&] {
+    expire_leases(m_db, now, m_options.history_revisions);
+    if (!lease_exists(m_db, lease)) throw_lease_not_found(lease);
+    RevisionWriter writer(m_db);
+    writer.remove_lease_keys(lease);
+    Statement s(m_db, "DELETE FROM leases WHERE id = ?1");
+    s.bind(1, lease).run();
+    writer.finish(m_options.history_revisions);
+    return true;
+  });
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+StoreResult<void> SqliteStore::integrity_check() {
+  auto r = in_transaction(false, [&] {
+    std::vector<std::string> problems;
+    {
+      Statement s(m_db, "PRAGMA integrity_check");
+      while (s.step())
+        if (s.text(0) != "ok") problems.push_back(s.text(0));
+    }
+    if (problems.empty()) {
+      Statement s(m_db,
+                  "SELECT key, create_revision, mod_revision, version FROM kv"
+                  " WHERE mod_revision > (SELECT value FROM meta WHERE name = 'revision')"
+                  " OR create_revision > mod_revision OR create_revision < 1 OR version < 1"
+                  " LIMIT 10");
+      while (s.step())
+        problems.push_back(fmt::format("key '{}' has create_revision {}, mod_revision {}, "
+                                       "version {}",
+                                       s.text(0), s.integer(1), s.integer(2), s.integer(3)));
+    }
+    if (!problems.empty())
+      throw_request(StoreErrc::Corrupt,
+                    fmt::format("store '{}' failed its integrity check: {}", m_path.string(),
+                                fmt::join(problems, "; ")),
+                    "restore the store from a backup");
+    return true;
+  });
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+}  // namespace gaia

@@ -1,0 +1,157 @@
+#pragma once
+// Store: the control plane's state of record (DESIGN.md section 2).
+//
+// The model is etcd's, so an embedded SQLite file and an etcd cluster both fit behind
+// it. Keys are strings whose '/'-separated segments act as prefixes ("apps/default/hdfs",
+// "instances/default/hdfs/datanode/0", "nodes/n1", "events/00000000000000000042");
+// values are strings (JSON text). The store has one revision, raised by one for each
+// committed transaction that changes at least one key; every key carries the revision
+// that created it, the revision that last changed it, and how many times it has been
+// written since it was created. Writers use optimistic concurrency: read a key, then
+// commit a transaction that only applies if the key's mod_revision is still the one
+// they read.
+//
+// Prefixes are plain string prefixes, as in etcd: "apps/default/hdfs" also matches
+// "apps/default/hdfs2". Callers that mean one object's subtree end the prefix with '/'.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/error.hpp"
+
+namespace gaia {
+
+enum class StoreErrc {
+  Io,               // The backing file or server could not be read or written.
+  Corrupt,          // The backing file is not a store, or failed an integrity check.
+  SchemaTooNew,     // The store was written by a newer gaia.
+  Busy,             // Other writers held the store for longer than the configured timeout.
+  Compacted,        // The requested history has been discarded (see compact_revision).
+  FutureRevision,   // A revision after the current one was asked for.
+  LeaseNotFound,    // The lease expired, was revoked, or never existed.
+  InvalidArgument,  // The request itself is malformed (empty key, duplicate keys...).
+};
+
+struct StoreError {
+  StoreErrc code = StoreErrc::Io;
+  std::string message;
+  std::string hint;  // What the user can do about it; may be empty.
+  // For StoreErrc::Compacted: the oldest revision whose changes are still available.
+  int64_t compact_revision = 0;
+
+  // "message (hint: ...)".
+  std::string to_string() const;
+  // For the CLI, which reports every failure as a Diagnostic.
+  Diagnostic to_diagnostic() const;
+};
+
+template <class T>
+using StoreResult = std::expected<T, StoreError>;
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;  // Revision of the put that created the key.
+  int64_t mod_revision = 0;     // Revision of the latest put (or of the delete, in events).
+  int64_t version = 0;          // Number of puts since creation; 1 right after creation.
+  int64_t lease = 0;            // Lease the key is attached to; 0 for none.
+
+  bool operator==(const KeyValue&) const = default;
+};
+
+// Holds when the key's current mod_revision equals `mod_revision`; 0 means "the key
+// must not exist", which makes create-only writes.
+struct Compare {
+  std::string key;
+  int64_t mod_revision = 0;
+};
+
+struct Put {
+  std::string key;
+  std::string value;
+  int64_t lease = 0;  // Attach the key to this lease; 0 detaches it from any lease.
+};
+
+struct Delete {
+  std::string key;
+  bool prefix = false;  // Delete every key starting with `key`.
+};
+
+// An atomic test-and-set. If every compare holds, all deletes and puts are applied at
+// one new revision; otherwise nothing is written. A key may appear in at most one put,
+// and no put may touch a key a delete of the same transaction removes (as in etcd).
+struct Txn {
+  std::vector<Compare> compares;
+  std::vector<Put> puts;
+  std::vector<Delete> deletes;
+};
+
+struct TxnResult {
+  bool succeeded = false;
+  // The revision the transaction was committed at; when it failed, or changed no key,
+  // the store's current revision.
+  int64_t revision = 0;
+};
+
+enum class EventType { Put, Delete };
+
+// One change to one key. For puts, kv is the key as written; for deletes, kv holds the
+// key and, in mod_revision, the revision of the delete.
+struct Event {
+  EventType type = EventType::Put;
+  KeyValue kv;
+
+  int64_t revision() const { return kv.mod_revision; }
+  bool operator==(const Event&) const = default;
+};
+
+// One Store object may be shared between threads; several objects (in one or many
+// processes) may open the same backing store at once.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual StoreResult<std::optional<KeyValue>> get(std::string_view key) = 0;
+  // Keys starting with `prefix`, sorted by key (byte order); at most `limit` unless 0.
+  virtual StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) = 0;
+  virtual StoreResult<int64_t> revision() = 0;
+  virtual StoreResult<TxnResult> txn(const Txn& txn) = 0;
+
+  // Changes with revision >= from_revision to keys starting with `prefix`, ordered by
+  // revision (and, inside a revision, deletes before puts in request order). This is
+  // the poll form of a watch: a follower remembers the last revision it saw, R, and asks
+  // for R + 1. `limit` bounds the number of events, except that a revision is never
+  // split, so a follower always sees whole transactions. Fails with
+  // StoreErrc::Compacted when from_revision is older than the retained history; the
+  // follower then re-reads with range() and resumes from the revision() it read.
+  virtual StoreResult<std::vector<Event>> changes_since(int64_t from_revision,
+                                                        std::string_view prefix,
+                                                        size_t limit = 0) = 0;
+  // Discards history older than `revision` (changes_since(revision) keeps working).
+  virtual StoreResult<void> compact(int64_t revision) = 0;
+
+  // Leases: keys attached to a lease vanish (as a delete at a new revision) once it
+  // expires, which happens `ttl` after the grant or the latest keep_alive. Controllers
+  // hold leadership this way. Granting and renewing do not change the revision.
+  virtual StoreResult<int64_t> grant(std::chrono::seconds ttl) = 0;
+  virtual StoreResult<void> keep_alive(int64_t lease) = 0;
+  // Ends the lease now, deleting its keys.
+  virtual StoreResult<void> revoke(int64_t lease) = 0;
+
+  // Convenience wrappers over txn(); they return the revision of the change.
+  StoreResult<int64_t> put(std::string_view key, std::string_view value, int64_t lease = 0);
+  StoreResult<int64_t> del(std::string_view key);
+  StoreResult<int64_t> del_prefix(std::string_view prefix);
+};
+
+// Returns the problem with a transaction that no backend should run (empty keys, a key
+// put twice, a put under a delete), or nothing. Backends call it before doing any I/O.
+std::optional<StoreError> validate_txn(const Txn& txn);
+
+}  // namespace gaia

@@ -1,0 +1,443 @@
+#include "render/evaluator.hpp"
+
+extern "C" {
+#include <libjsonnet.h>
+}
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+#include "lib/hash.hpp"
+#include "render/embedded.hpp"
+#include "render/overrides.hpp"
+#include "render/sandbox.hpp"
+
+namespace gaia::render {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Name under which the built-in library appears in Jsonnet stack traces.
+constexpr const char* k_builtin_lib = "<builtin>/gaia.libsonnet";
+// File name of the small wrapper snippets that import config.jsonnet and call main.
+constexpr const char* k_wrapper = "<gaia>";
+constexpr const char* k_allowed = "app dir, vendor/, -J, GAIA_PATH";
+
+bool is_within(const fs::path& root, const fs::path& p) {
+  auto r = root.begin(), re = root.end();
+  auto q = p.begin(), qe = p.end();
+  for (; r != re; ++r, ++q) {
+    if (r->empty()) continue;  // A trailing separator in root.
+    if (q == qe || *r != *q) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path canonical_or_self(const fs::path& p) {
+  std::error_code ec;
+  auto c = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : c;
+}
+
+// Decides where an import comes from and whether it is allowed; see evaluator.hpp.
+class ImportResolver {
+ public:
+  ImportResolver(const fs::path& app_dir, const std::vector<fs::path>& jpaths) : m_app(canonical_or_self(app_dir)) {
+    // vendor/ inside the app dir is under the app dir already; beside it is its own root.
+    m_search.push_back(m_app / "vendor");
+    m_search.push_back(canonical_or_self(m_app.parent_path() / "vendor"));
+    for (const auto& j : jpaths) m_search.push_back(canonical_or_self(fs::absolute(j)));
+    m_roots.push_back(m_app);
+    for (size_t i = 1; i < m_search.size(); ++i) m_roots.push_back(m_search[i]);
+  }
+
+  struct Found {
+    std::string path;
+    std::string content;
+  };
+
+  std::expected<Found, std::string> resolve(std::string_view base, std::string_view rel_view) {
+    const std::string rel{rel_view};
+    if (rel == "gaia.libsonnet") return Found{k_builtin_lib, std::string(k_gaia_libsonnet)};
+    std::vector<fs::path> candidates;
+    const fs::path relp{rel};
+    if (relp.is_absolute()) {
+      candidates.push_back(relp);
+    } else {
+      if (!base.empty() && fs::path(base).is_absolute()) candidates.push_back(fs::path(base) / relp);
+      for (const auto& dir : m_search) candidates.push_back(dir / relp);
+    }
+    bool outside = false;
+    for (const auto& c : candidates) {
+      fs::path canon = canonical_or_self(c);
+      bool allowed = std::any_of(m_roots.begin(), m_roots.end(), [&](const fs::path& r) { return is_within(r, canon); });
+      if (!allowed) {
+        outside = true;
+        continue;
+      }
+      std::error_code ec;
+      bool in_app = is_within(m_app, canon);
+      if (fs::is_regular_file(canon, ec)) {
+        auto content = read_file(canon);
+        if (!content) return std::unexpected(fmt::format("import '{}': cannot read {}", rel, canon.string()));
+        if (!in_app) m_external[canon.string()] = ExternalFile{canon.string(), content_hash(*content), true};
+        return Found{canon.string(), std::move(*content)};
+      }
+      if (!in_app && !m_external.contains(canon.string())) {
+        m_external[canon.string()] = ExternalFile{canon.string(), "", false};
+      }
+    }
+    if (outside) return std::unexpected(fmt::format("import '{}' is outside the allowed paths ({})", rel, k_allowed));
+    return std::unexpected(fmt::format("import '{}' not found in the importing file's directory, vendor/, -J or GAIA_PATH", rel));
+  }
+
+  std::vector<ExternalFile> external() const {
+    std::vector<ExternalFile> out;
+    for (const auto& [_, f] : m_external) out.push_back(f);
+    return out;
+  }
+
+ private:
+  fs::path m_app;
+  std::vector<fs::path> m_search;
+  std::vector<fs::path> m_roots;
+  std::map<std::string, ExternalFile> m_external;
+};
+
+struct VmContext {
+  JsonnetVm* vm = nullptr;
+  ImportResolver* resolver = nullptr;
+  const ConfigSnapshot* config = nullptr;
+  std::vector<ConfigRead> reads;
+  // Which file is being evaluated, for errors without a location and for the parent.
+  std::string phase;
+  std::string main_file;  // Canonical; importing it switches the phase.
+  std::string main_shown;
+  const std::function<void(std::string_view)>* progress = nullptr;
+};
+
+char* dup_for_vm(JsonnetVm* vm, std::string_view s) {
+  char* out = jsonnet_realloc(vm, nullptr, s.size() + 1);
+  std::memcpy(out, s.data(), s.size());
+  out[s.size()] = '\0';
+  return out;
+}
+
+char* import_callback(void* ctx, const char* base, const char* rel, char** found_here, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  auto r = c->resolver->resolve(base ? base : "", rel ? rel : "");
+  if (!r) {
+    *success = 0;
+    return dup_for_vm(c->vm, r.error());
+  }
+  if (r->path == c->main_file && c->phase != c->main_shown) {
+    c->phase = c->main_shown;
+    if (c->progress && *c->progress) (*c->progress)(c->main_shown);
+  }
+  *found_here = dup_for_vm(c->vm, r->path);
+  *success = 1;
+  return dup_for_vm(c->vm, r->content);
+}
+
+JsonnetJsonValue* native_error(VmContext* c, int* success, const std::string& msg) {
+  *success = 0;
+  return jsonnet_json_make_string(c->vm, msg.c_str());
+}
+
+// Records a read and returns the value as JSON text (gaia.libsonnet parses it back, as
+// the C API cannot build or take apart arbitrary Jsonnet values cheaply).
+JsonnetJsonValue* finish_read(VmContext* c, int* success, std::string kind, std::string key,
+                              const std::optional<ConfigValue>& found, const char* default_json) {
+  ConfigRead read;
+  read.kind = std::move(kind);
+  read.key = std::move(key);
+  if (found) {
+    read.value = found->value;
+    read.revision = found->revision;
+  } else {
+    try {
+      read.value = json::parse(default_json);
+    } catch (const json::exception& e) {
+      return native_error(c, success, fmt::format("gaia.{}: default is not plain data: {}", read.kind, e.what()));
+    }
+    read.defaulted = true;
+  }
+  std::string text = read.value.dump(-1, ' ', false, json::error_handler_t::replace);
+  c->reads.push_back(std::move(read));
+  *success = 1;
+  return jsonnet_json_make_string(c->vm, text.c_str());
+}
+
+JsonnetJsonValue* native_config(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  const char* key = jsonnet_json_extract_string(c->vm, argv[0]);
+  const char* def = jsonnet_json_extract_string(c->vm, argv[1]);
+  if (!key || !def) return native_error(c, success, "gaia.config: key must be a string");
+  return finish_read(c, success, "config", key, c->config->get_config(key), def);
+}
+
+JsonnetJsonValue* native_label(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  const char* kind = jsonnet_json_extract_string(c->vm, argv[0]);
+  const char* name = jsonnet_json_extract_string(c->vm, argv[1]);
+  const char* key = jsonnet_json_extract_string(c->vm, argv[2]);
+  const char* def = jsonnet_json_extract_string(c->vm, argv[3]);
+  if (!kind || !name || !key || !def) return native_error(c, success, "gaia.label: kind, name and key must be strings");
+  return finish_read(c, success, "label", fmt::format("{}/{}/{}", kind, name, key),
+                     c->config->get_label(kind, name, key), def);
+}
+
+// Owns a VM and frees what it returns.
+class Vm {
+ public:
+  Vm() : m_vm(jsonnet_make()) {}
+  ~Vm() { jsonnet_destroy(m_vm); }
+  Vm(const Vm&) = delete;
+  Vm& operator=(const Vm&) = delete;
+  JsonnetVm* get() const { return m_vm; }
+  // Evaluates a snippet; returns {ok, text}.
+  std::pair<bool, std::string> eval(const std::string& filename, const std::string& snippet) {
+    int error = 0;
+    char* out = jsonnet_evaluate_snippet(m_vm, filename.c_str(), snippet.c_str(), &error);
+    std::string text = out ? out : "";
+    jsonnet_realloc(m_vm, out, 0);
+    return {error == 0, std::move(text)};
+  }
+
+ private:
+  JsonnetVm* m_vm;
+};
+
+std::string jsonnet_string_literal(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string display_path(const std::string& path, const std::string& app_dir, const std::string& display_dir) {
+  if (path == k_builtin_lib) return "gaia.libsonnet";
+  fs::path p{path};
+  fs::path app{app_dir};
+  if (!app_dir.empty() && p.is_absolute() && is_within(app, p)) {
+    fs::path rel = p.lexically_relative(app);
+    return display_dir.empty() ? rel.generic_string() : (fs::path(display_dir) / rel).generic_string();
+  }
+  return path;
+}
+
+Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::string& app_dir,
+                                       const std::string& display_dir, const std::string& fallback_file) {
+  static const std::regex static_re{R"(^STATIC ERROR: (.+?):(?:(\d+):(\d+)(?:-\d+)?|\((\d+):(\d+)\)-\(\d+:\d+\)): (.*)$)"};
+  static const std::regex frame_re{R"(^\t(.+?):(?:(\d+):(\d+)(?:-\d+)?|\((\d+):(\d+)\)-\(\d+:\d+\))(\t.*)?$)"};
+  Diagnostic d;
+  d.location.file = fallback_file;
+  bool located = false;
+  auto take = [&](const std::smatch& m) {
+    const std::string file = m[1].str();
+    if (located || file == k_builtin_lib || file == k_wrapper || file.starts_with("<")) return;
+    d.location.file = display_path(file, app_dir, display_dir);
+    d.location.line = std::stoi(m[2].matched ? m[2].str() : m[4].str());
+    d.location.column = std::stoi(m[3].matched ? m[3].str() : m[5].str());
+    located = true;
+  };
+  std::vector<std::string> lines;
+  std::string text{message};
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (first && std::regex_match(line, m, static_re)) {
+      take(m);
+      line = m[6].str();
+    } else if (first && line.starts_with("RUNTIME ERROR: ")) {
+      line = line.substr(std::strlen("RUNTIME ERROR: "));
+    } else if (std::regex_match(line, m, frame_re)) {
+      take(m);
+      // Rewrites the frame's file so the trace shows the same paths as the location.
+      line = "    " + display_path(m[1].str(), app_dir, display_dir) + line.substr(1 + m[1].length());
+      std::replace(line.begin(), line.end(), '\t', ' ');
+    } else if (line.starts_with("\t")) {
+      // Other trace lines ("During manifestation") are indented the same way.
+      auto end = line.find_last_not_of('\t');
+      line = "    " + line.substr(1, end == std::string::npos ? 0 : end);
+    }
+    first = false;
+    lines.push_back(line);
+  }
+  for (size_t i = 0; i < lines.size(); ++i) d.message += (i ? "\n" : "") + lines[i];
+  if (d.message.find("max stack frames exceeded") != std::string::npos) {
+    d.hint = "a function probably calls itself without end; check the recursion's base case";
+  } else if (d.message.find("is outside the allowed paths") != std::string::npos) {
+    d.hint = "copy the file into the app dir or vendor/, or add its directory with -J or GAIA_PATH";
+  }
+  return d;
+}
+
+Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<void(std::string_view)>& progress) {
+  const std::string app_dir = in.app_dir.string();
+  const std::string config_file = (in.app_dir / "config.jsonnet").string();
+  const std::string main_file = (in.app_dir / "main.jsonnet").string();
+  const std::string config_shown = display_path(config_file, app_dir, in.display_dir);
+  const std::string main_shown = display_path(main_file, app_dir, in.display_dir);
+  static const ConfigSnapshot empty_snapshot;
+
+  ImportResolver resolver(in.app_dir, in.jpaths);
+  Vm vm;
+  VmContext ctx;
+  ctx.vm = vm.get();
+  ctx.resolver = &resolver;
+  ctx.config = in.config ? in.config : &empty_snapshot;
+  jsonnet_max_stack(vm.get(), in.max_stack);
+  jsonnet_import_callback(vm.get(), import_callback, &ctx);
+  static const char* const config_params[] = {"key", "default_json", nullptr};
+  static const char* const label_params[] = {"kind", "name", "key", "default_json", nullptr};
+  jsonnet_native_callback(vm.get(), "gaia_config", native_config, &ctx, config_params);
+  jsonnet_native_callback(vm.get(), "gaia_label", native_label, &ctx, label_params);
+
+  // One evaluation for the whole render: libjsonnet re-reads its standard library for
+  // every evaluation, which costs far more than the templates themselves. The wrapper
+  // checks that config.jsonnet is an object and that the overrides name its parameters,
+  // then returns { config, main }: Jsonnet manifests fields in order, so config.jsonnet
+  // is evaluated completely before main.jsonnet is even imported (the import callback
+  // notes that switch for timeouts and errors without a location). The config is turned
+  // into plain data before the overrides are merged, as the documentation promises.
+  // Both files are imported so the same path rules apply to them as to any file, and
+  // the wrapper's own frames are skipped when locating errors.
+  ctx.phase = config_shown;
+  ctx.main_file = canonical_or_self(main_file).string();
+  ctx.main_shown = main_shown;
+  ctx.progress = &progress;
+  if (progress) progress(config_shown);
+  jsonnet_tla_code(vm.get(), "overrides", compact(in.overrides.is_object() ? in.overrides : json::object()).c_str());
+  jsonnet_tla_code(vm.get(), "deps", compact(in.deps).c_str());
+  jsonnet_tla_code(vm.get(), "app", compact(in.app).c_str());
+  const std::string wrapper = fmt::format(
+      "function(overrides, deps, app)\n"
+      "  local config0 = import {};\n"
+      "  local merge(a, b) =\n"
+      "    if std.isObject(a) && std.isObject(b) then\n"
+      "      a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
+      "    else b;\n"
+      "  if !std.isObject(config0) then {{ config_type: std.type(config0) }}\n"
+      "  else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
+      "    {{ config_keys: std.objectFields(config0) }}\n"
+      "  else\n"
+      "    local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
+      "    {{\n"
+      "      config: config,\n"
+      "      main: local main = import {};\n"
+      "        if !std.isFunction(main) then\n"
+      "          error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + std.type(main)\n"
+      "        else main(config, deps, app),\n"
+      "    }}\n",
+      jsonnet_string_literal(config_file), jsonnet_string_literal(main_file));
+  auto [ok, text] = vm.eval(k_wrapper, wrapper);
+  if (!ok) return fail(jsonnet_error_to_diagnostic(text, app_dir, in.display_dir, ctx.phase));
+  if (text.size() > in.max_output_bytes) {
+    return fail(Diagnostic{{ctx.phase}, "", fmt::format("output exceeds {} ({})", format_bytes(in.max_output_bytes), ctx.phase),
+                           "the template probably builds far more than intended; raise --render-max-output if not"});
+  }
+  json result = json::parse(text);
+  if (result.contains("config_type")) {
+    return fail(Diagnostic{{config_shown}, "",
+                           fmt::format("config.jsonnet must evaluate to an object of parameters, not {}",
+                                       result["config_type"].get<std::string>()),
+                           "write e.g. { replication: 3 }"});
+  }
+  if (result.contains("config_keys")) {
+    json keys = json::object();
+    for (const auto& k : result["config_keys"]) keys[k.get<std::string>()] = nullptr;
+    auto applied = apply_overrides(keys, in.overrides, config_shown);
+    if (!applied) return std::unexpected(applied.error());
+    throw std::logic_error("render wrapper and apply_overrides disagree on the override keys");
+  }
+
+  EvalOutput out;
+  out.raw.config = std::move(result["config"]);
+  out.raw.main = std::move(result["main"]);
+  std::sort(ctx.reads.begin(), ctx.reads.end(), [](const ConfigRead& a, const ConfigRead& b) {
+    if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.key != b.key) return a.key < b.key;
+    return compact(a.value) < compact(b.value);
+  });
+  ctx.reads.erase(std::unique(ctx.reads.begin(), ctx.reads.end()), ctx.reads.end());
+  out.raw.reads = std::move(ctx.reads);
+  out.external = resolver.external();
+  return out;
+}
+
+json to_json(const ConfigRead& r) {
+  return json{{"kind", r.kind}, {"key", r.key}, {"value", r.value}, {"revision", r.revision}, {"defaulted", r.defaulted}};
+}
+
+ConfigRead config_read_from_json(const json& j) {
+  ConfigRead r;
+  r.kind = j.at("kind").get<std::string>();
+  r.key = j.at("key").get<std::string>();
+  r.value = j.at("value");
+  r.revision = j.at("revision").get<int64_t>();
+  r.defaulted = j.at("defaulted").get<bool>();
+  return r;
+}
+
+json to_json(const RawRender& r) {
+  json reads = json::array();
+  for (const auto& x : r.reads) reads.push_back(to_json(x));
+  return json{{"config", r.config}, {"main", r.main}, {"reads", std::move(reads)}};
+}
+
+RawRender raw_render_from_json(const json& j) {
+  RawRender r;
+  r.config = j.at("config");
+  r.main = j.at("main");
+  for (const auto& x : j.at("reads")) r.reads.push_back(config_read_from_json(x));
+  return r;
+}
+
+json to_json(const ExternalFile& f) { return json{{"path", f.path}, {"hash", f.hash}, {"exists", f.exists}}; }
+
+ExternalFile external_file_from_json(const json& j) {
+  return ExternalFile{j.at("path").get<std::string>(), j.at("hash").get<std::string>(), j.at("exists").get<bool>()};
+}
+
+json to_json(const Diagnostics& ds) {
+  json out = json::array();
+  for (const auto& d : ds) {
+    out.push_back(json{{"file", d.location.file}, {"line", d.location.line}, {"column", d.location.column},
+                       {"path", d.path}, {"message", d.message}, {"hint", d.hint}});
+  }
+  return out;
+}
+
+Diagnostics diagnostics_from_json(const json& j) {
+  Diagnostics out;
+  for (const auto& d : j) {
+    out.push_back(Diagnostic{{d.at("file").get<std::string>(), d.at("line").get<int>(), d.at("column").get<int>()},
+                             d.at("path").get<std::string>(), d.at("message").get<std::string>(),
+                             d.at("hint").get<std::string>()});
+  }
+  return out;
+}
+
+}  // namespace gaia::render

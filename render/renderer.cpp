@@ -1,0 +1,226 @@
+#include "render/renderer.hpp"
+
+extern "C" {
+#include <libjsonnet.h>
+}
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lib/hash.hpp"
+#include "render/embedded.hpp"
+#include "render/evaluator.hpp"
+#include "render/sandbox.hpp"
+
+namespace gaia::render {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Bumped whenever the meaning of a cached render changes (evaluation semantics, the
+// shape of RawRender), so old entries stop matching.
+constexpr const char* k_cache_format = "gaia-render/1";
+
+std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string display_dir_of(const RenderRequest& req) {
+  if (!req.options.display_dir.empty()) return req.options.display_dir;
+  return fs::path(req.spec->yaml_file).parent_path().string();
+}
+
+EvalInput make_input(const RenderRequest& req, const json& built_deps) {
+  EvalInput in;
+  in.app_dir = req.spec->dir;
+  in.display_dir = display_dir_of(req);
+  in.app_name = req.spec->name;
+  in.jpaths = req.options.jpaths;
+  in.deps = built_deps;
+  in.app = json{{"name", req.spec->name}, {"version", req.spec->version.to_string()}, {"tenant", req.options.tenant}};
+  in.overrides = req.options.overrides.is_null() ? json::object() : req.options.overrides;
+  in.config = &req.options.config;
+  in.max_stack = req.options.max_stack;
+  in.max_output_bytes = req.options.max_output_bytes;
+  return in;
+}
+
+// Runs the evaluation in a child process; the child sends back the EvalOutput (or the
+// diagnostics) as JSON.
+Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& built_deps) {
+  const EvalInput in = make_input(req, built_deps);
+  if (req.stats) ++req.stats->evaluations;
+  SandboxLimits limits;
+  limits.timeout_ms = req.options.timeout_ms;
+  limits.memory_limit_bytes = req.options.memory_limit_bytes;
+  // The payload carries config and main (each already bounded by max_output_bytes in
+  // the child) plus the reads; the bound here stops a child that misbehaves anyway.
+  limits.max_output_bytes = 2 * req.options.max_output_bytes + (size_t{1} << 20);
+
+  auto outcome = run_sandboxed(limits, [&](SandboxChannel& channel) -> std::string {
+    try {
+      auto r = evaluate_jsonnet(in, [&](std::string_view file) { channel.progress(file); });
+      if (!r) return compact(json{{"ok", false}, {"diagnostics", to_json(r.error())}});
+      json ext = json::array();
+      for (const auto& f : r->external) ext.push_back(to_json(f));
+      return compact(json{{"ok", true}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
+    } catch (const std::exception& e) {
+      Diagnostics ds{Diagnostic{{}, "", fmt::format("internal error while rendering: {}", e.what()), ""}};
+      return compact(json{{"ok", false}, {"diagnostics", to_json(ds)}});
+    }
+  });
+
+  const std::string& app = req.spec->name;
+  const std::string where = outcome.progress.empty() ? std::string("config.jsonnet") : outcome.progress;
+  using S = SandboxOutcome::Status;
+  switch (outcome.status) {
+    case S::Ok:
+      break;
+    case S::Timeout:
+      return fail(Diagnostic{{where}, "",
+                             fmt::format("render of {} timed out after {} ({}): the template may loop forever", app,
+                                         format_ms(req.options.timeout_ms), where),
+                             "raise --render-timeout if it is really this slow"});
+    case S::OutputTooLarge:
+      return fail(Diagnostic{{where}, "",
+                             fmt::format("render of {}: output exceeds {} ({})", app,
+                                         format_bytes(req.options.max_output_bytes), where),
+                             "the template probably builds far more than intended; raise --render-max-output if not"});
+    case S::Crashed: {
+      std::string how = outcome.signal ? fmt::format("was killed by signal {} ({})", outcome.signal, ::strsignal(outcome.signal))
+                                       : fmt::format("exited with status {}", outcome.exit_code);
+      return fail(Diagnostic{{where}, "",
+                             fmt::format("render of {} {} while evaluating {}; most likely it needed more than the "
+                                         "memory limit of {}",
+                                         app, how, where, format_bytes(req.options.memory_limit_bytes)),
+                             "raise --render-memory if the template really needs that much memory"});
+    }
+    case S::SystemError:
+      return fail(Diagnostic{{}, "", fmt::format("cannot run the render sandbox for {}: {}", app, outcome.error),
+                             "the system may be out of processes or memory"});
+  }
+  try {
+    json j = json::parse(outcome.payload);
+    if (!j.at("ok").get<bool>()) return fail(diagnostics_from_json(j.at("diagnostics")));
+    EvalOutput out;
+    out.raw = raw_render_from_json(j.at("raw"));
+    for (const auto& f : j.at("external")) out.external.push_back(external_file_from_json(f));
+    return out;
+  } catch (const json::exception& e) {
+    return fail(Diagnostic{{}, "", fmt::format("render of {}: unreadable result from the sandbox: {}", app, e.what()), ""});
+  }
+}
+
+void hash_app_dir(Hasher& h, const fs::path& dir) {
+  std::vector<std::pair<std::string, fs::path>> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) files.emplace_back(it->path().lexically_relative(dir).generic_string(), it->path());
+  }
+  std::sort(files.begin(), files.end());
+  h.add(fmt::format("files:{}", files.size()));
+  for (const auto& [rel, p] : files) {
+    h.add(rel);
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    if (in) ss << in.rdbuf();
+    h.add(in ? content_hash(ss.str()) : std::string("<unreadable>"));
+  }
+}
+
+}  // namespace
+
+Result<json> build_deps(const spec::AppSpec& spec, const json& deps) {
+  json out = json::object();
+  Diagnostics errors;
+  for (const auto& d : spec.dependencies) {
+    Location loc = d.location.file.empty() ? Location{spec.yaml_file} : d.location;
+    json imported = json::object();
+    auto it = deps.is_object() ? deps.find(d.alias) : deps.end();
+    if (!d.imports.empty() && (it == deps.end() || !it->is_object())) {
+      errors.push_back(Diagnostic{loc, fmt::format("dependencies.{}", d.alias),
+                                  fmt::format("no outputs of dependency '{}' ({}) were given to the render", d.alias, d.name),
+                                  "resolve the dependency first (gaia deps), or deploy it so its outputs are known"});
+      out[d.alias] = std::move(imported);
+      continue;
+    }
+    for (const auto& name : d.imports) {
+      auto o = it->find(name);
+      if (o == it->end()) {
+        std::vector<std::string> known;
+        for (const auto& [k, _] : it->items()) known.push_back(k);
+        errors.push_back(Diagnostic{loc, fmt::format("dependencies.{}.import", d.alias),
+                                    fmt::format("dependency '{}' ({}) has no output '{}'", d.alias, d.name, name),
+                                    known.empty() ? std::string("it declares no outputs")
+                                                  : fmt::format("its outputs are: {}", fmt::join(known, ", "))});
+        continue;
+      }
+      imported[name] = *o;
+    }
+    out[d.alias] = std::move(imported);
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return out;
+}
+
+std::string render_input_key(const RenderRequest& req, const json& built_deps) {
+  Hasher h;
+  h.add(k_cache_format);
+  h.add(jsonnet_version());
+  h.add(content_hash(k_gaia_libsonnet));
+  h.add(req.spec->dir.string());  // Error paths and the vendor/ beside it depend on it.
+  h.add(req.options.tenant);
+  h.add(req.spec->name);
+  h.add(req.spec->version.to_string());
+  h.add(compact(built_deps));
+  h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
+  h.add(fmt::format("max_stack:{}", req.options.max_stack));
+  h.add(fmt::format("jpaths:{}", req.options.jpaths.size()));
+  for (const auto& j : req.options.jpaths) h.add(j.string());
+  hash_app_dir(h, req.spec->dir);
+  return h.hex();
+}
+
+Result<RawRender> evaluate(const RenderRequest& req) {
+  if (!req.spec) throw std::invalid_argument("render::evaluate: no spec");
+  auto deps = build_deps(*req.spec, req.deps);
+  if (!deps) return std::unexpected(deps.error());
+  auto out = evaluate_sandboxed(req, *deps);
+  if (!out) return std::unexpected(out.error());
+  return std::move(out->raw);
+}
+
+Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache) {
+  if (!req.spec) throw std::invalid_argument("render::render_app: no spec");
+  auto deps = build_deps(*req.spec, req.deps);
+  if (!deps) return std::unexpected(deps.error());
+
+  Rendered result;
+  std::optional<RawRender> raw;
+  std::string key;
+  if (cache) {
+    key = render_input_key(req, *deps);
+    raw = cache_lookup(*cache, key, req.options.config);
+    if (req.stats) ++(raw ? req.stats->cache_hits : req.stats->cache_misses);
+    result.from_cache = raw.has_value();
+  }
+  if (!raw) {
+    auto out = evaluate_sandboxed(req, *deps);
+    if (!out) return std::unexpected(out.error());
+    if (cache) cache_store(*cache, key, CacheManifest{out->raw, out->external});
+    raw = std::move(out->raw);
+  }
+  auto w = validate_workload(*req.spec, req.options.tenant, *raw);
+  if (!w) return std::unexpected(w.error());
+  result.workload = std::move(*w);
+  result.document = to_document(result.workload);
+  return result;
+}
+
+}  // namespace gaia::render

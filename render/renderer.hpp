@@ -1,0 +1,77 @@
+#pragma once
+// Rendering an app spec: config.jsonnet, --set/--values overrides, then main.jsonnet
+// called with (config, deps, app), evaluated in a sandboxed child process
+// (render/sandbox.hpp) and validated into a gaia::Workload (render/workload.hpp).
+// Results are cached by content hash of every input (render/cache.hpp).
+//
+// The library reads no environment: the caller turns -J and GAIA_PATH into `jpaths`
+// and takes the config snapshot for the tenant.
+
+#include <cstddef>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lib/config_source.hpp"
+#include "lib/error.hpp"
+#include "lib/workload.hpp"
+#include "render/cache.hpp"
+#include "render/workload.hpp"
+#include "spec/app_spec.hpp"
+
+namespace gaia::render {
+
+struct RenderOptions {
+  // Library search path after the importing file's directory, <app>/vendor and
+  // <app>/../vendor: -J entries then GAIA_PATH entries; the first match wins.
+  std::vector<std::filesystem::path> jpaths;
+  // Deep-merged over config.jsonnet's object (render/overrides.hpp builds it).
+  nlohmann::json overrides = nlohmann::json::object();
+  ConfigSnapshot config;
+  std::string tenant = "default";
+  // How the app directory is shown in diagnostics (e.g. "examples/hdfs" as typed by the
+  // user). Empty: the parent of spec->yaml_file, or bare file names if that is empty too.
+  std::string display_dir;
+  unsigned max_stack = 500;
+  size_t max_output_bytes = size_t{16} << 20;
+  int timeout_ms = 10000;
+  size_t memory_limit_bytes = size_t{2} << 30;
+};
+
+// Counters for tests and `--verbose` output.
+struct RenderStats {
+  int evaluations = 0;  // Jsonnet evaluations started (sandboxed children forked).
+  int cache_hits = 0;
+  int cache_misses = 0;
+};
+
+struct RenderRequest {
+  const spec::AppSpec* spec = nullptr;
+  // alias -> object of the outputs of the resolved dependency. Only the outputs the
+  // spec imports are passed on to main.jsonnet as deps.<alias>.
+  nlohmann::json deps = nlohmann::json::object();
+  RenderOptions options;
+  RenderStats* stats = nullptr;  // Optional.
+};
+
+struct Rendered {
+  Workload workload;      // workload.hash is set.
+  nlohmann::json document;  // The canonical gaia/v1 document (render::to_document).
+  bool from_cache = false;
+};
+
+// deps.<alias> objects for main.jsonnet: for each dependency of the spec, exactly the
+// outputs listed in its `import:`. Errors name a missing dependency or output.
+Result<nlohmann::json> build_deps(const spec::AppSpec& spec, const nlohmann::json& deps);
+
+// Evaluates the Jsonnet (always; no cache) in a sandboxed child process.
+Result<RawRender> evaluate(const RenderRequest& req);
+
+// The cache key: a hash of every input known before evaluation (see render/cache.hpp).
+std::string render_input_key(const RenderRequest& req, const nlohmann::json& built_deps);
+
+// Evaluates (or takes from `cache`), validates and builds the document.
+Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache = nullptr);
+
+}  // namespace gaia::render

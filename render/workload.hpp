@@ -1,0 +1,34 @@
+#pragma once
+// Validation of what main.jsonnet returned into the typed Workload of lib/workload.hpp,
+// and the canonical gaia/v1 document built from it. Errors name app, role and field.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/workload.hpp"
+#include "spec/app_spec.hpp"
+
+namespace gaia::render {
+
+// What the Jsonnet evaluation produced, before validation.
+struct RawRender {
+  nlohmann::json config = nlohmann::json::object();  // config.jsonnet after overrides.
+  nlohmann::json main = nlohmann::json::object();    // main.jsonnet's result: {roles, outputs}.
+  std::vector<ConfigRead> reads;                     // Sorted by (kind, key).
+};
+
+// Validates `raw` against the role schema (docs/spec.md) and fills defaults. Every
+// problem is collected; each diagnostic's location is main.jsonnet of the spec (the
+// rendered JSON has no positions) and its path is "roles.<role>.<field>".
+Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string& tenant,
+                                   const RawRender& raw);
+
+// The canonical `apiVersion: gaia/v1` document of a validated workload, with sorted
+// keys and the content hash in metadata.hash (which it also stores into `w.hash`).
+nlohmann::json to_document(Workload& w);
+// Parses a gaia/v1 document back (the store keeps documents); the inverse of to_document.
+Result<Workload> from_document(const nlohmann::json& doc);
+
+}  // namespace gaia::render

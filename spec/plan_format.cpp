@@ -1,0 +1,140 @@
+#include "spec/plan_format.hpp"
+
+#include <fmt/format.h>
+
+namespace gaia::spec {
+namespace {
+
+std::string status(const PlanNode& node) {
+  std::string out = fmt::format("{} {}", action_name(node.action), node.version.to_string());
+  if (node.replaces) out += fmt::format(", replaces {}", node.replaces->to_string());
+  if (node.action == Action::Reuse && !node.ready) out += ", not ready";
+  return out;
+}
+
+std::string label(const PlanNode& node, std::string_view alias) {
+  std::string out = node.name;
+  if (!alias.empty() && alias != default_alias(node.name)) out += fmt::format(" as {}", alias);
+  return out;
+}
+
+std::string dot_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '\\';  // Backslashes stay: "\n" is Graphviz's line break.
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string format_plan_tree(const Plan& plan, const TreeOptions& options) {
+  const char* tee = options.ascii ? "|-- " : "├── ";
+  const char* elbow = options.ascii ? "`-- " : "└── ";
+  const char* pipe = options.ascii ? "|   " : "│   ";
+  const char* blank = "    ";
+
+  struct Frame {
+    size_t node;
+    size_t next;
+    std::string prefix;
+  };
+  std::vector<char> expanded(plan.nodes.size(), 0);
+  std::vector<Frame> stack;
+  std::string out;
+  for (size_t root : plan.roots) {
+    const PlanNode& r = plan.nodes[root];
+    if (expanded[root]) {
+      out += fmt::format("{} ({}, see above)\n", r.name, status(r));
+      continue;
+    }
+    out += fmt::format("{} ({})\n", r.name, status(r));
+    expanded[root] = 1;
+    stack.push_back({root, 0, ""});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const auto& edges = plan.nodes[f.node].dependencies;
+      if (f.next == edges.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const PlanEdge& e = edges[f.next++];
+      bool last = f.next == edges.size();
+      const PlanNode& child = plan.nodes[e.node];
+      std::string line = f.prefix + (last ? elbow : tee) + label(child, e.alias);
+      if (expanded[e.node] && !child.dependencies.empty()) {
+        out += fmt::format("{} ({}, see above)\n", line, status(child));
+        continue;
+      }
+      out += fmt::format("{} ({})\n", line, status(child));
+      if (expanded[e.node]) continue;
+      expanded[e.node] = 1;
+      std::string prefix = f.prefix + (last ? blank : pipe);  // `f` dies with the push below.
+      stack.push_back({e.node, 0, std::move(prefix)});
+    }
+  }
+  return out;
+}
+
+std::string format_plan_dot(const Plan& plan) {
+  std::string out = "digraph gaia {\n  node [shape=box];\n";
+  for (const PlanNode& n : plan.nodes) {
+    std::string lbl = fmt::format("{}\\n{}", n.name, status(n));
+    out += fmt::format("  {} [label={}{}];\n", dot_quote(n.id()), dot_quote(lbl),
+                       n.action == Action::Reuse ? ", style=dashed" : "");
+  }
+  for (const PlanNode& n : plan.nodes)
+    for (const PlanEdge& e : n.dependencies) {
+      const PlanNode& to = plan.nodes[e.node];
+      std::string attrs = e.alias != default_alias(to.name) ? fmt::format(" [label={}]", dot_quote(e.alias)) : "";
+      out += fmt::format("  {} -> {}{};\n", dot_quote(n.id()), dot_quote(to.id()), attrs);
+    }
+  out += "}\n";
+  return out;
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  using nlohmann::json;
+  json nodes = json::array();
+  for (const PlanNode& n : plan.nodes) {
+    json requirers = json::array();
+    for (const Requirement& r : n.requirers)
+      requirers.push_back({{"app", plan.nodes[r.requirer].id()}, {"range", r.range.text()}, {"alias", r.alias}});
+    json deps = json::array();
+    for (const PlanEdge& e : n.dependencies) deps.push_back({{"alias", e.alias}, {"app", plan.nodes[e.node].id()}});
+    nodes.push_back({
+        {"name", n.name},
+        {"version", n.version.to_string()},
+        {"action", std::string(action_name(n.action))},
+        {"root", n.root},
+        {"dir", n.spec ? json(n.spec->dir.string()) : json(nullptr)},
+        {"replaces", n.replaces ? json(n.replaces->to_string()) : json(nullptr)},
+        {"ready", n.ready},
+        {"requirers", std::move(requirers)},
+        {"dependencies", std::move(deps)},
+    });
+  }
+  json roots = json::array(), order = json::array();
+  for (size_t r : plan.roots) roots.push_back(plan.nodes[r].id());
+  for (size_t i : plan.order) order.push_back(plan.nodes[i].id());
+  return {{"tenant", plan.tenant}, {"roots", roots}, {"order", order}, {"nodes", nodes}};
+}
+
+std::string format_repo_dependents(const std::vector<RepoDependent>& dependents, std::string_view name) {
+  if (dependents.empty()) return fmt::format("no app in the spec repository depends on {}\n", name);
+  std::string out;
+  for (const RepoDependent& d : dependents)
+    out += fmt::format("{}{} requires {} {}\n", std::string(static_cast<size_t>(d.depth - 1) * 2, ' '), d.spec->id(),
+                       d.on, d.range);
+  return out;
+}
+
+nlohmann::json repo_dependents_to_json(const std::vector<RepoDependent>& dependents) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RepoDependent& d : dependents)
+    out.push_back({{"app", d.spec->id()}, {"on", d.on}, {"range", d.range}, {"depth", d.depth}});
+  return out;
+}
+
+}  // namespace gaia::spec

@@ -1,0 +1,627 @@
+#include "spec/resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "spec/suggest.hpp"
+
+namespace gaia::spec {
+
+std::string_view action_name(Action a) { return a == Action::Reuse ? "reuse" : "deploy"; }
+
+std::optional<size_t> Plan::find(std::string_view name) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return i;
+  return std::nullopt;
+}
+
+namespace {
+
+// Resolution rarely needs more than three rounds; the bound only stops pathological
+// specs whose choices keep flipping each other.
+constexpr int kMaxRounds = 200;
+// Changing every name at once can oscillate (a@2 wants b<2 and b@2 wants a<2: both drop
+// to 1, then both go back to 2). After this many rounds only the first name that wants
+// to change (breadth-first) changes per round, which settles such cases.
+constexpr int kSimultaneousRounds = 8;
+
+enum class Kind : uint8_t { None, Root, Running, Repo };
+
+// What a name resolves to: nothing, the root spec, running[index] or repo[index].
+struct Choice {
+  Kind kind = Kind::None;
+  uint32_t index = 0;
+  bool operator==(const Choice&) const = default;
+};
+
+struct RunningCandidate {
+  semver::Version version;
+  const RunningApp* app = nullptr;
+};
+
+struct NameInfo {
+  std::string name;
+  const AppSpec* root = nullptr;
+  std::vector<RunningCandidate> running;  // Highest first.
+  std::span<const AppSpec* const> repo;   // Highest first.
+};
+
+// A range placed on a name: by the app `requirer` (a name id) through entry `dep`.
+struct Req {
+  int requirer = 0;
+  const Dependency* dep = nullptr;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+std::string versions_text(const std::vector<std::string>& vs) { return vs.empty() ? "none" : join_limited(vs, 30); }
+
+class Resolver {
+ public:
+  Resolver(const SpecRepository& repo, const std::vector<RunningApp>& running, const std::string& tenant)
+      : m_repo(repo), m_tenant(tenant) {
+    for (const RunningApp& app : running) {
+      if (app.tenant != tenant) continue;
+      // A running app whose version does not parse cannot satisfy any range; it is
+      // simply never reused.
+      auto v = semver::parse_version(app.version);
+      if (v) m_running[app.name].push_back({*v, &app});
+    }
+    for (auto& [name, list] : m_running)
+      std::stable_sort(list.begin(), list.end(), [](const RunningCandidate& a, const RunningCandidate& b) {
+        return semver::compare(a.version, b.version) > 0;
+      });
+  }
+
+  Result<Plan> run(const std::vector<const AppSpec*>& roots) {
+    Diagnostics errors;
+    std::vector<int> root_ids;
+    for (const AppSpec* r : roots) {
+      int n = intern(r->name);
+      if (const AppSpec* other = m_names[n].root) {
+        if (semver::compare(other->version, r->version) == 0) continue;  // The same app given twice.
+        errors.push_back({Location{r->yaml_file}, "",
+                          fmt::format("two versions of {} are given: {} ({}) and {} ({})", r->name,
+                                      other->version.to_string(), other->dir.string(), r->version.to_string(),
+                                      r->dir.string()),
+                          "a tenant runs one version of each app: give only one of them"});
+        continue;
+      }
+      m_names[n].root = r;
+      root_ids.push_back(n);
+    }
+    if (!errors.empty()) return fail(std::move(errors));
+
+    std::vector<int> hinted;  // Names carrying a hint from the previous round.
+    // The first round whose choices satisfy every range, though some are not the preferred
+    // ones: the answer when the preferred choices never settle.
+    std::vector<std::pair<int, Choice>> fallback;
+    for (int round = 0; round < kMaxRounds; ++round) {
+      run_round(root_ids);
+      if (fallback.empty() && round_is_consistent())
+        for (int n : m_order) fallback.push_back({n, m_choice[n]});
+      // The choice each reached name should have given every range found this round.
+      std::vector<int> changed;
+      for (int n : m_order) {
+        if (m_names[n].root) continue;
+        m_desired[n] = best(n, m_reqs[n]);
+        if (m_desired[n] != m_choice[n]) changed.push_back(n);
+      }
+      if (changed.empty()) return finish(root_ids);
+      if (round + 1 == kMaxRounds) {
+        if (fallback.empty()) return not_settling(changed);
+        return finish_with(root_ids, hinted, fallback, changed);
+      }
+      // Hints for the next round: the choices just computed. A name no version fits is
+      // not expanded further, so its old choice's dependencies do not produce errors of
+      // their own. Names not reached this round lose their hints, so ranges from apps no
+      // longer chosen are forgotten.
+      for (int n : hinted) m_hinted[n] = 0;
+      hinted = m_order;
+      bool one_at_a_time = round >= kSimultaneousRounds;
+      for (int n : m_order) {
+        m_hinted[n] = 1;
+        m_hint[n] = one_at_a_time && n != changed.front() ? m_choice[n] : m_desired[n];
+      }
+    }
+    return not_settling({});
+  }
+
+ private:
+  // True when every reached name has a choice satisfying all ranges placed on it.
+  bool round_is_consistent() const {
+    for (int n : m_order) {
+      if (m_choice[n].kind == Kind::None) return false;
+      if (!satisfies_all(version_of(n, m_choice[n]), m_reqs[n])) return false;
+    }
+    return true;
+  }
+
+  // Replays a consistent round and builds the plan from it, noting which names did not
+  // get their preferred version.
+  Result<Plan> finish_with(const std::vector<int>& root_ids, const std::vector<int>& hinted,
+                           const std::vector<std::pair<int, Choice>>& choices, const std::vector<int>& unsettled) {
+    for (int n : hinted) m_hinted[n] = 0;
+    for (const auto& [n, c] : choices) {
+      m_hinted[n] = 1;
+      m_hint[n] = c;
+    }
+    run_round(root_ids);
+    for (int n : m_order) m_desired[n] = m_choice[n];
+    auto plan = finish(root_ids);
+    if (plan) {
+      std::vector<std::string> names;
+      for (int n : unsettled) names.push_back(m_names[n].name);
+      plan->warnings.push_back(
+          {Location{}, "",
+           fmt::format("the preferred versions of {} never settled (each choice changes the ranges placed on the "
+                       "others); using the first set of versions found that satisfies every range",
+                       join_limited(names)),
+           "pin exact versions for these dependencies to make the choice explicit"});
+    }
+    return plan;
+  }
+
+  int intern(std::string_view name) {
+    if (auto it = m_ids.find(name); it != m_ids.end()) return it->second;
+    int id = static_cast<int>(m_names.size());
+    m_ids.emplace(std::string(name), id);
+    NameInfo info;
+    info.name = std::string(name);
+    info.repo = m_repo.versions(name);
+    if (auto it = m_running.find(info.name); it != m_running.end()) info.running = it->second;
+    m_names.push_back(std::move(info));
+    m_choice.emplace_back();
+    m_hint.emplace_back();
+    m_desired.emplace_back();
+    m_hinted.push_back(0);
+    m_reached.push_back(0);
+    m_reqs.emplace_back();
+    return id;
+  }
+
+  const semver::Version& version_of(int n, Choice c) const {
+    const NameInfo& info = m_names[n];
+    switch (c.kind) {
+      case Kind::Root: return info.root->version;
+      case Kind::Running: return info.running[c.index].version;
+      case Kind::Repo: return info.repo[c.index]->version;
+      case Kind::None: break;
+    }
+    throw std::logic_error("version_of: no choice");
+  }
+
+  const AppSpec* spec_of(int n, Choice c) const {
+    if (c.kind == Kind::Root) return m_names[n].root;
+    if (c.kind == Kind::Repo) return m_names[n].repo[c.index];
+    return nullptr;
+  }
+
+  std::string id_of(int n) const { return m_names[n].name + "@" + version_of(n, m_choice[n]).to_string(); }
+
+  static bool satisfies_all(const semver::Version& v, const std::vector<Req>& reqs) {
+    for (const Req& r : reqs)
+      if (!r.dep->range.satisfies(v)) return false;
+    return true;
+  }
+
+  // The rule of DESIGN.md section 4: a running version satisfying every range, else the
+  // highest repository version satisfying every range.
+  Choice best(int n, const std::vector<Req>& reqs) const {
+    const NameInfo& info = m_names[n];
+    if (info.root) return {Kind::Root, 0};
+    for (size_t i = 0; i < info.running.size(); ++i)
+      if (satisfies_all(info.running[i].version, reqs)) return {Kind::Running, static_cast<uint32_t>(i)};
+    for (size_t i = 0; i < info.repo.size(); ++i)
+      if (satisfies_all(info.repo[i]->version, reqs)) return {Kind::Repo, static_cast<uint32_t>(i)};
+    return {};
+  }
+
+  void reach(int n, Choice c) {
+    m_reached[n] = 1;
+    m_choice[n] = c;
+    m_order.push_back(n);
+  }
+
+  // One breadth-first walk from the roots. Names seen in the previous round take the
+  // choice computed from that round's ranges; new names take the best choice for the
+  // ranges found so far, which is usually already right.
+  void run_round(const std::vector<int>& root_ids) {
+    for (int n : m_order) {
+      m_reached[n] = 0;
+      m_reqs[n].clear();
+      m_choice[n] = {};
+    }
+    m_order.clear();
+    for (int r : root_ids) reach(r, {Kind::Root, 0});
+    for (size_t head = 0; head < m_order.size(); ++head) {
+      int n = m_order[head];
+      const AppSpec* spec = spec_of(n, m_choice[n]);
+      if (!spec) continue;  // Reused apps' dependencies are already running.
+      for (const Dependency& d : spec->dependencies) {
+        int m = intern(d.name);
+        m_reqs[m].push_back({n, &d});
+        if (m_reached[m]) continue;
+        Choice c = m_names[m].root ? Choice{Kind::Root, 0} : m_hinted[m] ? m_hint[m] : best(m, m_reqs[m]);
+        reach(m, c);
+      }
+    }
+  }
+
+  Location where(const Req& r) const { return r.dep->location; }
+
+  std::string dep_path(const Req& r, std::string_view field) const {
+    const AppSpec* spec = spec_of(r.requirer, m_choice[r.requirer]);
+    size_t index = static_cast<size_t>(r.dep - spec->dependencies.data());
+    return field.empty() ? fmt::format("dependencies[{}]", index) : fmt::format("dependencies[{}].{}", index, field);
+  }
+
+  std::string available(int n) const {
+    const NameInfo& info = m_names[n];
+    std::vector<std::string> repo;
+    for (auto it = info.repo.rbegin(); it != info.repo.rend(); ++it) repo.push_back((*it)->version.to_string());
+    std::string out = fmt::format("available: {}", versions_text(repo));
+    if (!info.running.empty()) {
+      std::vector<std::string> running;
+      for (auto it = info.running.rbegin(); it != info.running.rend(); ++it) running.push_back(it->version.to_string());
+      out += fmt::format("; running in tenant '{}': {}", m_tenant, join_limited(running));
+    }
+    return out;
+  }
+
+  // Which candidates (running first, then repository) satisfy a range.
+  std::vector<char> satisfying(int n, const semver::Range& range) const {
+    const NameInfo& info = m_names[n];
+    std::vector<char> out;
+    for (const auto& c : info.running) out.push_back(range.satisfies(c.version));
+    for (const AppSpec* s : info.repo) out.push_back(range.satisfies(s->version));
+    return out;
+  }
+
+  void add_repo_problems(int n, Diagnostics& errors, std::set<int>& reported) const {
+    const Diagnostics& problems = m_repo.diagnostics_for(m_names[n].name);
+    if (problems.empty() || !reported.insert(n).second) return;
+    errors.insert(errors.end(), problems.begin(), problems.end());
+  }
+
+  // Explains why no version of name `n` satisfies its ranges.
+  void explain_unresolved(int n, Diagnostics& errors, std::set<int>& reported) const {
+    const NameInfo& info = m_names[n];
+    const std::vector<Req>& reqs = m_reqs[n];
+    if (info.running.empty() && info.repo.empty()) {
+      if (!m_repo.diagnostics_for(info.name).empty()) {
+        add_repo_problems(n, errors, reported);
+        errors.push_back({where(reqs.front()), dep_path(reqs.front(), "name"),
+                          fmt::format("{} depends on '{}', but every version of it in the spec repository is broken",
+                                      id_of(reqs.front().requirer), info.name),
+                          "fix the errors reported above for that app"});
+        return;
+      }
+      std::vector<std::string> known = m_repo.names();
+      for (const auto& [name, list] : m_running)
+        if (!m_repo.contains(name)) known.push_back(name);
+      std::sort(known.begin(), known.end());
+      std::string hint;
+      if (auto close = did_you_mean(info.name, known)) hint = fmt::format("did you mean '{}'? ", *close);
+      hint += known.empty() ? "the spec repository is empty: pass --repo DIR or set GAIA_REPO"
+                            : fmt::format("apps available: {}", join_limited(known));
+      for (const Req& r : reqs)
+        errors.push_back({where(r), dep_path(r, "name"),
+                          fmt::format("{} depends on '{}', which is neither running in tenant '{}' nor in the spec "
+                                      "repository",
+                                      id_of(r.requirer), info.name, m_tenant),
+                          hint});
+      return;
+    }
+    add_repo_problems(n, errors, reported);
+
+    // A range no candidate satisfies on its own is a missing version, whatever the
+    // other ranges say.
+    std::vector<std::vector<char>> sets;
+    bool any_alone = false;
+    for (const Req& r : reqs) {
+      sets.push_back(satisfying(n, r.dep->range));
+      if (std::find(sets.back().begin(), sets.back().end(), 1) == sets.back().end()) {
+        any_alone = true;
+        errors.push_back({where(r), dep_path(r, "version"),
+                          fmt::format("{}: no version satisfies {} (required by {}); {}", info.name,
+                                      r.dep->range.text(), id_of(r.requirer), available(n)),
+                          fmt::format("change the range, or add a matching version of {} to the spec repository",
+                                      info.name)});
+      }
+    }
+    if (any_alone) return;
+
+    // Otherwise find two requirers that cannot agree. Requirers with the same set of
+    // acceptable candidates are interchangeable, so only the first of each is compared.
+    std::map<std::vector<char>, size_t> distinct;
+    for (size_t i = 0; i < sets.size(); ++i) distinct.emplace(sets[i], i);
+    std::vector<size_t> reps;
+    for (const auto& [set, i] : distinct) reps.push_back(i);
+    std::sort(reps.begin(), reps.end());
+    for (size_t a = 0; a < reps.size(); ++a) {
+      for (size_t b = a + 1; b < reps.size(); ++b) {
+        const auto& sa = sets[reps[a]];
+        const auto& sb = sets[reps[b]];
+        bool common = false;
+        for (size_t k = 0; k < sa.size() && !common; ++k) common = sa[k] && sb[k];
+        if (common) continue;
+        const Req& ra = reqs[reps[a]];
+        const Req& rb = reqs[reps[b]];
+        errors.push_back({where(rb), dep_path(rb, "version"),
+                          fmt::format("{}: {} requires {}, {} requires {}; no version satisfies both; {}", info.name,
+                                      id_of(ra.requirer), ra.dep->range.text(), id_of(rb.requirer),
+                                      rb.dep->range.text(), available(n)),
+                          "a tenant runs one version of each app: loosen one of the ranges, or deploy the two apps "
+                          "in different tenants"});
+        return;
+      }
+    }
+    std::string all;
+    for (const Req& r : reqs) {
+      if (!all.empty()) all += ", ";
+      all += fmt::format("{} requires {}", id_of(r.requirer), r.dep->range.text());
+    }
+    errors.push_back({where(reqs.back()), dep_path(reqs.back(), "version"),
+                      fmt::format("{}: {}; no version satisfies all of them; {}", info.name, all, available(n)),
+                      "a tenant runs one version of each app: loosen one of the ranges"});
+  }
+
+  void check_root_ranges(int n, Diagnostics& errors) const {
+    const AppSpec* root = m_names[n].root;
+    for (const Req& r : m_reqs[n]) {
+      if (r.dep->range.satisfies(root->version)) continue;
+      errors.push_back({where(r), dep_path(r, "version"),
+                        fmt::format("{}: {} requires {}, but {} is given to be deployed", root->name,
+                                    id_of(r.requirer), r.dep->range.text(), root->id()),
+                        fmt::format("deploy a version of {} satisfying {}, or change the range", root->name,
+                                    r.dep->range.text())});
+    }
+  }
+
+  // The outputs a chosen app declares.
+  std::vector<std::string> declared_outputs(int n) const {
+    Choice c = m_choice[n];
+    if (const AppSpec* spec = spec_of(n, c)) return spec->outputs;
+    const RunningCandidate& rc = m_names[n].running[c.index];
+    if (const AppSpec* spec = m_repo.find(m_names[n].name, rc.version)) return spec->outputs;
+    std::vector<std::string> out;
+    if (rc.app->outputs.is_object())
+      for (const auto& [key, value] : rc.app->outputs.items()) out.push_back(key);
+    return out;
+  }
+
+  void check_imports(int n, Diagnostics& errors) const {
+    std::vector<std::string> declared = declared_outputs(n);
+    for (const Req& r : m_reqs[n]) {
+      for (size_t i = 0; i < r.dep->imports.size(); ++i) {
+        const std::string& want = r.dep->imports[i];
+        if (std::find(declared.begin(), declared.end(), want) != declared.end()) continue;
+        std::string has =
+            declared.empty() ? "declares no outputs" : fmt::format("declares: {}", join_limited(declared));
+        std::string hint;
+        if (auto close = did_you_mean(want, declared)) hint = fmt::format("did you mean '{}'? ", *close);
+        hint += fmt::format("import one of the declared outputs, or add '{}' to outputs: in {}'s app.yaml", want,
+                            m_names[n].name);
+        errors.push_back({where(r), dep_path(r, fmt::format("import[{}]", i)),
+                          fmt::format("{} imports '{}' from {}, which does not declare it; {} {}", id_of(r.requirer),
+                                      want, id_of(n), id_of(n), has),
+                          hint});
+      }
+    }
+  }
+
+  Result<Plan> finish(const std::vector<int>& root_ids) {
+    Diagnostics errors;
+    std::set<int> reported;
+    std::vector<int> node_of(m_names.size(), -1);
+    Plan plan;
+    plan.tenant = m_tenant;
+    for (int n : m_order) {
+      const NameInfo& info = m_names[n];
+      if (info.root) {
+        check_root_ranges(n, errors);
+      } else if (m_choice[n].kind == Kind::None) {
+        explain_unresolved(n, errors, reported);
+        continue;
+      } else if (m_choice[n].kind == Kind::Repo) {
+        // A broken version of a name being deployed may well be the one meant.
+        add_repo_problems(n, errors, reported);
+      }
+      Choice c = m_choice[n];
+      PlanNode node;
+      node.name = info.name;
+      node.version = version_of(n, c);
+      node.root = c.kind == Kind::Root;
+      if (c.kind == Kind::Running) {
+        node.action = Action::Reuse;
+        node.outputs = info.running[c.index].app->outputs;
+        node.ready = info.running[c.index].app->ready;
+      } else {
+        node.action = Action::Deploy;
+        node.spec = spec_of(n, c);
+        if (!info.running.empty() && semver::compare(info.running.front().version, node.version) != 0)
+          node.replaces = info.running.front().version;
+      }
+      node_of[n] = static_cast<int>(plan.nodes.size());
+      plan.nodes.push_back(std::move(node));
+    }
+    for (int n : m_order) {
+      if (node_of[n] < 0) continue;
+      PlanNode& node = plan.nodes[static_cast<size_t>(node_of[n])];
+      for (const Req& r : m_reqs[n])
+        node.requirers.push_back({static_cast<size_t>(node_of[r.requirer]), r.dep->alias, r.dep->range,
+                                  r.dep->imports, r.dep->location});
+      if (node.spec)
+        for (const Dependency& d : node.spec->dependencies)
+          if (int target = node_of[m_ids.find(d.name)->second]; target >= 0)
+            node.dependencies.push_back({d.alias, static_cast<size_t>(target)});
+      check_imports(n, errors);
+    }
+    for (int r : root_ids) plan.roots.push_back(static_cast<size_t>(node_of[r]));
+    find_cycles(plan, errors);
+    if (!errors.empty()) return fail(std::move(errors));
+    plan.order = topological_order(plan);
+    return plan;
+  }
+
+  // Iterative depth-first search: chains thousands deep must not exhaust the stack.
+  static void find_cycles(const Plan& plan, Diagnostics& errors) {
+    enum : uint8_t { White, Grey, Black };
+    std::vector<uint8_t> state(plan.nodes.size(), White);
+    std::vector<std::pair<size_t, size_t>> stack;  // node, next edge
+    std::vector<size_t> depth_of(plan.nodes.size(), 0);
+    for (size_t start = 0; start < plan.nodes.size(); ++start) {
+      if (state[start] != White) continue;
+      state[start] = Grey;
+      stack.push_back({start, 0});
+      while (!stack.empty()) {
+        auto& [v, next] = stack.back();
+        const auto& edges = plan.nodes[v].dependencies;
+        if (next == edges.size()) {
+          state[v] = Black;
+          stack.pop_back();
+          continue;
+        }
+        size_t w = edges[next++].node;
+        if (state[w] == White) {
+          state[w] = Grey;
+          depth_of[w] = stack.size();
+          stack.push_back({w, 0});
+        } else if (state[w] == Grey) {
+          std::string text;
+          for (size_t i = depth_of[w]; i < stack.size(); ++i) text += plan.nodes[stack[i].first].name + " -> ";
+          text += plan.nodes[w].name;
+          const PlanNode& from = plan.nodes[stack.back().first];
+          Location loc;
+          std::string path;
+          for (size_t i = 0; i < from.spec->dependencies.size(); ++i)
+            if (from.spec->dependencies[i].name == plan.nodes[w].name) {
+              loc = from.spec->dependencies[i].location;
+              path = fmt::format("dependencies[{}]", i);
+            }
+          errors.push_back({loc, path, fmt::format("dependency cycle: {}", text),
+                            "apps cannot depend on each other in a loop: remove one of these dependencies"});
+        }
+      }
+    }
+  }
+
+  // Kahn's algorithm; among apps whose dependencies are all placed, the smallest name
+  // goes first, so the order is the same for the same inputs.
+  static std::vector<size_t> topological_order(const Plan& plan) {
+    size_t n = plan.nodes.size();
+    std::vector<size_t> pending(n, 0);
+    std::vector<std::vector<size_t>> dependents(n);
+    for (size_t i = 0; i < n; ++i) {
+      pending[i] = plan.nodes[i].dependencies.size();
+      for (const PlanEdge& e : plan.nodes[i].dependencies) dependents[e.node].push_back(i);
+    }
+    auto later = [&](size_t a, size_t b) { return plan.nodes[a].name > plan.nodes[b].name; };
+    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] == 0) ready.push(i);
+    std::vector<size_t> order;
+    order.reserve(n);
+    while (!ready.empty()) {
+      size_t i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (size_t d : dependents[i])
+        if (--pending[d] == 0) ready.push(d);
+    }
+    return order;
+  }
+
+  std::unexpected<Diagnostics> not_settling(const std::vector<int>& changed) const {
+    std::vector<std::string> names;
+    for (int n : changed) names.push_back(m_names[n].name);
+    return fail(Diagnostic{
+        Location{}, "",
+        fmt::format("dependency resolution did not settle after {} rounds: the versions chosen for {} keep changing "
+                    "because each choice changes the ranges placed on the others",
+                    kMaxRounds, join_limited(names)),
+        "pin exact versions for these dependencies"});
+  }
+
+  const SpecRepository& m_repo;
+  std::string m_tenant;
+  std::unordered_map<std::string, std::vector<RunningCandidate>> m_running;
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> m_ids;
+  // Per name id.
+  std::vector<NameInfo> m_names;
+  std::vector<Choice> m_choice, m_hint, m_desired;
+  std::vector<char> m_hinted, m_reached;
+  std::vector<std::vector<Req>> m_reqs;
+  std::vector<int> m_order;  // Names reached this round, breadth-first.
+};
+
+}  // namespace
+
+Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
+                     const std::vector<RunningApp>& running, const std::string& tenant) {
+  return Resolver(repo, running, tenant).run(roots);
+}
+
+std::vector<size_t> reverse_dependents(const Plan& plan, std::string_view name) {
+  auto start = plan.find(name);
+  if (!start) return {};
+  std::vector<std::vector<size_t>> dependents(plan.nodes.size());
+  for (size_t i = 0; i < plan.nodes.size(); ++i)
+    for (const PlanEdge& e : plan.nodes[i].dependencies) dependents[e.node].push_back(i);
+  std::vector<char> seen(plan.nodes.size(), 0);
+  seen[*start] = 1;
+  std::vector<size_t> out;
+  std::vector<size_t> frontier{*start};
+  for (size_t head = 0; head < frontier.size(); ++head)
+    for (size_t d : dependents[frontier[head]])
+      if (!seen[d]) {
+        seen[d] = 1;
+        frontier.push_back(d);
+        out.push_back(d);
+      }
+  return out;
+}
+
+std::vector<RepoDependent> reverse_dependents(const SpecRepository& repo, std::string_view name) {
+  // name -> (dependent version, its range on that name)
+  std::unordered_map<std::string, std::vector<std::pair<const AppSpec*, const Dependency*>>> by_dependency;
+  for (const std::string& n : repo.names())
+    for (const AppSpec* spec : repo.versions(n))
+      for (const Dependency& d : spec->dependencies) by_dependency[d.name].push_back({spec, &d});
+
+  std::vector<RepoDependent> out;
+  std::set<const AppSpec*> listed;
+  std::set<std::string, std::less<>> visited{std::string(name)};
+  std::vector<std::string> frontier{std::string(name)};
+  for (int depth = 1; !frontier.empty(); ++depth) {
+    std::vector<std::string> next;
+    for (const std::string& target : frontier) {
+      auto it = by_dependency.find(target);
+      if (it == by_dependency.end()) continue;
+      for (const auto& [spec, dep] : it->second) {
+        if (!listed.insert(spec).second) continue;
+        out.push_back({spec, target, dep->range.text(), depth});
+        if (visited.insert(spec->name).second) next.push_back(spec->name);
+      }
+    }
+    frontier = std::move(next);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RepoDependent& a, const RepoDependent& b) {
+    if (a.depth != b.depth) return a.depth < b.depth;
+    if (a.spec->name != b.spec->name) return a.spec->name < b.spec->name;
+    return semver::compare(a.spec->version, b.spec->version) > 0;
+  });
+  return out;
+}
+
+}  // namespace gaia::spec

@@ -1,0 +1,95 @@
+#pragma once
+// Dependency resolution (DESIGN.md section 4): a pure function from the specs being
+// submitted, the spec repository and the apps running in the tenant to a plan, a DAG of
+// apps to reuse or deploy in topological order.
+//
+// Each dependency name gets exactly one version per tenant: (1) a running app of that
+// name whose version satisfies every range that apps in the plan place on the name is
+// reused; else (2) the highest repository version satisfying all of them is deployed and
+// its own dependencies resolved in turn. Because a version chosen for one name decides
+// which ranges other names see, resolution iterates to a fixpoint; ranges from versions
+// that end up not chosen play no part in the result.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/running_apps.hpp"
+#include "spec/app_spec.hpp"
+#include "spec/repository.hpp"
+
+namespace gaia::spec {
+
+enum class Action { Reuse, Deploy };
+std::string_view action_name(Action a);  // "reuse", "deploy"
+
+// One range placed on a node's name by an app in the plan.
+struct Requirement {
+  size_t requirer = 0;  // Index into Plan::nodes.
+  std::string alias;    // Name under deps.* in the requirer's templates.
+  semver::Range range;
+  std::vector<std::string> imports;
+  Location location;  // Of the dependency entry in the requirer's app.yaml.
+};
+
+struct PlanEdge {
+  std::string alias;
+  size_t node = 0;  // Index into Plan::nodes.
+};
+
+struct PlanNode {
+  std::string name;
+  semver::Version version;
+  Action action = Action::Deploy;
+  const AppSpec* spec = nullptr;  // For Deploy: the spec to render. nullptr for Reuse.
+  bool root = false;              // Given directly (always deployed).
+  // Deploy of a name that already runs in the tenant at another version: that version.
+  std::optional<semver::Version> replaces;
+  // Reuse: the running app's output values and readiness.
+  nlohmann::json outputs = nlohmann::json::object();
+  bool ready = true;
+  std::vector<Requirement> requirers;  // In the order they were found.
+  std::vector<PlanEdge> dependencies;  // In app.yaml order; empty for Reuse.
+
+  std::string id() const { return name + "@" + version.to_string(); }
+};
+
+struct Plan {
+  std::string tenant;
+  std::vector<PlanNode> nodes;  // Breadth-first from the roots.
+  std::vector<size_t> roots;    // Indices of the specs given directly, in the order given.
+  std::vector<size_t> order;    // Deploy order: dependencies first; ties broken by name.
+  // Things the user should know that do not stop the plan (e.g. a fallback choice).
+  Diagnostics warnings;
+
+  std::optional<size_t> find(std::string_view name) const;
+};
+
+// Resolves `roots` (the specs being submitted; they are deployed as given, and the
+// pointers must outlive the plan, as must `repo`) against the repository and the running
+// apps of `tenant` (entries of other tenants are ignored). Every independent error is
+// collected: missing apps and versions, conflicting ranges, imports of undeclared
+// outputs, cycles, and broken repository entries for the names the resolution touches.
+Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
+                     const std::vector<RunningApp>& running, const std::string& tenant);
+
+// Apps that depend on `name` in a plan, directly or through others, nearest first
+// (breadth-first), as node indices. Empty when `name` is not in the plan.
+std::vector<size_t> reverse_dependents(const Plan& plan, std::string_view name);
+
+// An app version in the repository that depends on a name (for `gaia deps --reverse`).
+struct RepoDependent {
+  const AppSpec* spec = nullptr;  // The dependent app version.
+  std::string on;                 // The name it depends on directly.
+  std::string range;              // The range it places on `on`, as written.
+  int depth = 1;                  // 1 = depends on the queried name directly.
+};
+// Every app version in the repository depending on `name`, directly (depth 1) or through
+// other names (depth 2, ...), sorted by depth, name, then version highest first. A
+// name's dependents are listed once, at the smallest depth.
+std::vector<RepoDependent> reverse_dependents(const SpecRepository& repo, std::string_view name);
+
+}  // namespace gaia::spec

@@ -1,0 +1,116 @@
+// Hostile Jsonnet: unbounded recursion, infinite loops, enormous output and memory
+// exhaustion all end in a clear error, and the test process itself is never harmed.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+
+#include "render/renderer.hpp"
+#include "render/sandbox.hpp"
+#include "tests/render/render_test_util.hpp"
+
+using gaia::test::TempApp;
+namespace render = gaia::render;
+
+namespace {
+
+std::string main_with(const std::string& expr, const std::string& prelude = "") {
+  return prelude + "function(config, deps, app) { roles: {}, outputs: { x: " + expr + " } }\n";
+}
+
+}  // namespace
+
+TEST_CASE("unbounded recursion stops at max_stack with the Jsonnet location", "[hostile]") {
+  TempApp app("{}", main_with("f(0)", "local f(n) = 1 + f(n + 1);\n"));
+  auto bad = render::evaluate(app.request());
+  REQUIRE_FALSE(bad.has_value());
+  const auto& d = bad.error()[0];
+  CHECK_THAT(d.message, Catch::StartsWith("max stack frames exceeded"));
+  CHECK(d.location.file == "demo/main.jsonnet");
+  CHECK(d.location.line == 1);
+  CHECK_THAT(d.hint, Catch::Contains("recursion"));
+}
+
+TEST_CASE("an infinite loop is killed after the timeout", "[hostile]") {
+  // Tail recursion in Jsonnet does not grow the stack, so this loops forever.
+  TempApp app("{}", main_with("loop(0)", "local loop(n) = if n < 0 then n else loop(n + 1) tailstrict;\n"));
+  auto req = app.request();
+  req.options.timeout_ms = 1000;
+  auto start = std::chrono::steady_clock::now();
+  auto bad = render::evaluate(req);
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(took < std::chrono::seconds(5));
+  CHECK(took >= std::chrono::milliseconds(1000));
+  const auto& d = bad.error()[0];
+  CHECK(d.message == "render of demo timed out after 1s (demo/main.jsonnet): the template may loop forever");
+  CHECK(d.hint == "raise --render-timeout if it is really this slow");
+  CHECK(d.location.file == "demo/main.jsonnet");
+
+  SECTION("in config.jsonnet, the message names config.jsonnet") {
+    app.write("config.jsonnet", "local loop(n) = if n < 0 then n else loop(n + 1) tailstrict; { a: loop(0) }");
+    auto bad2 = render::evaluate(req);
+    REQUIRE_FALSE(bad2.has_value());
+    CHECK_THAT(bad2.error()[0].message, Catch::Contains("(demo/config.jsonnet)"));
+  }
+}
+
+TEST_CASE("enormous output is refused", "[hostile]") {
+  // 2^25 bytes = 32MiB, built by doubling so it is quick to make.
+  TempApp app("{}", main_with("std.length(d('x', 25)) + 0", "local d(s, n) = if n == 0 then s else d(s + s, n - 1);\n"));
+  auto req = app.request();
+  REQUIRE(render::evaluate(req).has_value());  // Its length is small.
+
+  app.write("main.jsonnet", main_with("d('x', 25)", "local d(s, n) = if n == 0 then s else d(s + s, n - 1);\n"));
+  auto bad = render::evaluate(req);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK_THAT(bad.error()[0].message, Catch::Contains("exceeds 16MiB"));
+  CHECK(bad.error()[0].location.file == "demo/main.jsonnet");
+
+  SECTION("a large array against a small limit") {
+    app.write("main.jsonnet", main_with("std.makeArray(200000, function(i) i)"));
+    req.options.max_output_bytes = 1 << 20;
+    auto bad2 = render::evaluate(req);
+    REQUIRE_FALSE(bad2.has_value());
+    CHECK_THAT(bad2.error()[0].message, Catch::Contains("exceeds 1MiB"));
+  }
+}
+
+TEST_CASE("memory exhaustion ends the child, not the caller", "[hostile]") {
+  TempApp app("{}", main_with("std.length(std.makeArray(1e8, function(i) i))"));
+  auto req = app.request();
+  req.options.memory_limit_bytes = size_t{256} << 20;
+  auto bad = render::evaluate(req);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK_THAT(bad.error()[0].message, Catch::Contains("memory limit of 256MiB"));
+  CHECK(bad.error()[0].location.file == "demo/main.jsonnet");
+}
+
+TEST_CASE("sandbox: payloads, progress, crashes and limits", "[hostile]") {
+  render::SandboxLimits limits;
+  limits.timeout_ms = 2000;
+  auto ok = render::run_sandboxed(limits, [](render::SandboxChannel& ch) {
+    ch.progress("step one");
+    ch.progress("step\ntwo");
+    return std::string(200000, 'R');  // Bigger than a pipe buffer, starts with the marker byte.
+  });
+  CHECK(ok.status == render::SandboxOutcome::Status::Ok);
+  CHECK(ok.payload == std::string(200000, 'R'));
+  CHECK(ok.progress == "step two");
+
+  auto crash = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string { std::abort(); });
+  CHECK(crash.status == render::SandboxOutcome::Status::Crashed);
+  CHECK(crash.signal == SIGABRT);
+
+  limits.max_output_bytes = 1000;
+  auto big = render::run_sandboxed(limits, [](render::SandboxChannel&) { return std::string(5000, 'x'); });
+  CHECK(big.status == render::SandboxOutcome::Status::OutputTooLarge);
+  CHECK(big.payload.empty());
+
+  CHECK(render::format_bytes(16u << 20) == "16MiB");
+  CHECK(render::format_bytes(1536) == "1.5KiB");
+  CHECK(render::format_ms(10000) == "10s");
+  CHECK(render::format_ms(1500) == "1.5s");
+  CHECK(render::format_ms(250) == "250ms");
+}

@@ -1,0 +1,542 @@
+#include "spec/resolve.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <rapidcheck.h>
+#include <set>
+#include <fmt/format.h>
+
+#include "spec/plan_format.hpp"
+
+using namespace gaia;
+using namespace gaia::spec;
+
+namespace {
+
+semver::Version ver(const std::string& s) { return semver::parse_version(s).value(); }
+
+struct DepSpec {
+  std::string name;
+  std::string range = "*";
+  std::vector<std::string> imports = {};
+  std::string alias = "";
+};
+
+// An in-memory spec; dependency i sits on line 4 + i of "<name>/app.yaml", as if written
+// out, so that locations can be checked.
+AppSpec app(const std::string& name, const std::string& version, const std::vector<DepSpec>& deps = {},
+            const std::vector<std::string>& outputs = {}) {
+  AppSpec s;
+  s.name = name;
+  s.version = ver(version);
+  s.yaml_file = name + "/app.yaml";
+  s.dir = "/repo/" + name + "/" + version;
+  s.outputs = outputs;
+  for (size_t i = 0; i < deps.size(); ++i) {
+    Dependency d;
+    d.name = deps[i].name;
+    d.range = semver::Range::parse(deps[i].range).value();
+    d.alias = deps[i].alias.empty() ? default_alias(d.name) : deps[i].alias;
+    d.imports = deps[i].imports;
+    d.location = Location{s.yaml_file, static_cast<int>(4 + i), 5};
+    s.dependencies.push_back(std::move(d));
+  }
+  return s;
+}
+
+RunningApp running(const std::string& name, const std::string& version, nlohmann::json outputs = nlohmann::json::object(),
+                   const std::string& tenant = "default") {
+  return RunningApp{tenant, name, version, std::move(outputs), true};
+}
+
+Result<Plan> resolve_one(const AppSpec& root, const SpecRepository& repo, const std::vector<RunningApp>& run = {}) {
+  return resolve({&root}, repo, run, "default");
+}
+
+const PlanNode& node(const Plan& plan, const std::string& name) {
+  auto i = plan.find(name);
+  INFO("no node " << name);
+  REQUIRE(i.has_value());
+  return plan.nodes[*i];
+}
+
+std::string order_of(const Plan& plan) {
+  std::string out;
+  for (size_t i : plan.order) out += (out.empty() ? "" : " ") + plan.nodes[i].id();
+  return out;
+}
+
+std::string errors_text(const Result<Plan>& r) {
+  REQUIRE_FALSE(r.has_value());
+  return format_diagnostics(r.error());
+}
+
+}  // namespace
+
+TEST_CASE("a running app satisfying the range is reused; else the repository's is deployed", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.6.4"));
+  repo.add(app("zookeeper", "3.8.1"));
+  AppSpec root = app("hdfs", "3.3.4", {{"zookeeper", ">=3.6 <4"}});
+
+  auto reused = resolve_one(root, repo, {running("zookeeper", "3.6.4", {{"quorum", "zk:2181"}})});
+  REQUIRE(reused.has_value());
+  const PlanNode& zk = node(*reused, "zookeeper");
+  CHECK(zk.action == Action::Reuse);
+  CHECK(zk.spec == nullptr);
+  CHECK(zk.version.to_string() == "3.6.4");
+  CHECK(zk.outputs["quorum"] == "zk:2181");
+  CHECK(node(*reused, "hdfs").action == Action::Deploy);
+  CHECK(node(*reused, "hdfs").root);
+  CHECK(node(*reused, "hdfs").spec == &root);
+
+  auto deployed = resolve_one(root, repo, {running("zookeeper", "3.5.0")});
+  REQUIRE(deployed.has_value());
+  const PlanNode& zk2 = node(*deployed, "zookeeper");
+  CHECK(zk2.action == Action::Deploy);
+  CHECK(zk2.version.to_string() == "3.8.1");
+  REQUIRE(zk2.replaces.has_value());
+  CHECK(zk2.replaces->to_string() == "3.5.0");
+  CHECK(zk2.spec == repo.find("zookeeper", ver("3.8.1")));
+
+  // Running apps of other tenants are not candidates.
+  auto other_tenant = resolve_one(root, repo, {running("zookeeper", "3.6.4", {}, "team-b")});
+  REQUIRE(other_tenant.has_value());
+  CHECK(node(*other_tenant, "zookeeper").action == Action::Deploy);
+}
+
+TEST_CASE("the highest repository version satisfying the range is chosen", "[resolve]") {
+  SpecRepository repo;
+  for (const char* v : {"3.6.4", "4.0.0", "3.8.1", "3.8.0", "3.9.0-rc.1"}) repo.add(app("zookeeper", v));
+  AppSpec root = app("hdfs", "3.3.4", {{"zookeeper", ">=3.6 <4"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE(plan.has_value());
+  CHECK(node(*plan, "zookeeper").version.to_string() == "3.8.1");
+  CHECK(node(*plan, "zookeeper").requirers.size() == 1);
+  CHECK(node(*plan, "zookeeper").requirers[0].range.text() == ">=3.6 <4");
+}
+
+TEST_CASE("diamonds are shared and deployed in topological order, ties by name", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("b", "1.0.0", {{"d"}}));
+  repo.add(app("c", "1.0.0", {{"d", "^1"}}));
+  repo.add(app("d", "1.0.0"));
+  repo.add(app("d", "1.2.0"));
+  repo.add(app("d", "2.0.0"));
+  AppSpec root = app("a", "1.0.0", {{"c"}, {"b"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE(plan.has_value());
+  CHECK(plan->nodes.size() == 4);
+  CHECK(node(*plan, "d").version.to_string() == "1.2.0");  // both ranges: * and ^1
+  CHECK(node(*plan, "d").requirers.size() == 2);
+  size_t d = *plan->find("d");
+  CHECK(node(*plan, "b").dependencies[0].node == d);
+  CHECK(node(*plan, "c").dependencies[0].node == d);
+  CHECK(order_of(*plan) == "d@1.2.0 b@1.0.0 c@1.0.0 a@1.0.0");
+}
+
+TEST_CASE("a cycle is an error that prints it", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("b", "1.0.0", {{"c"}}));
+  repo.add(app("c", "1.0.0", {{"x"}, {"a"}}));
+  repo.add(app("x", "1.0.0"));
+  AppSpec root = app("a", "1.0.0", {{"b"}});
+  auto plan = resolve_one(root, repo);
+  CHECK(errors_text(plan) ==
+        "c/app.yaml:5:5: error: dependencies[1]: dependency cycle: a -> b -> c -> a\n"
+        "  hint: apps cannot depend on each other in a loop: remove one of these dependencies\n");
+}
+
+TEST_CASE("incompatible ranges name both requirers", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.6.4"));
+  repo.add(app("zookeeper", "3.8.1"));
+  repo.add(app("hbase", "2.5.0", {{"zookeeper", ">=3.8"}}));
+  repo.add(app("kafka", "3.6.0", {{"zookeeper", "<3.7"}}));
+  AppSpec root = app("platform", "1.0.0", {{"hbase"}, {"kafka"}});
+  auto plan = resolve_one(root, repo);
+  CHECK(errors_text(plan) ==
+        "kafka/app.yaml:4:5: error: dependencies[0].version: zookeeper: hbase@2.5.0 requires >=3.8, kafka@3.6.0 "
+        "requires <3.7; no version satisfies both; available: 3.6.4, 3.8.1\n"
+        "  hint: a tenant runs one version of each app: loosen one of the ranges, or deploy the two apps in "
+        "different tenants\n");
+}
+
+TEST_CASE("a root given directly must satisfy the ranges placed on it", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("kafka", "3.6.0", {{"zookeeper", "<3.7"}}));
+  AppSpec zk = app("zookeeper", "3.8.1");
+  AppSpec top = app("platform", "1.0.0", {{"kafka"}});
+  auto plan = resolve({&zk, &top}, repo, {}, "default");
+  REQUIRE_FALSE(plan.has_value());
+  REQUIRE(plan.error().size() == 1);
+  CHECK(plan.error()[0].message ==
+        "zookeeper: kafka@3.6.0 requires <3.7, but zookeeper@3.8.1 is given to be deployed");
+}
+
+TEST_CASE("a later requirer's range changes an earlier choice", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("a", "1.0.0"));
+  repo.add(app("a", "2.0.0"));
+  repo.add(app("b", "1.0.0", {{"a", "<2"}}));
+  AppSpec root = app("r", "1.0.0", {{"a"}, {"b"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE(plan.has_value());
+  CHECK(node(*plan, "a").version.to_string() == "1.0.0");
+}
+
+TEST_CASE("ranges from versions no longer chosen do not cause conflicts", "[resolve]") {
+  // First a@2 is picked and asks for c >=2; b then forces a <2, and a@1 asks for c <2.
+  // The stale ">=2" from a@2 must be forgotten, or c would look unsatisfiable.
+  SpecRepository repo;
+  repo.add(app("a", "2.0.0", {{"c", ">=2"}, {"gone"}}));
+  repo.add(app("a", "1.0.0", {{"c", "<2"}}));
+  repo.add(app("b", "1.0.0", {{"a", "<2"}}));
+  repo.add(app("c", "1.0.0"));
+  repo.add(app("c", "2.0.0"));
+  AppSpec root = app("r", "1.0.0", {{"a"}, {"b"}});
+  auto plan = resolve_one(root, repo);
+  INFO((plan ? "" : format_diagnostics(plan.error())));
+  REQUIRE(plan.has_value());
+  CHECK(node(*plan, "a").version.to_string() == "1.0.0");
+  CHECK(node(*plan, "c").version.to_string() == "1.0.0");
+  CHECK(node(*plan, "c").requirers.size() == 1);
+  CHECK_FALSE(plan->find("gone").has_value());  // only a@2 wanted it, and it does not exist
+  CHECK(order_of(*plan) == "c@1.0.0 a@1.0.0 b@1.0.0 r@1.0.0");
+}
+
+TEST_CASE("a missing app lists what exists, with a did-you-mean", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1"));
+  repo.add(app("hdfs", "3.3.4"));
+  AppSpec root = app("hbase", "2.5.0", {{"hdfs"}, {"zookeper"}});
+  CHECK(errors_text(resolve_one(root, repo, {running("kafka", "3.6.0")})) ==
+        "hbase/app.yaml:5:5: error: dependencies[1].name: hbase@2.5.0 depends on 'zookeper', which is neither "
+        "running in tenant 'default' nor in the spec repository\n"
+        "  hint: did you mean 'zookeeper'? apps available: hdfs, kafka, zookeeper\n");
+}
+
+TEST_CASE("a missing version lists the versions available", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1"));
+  repo.add(app("zookeeper", "3.6.4"));
+  AppSpec root = app("hbase", "2.5.0", {{"zookeeper", ">=4"}});
+  CHECK(errors_text(resolve_one(root, repo, {running("zookeeper", "3.5.0")})) ==
+        "hbase/app.yaml:4:5: error: dependencies[0].version: zookeeper: no version satisfies >=4 (required by "
+        "hbase@2.5.0); available: 3.6.4, 3.8.1; running in tenant 'default': 3.5.0\n"
+        "  hint: change the range, or add a matching version of zookeeper to the spec repository\n");
+}
+
+TEST_CASE("independent errors are collected", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("b", "1.0.0", {{"nothere"}}));
+  AppSpec root = app("a", "1.0.0", {{"b"}, {"missing"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE_FALSE(plan.has_value());
+  CHECK(plan.error().size() == 2);
+}
+
+TEST_CASE("importing an output the dependency does not declare is an error", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1", {}, {"connect_string", "hosts"}));
+  AppSpec root = app("hbase", "2.5.0", {{"zookeeper", "*", {"hosts", "quorum"}, "zk"}});
+  CHECK(errors_text(resolve_one(root, repo)) ==
+        "hbase/app.yaml:4:5: error: dependencies[0].import[1]: hbase@2.5.0 imports 'quorum' from zookeeper@3.8.1, "
+        "which does not declare it; zookeeper@3.8.1 declares: connect_string, hosts\n"
+        "  hint: import one of the declared outputs, or add 'quorum' to outputs: in zookeeper's app.yaml\n");
+
+  // A reused app declares the outputs its running instance reports.
+  auto reused = resolve_one(root, SpecRepository{}, {running("zookeeper", "3.6.4", {{"hosts", "h"}, {"quorum", "q"}})});
+  CHECK(reused.has_value());
+}
+
+TEST_CASE("several roots share their dependencies", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1"));
+  AppSpec hbase = app("hbase", "2.5.0", {{"zookeeper"}, {"hdfs"}});
+  AppSpec hdfs = app("hdfs", "3.3.4", {{"zookeeper"}});
+  auto plan = resolve({&hbase, &hdfs, &hdfs}, repo, {}, "default");
+  REQUIRE(plan.has_value());
+  CHECK(plan->nodes.size() == 3);
+  CHECK(plan->roots.size() == 2);
+  CHECK(node(*plan, "hdfs").spec == &hdfs);
+  CHECK(node(*plan, "zookeeper").requirers.size() == 2);
+  CHECK(order_of(*plan) == "zookeeper@3.8.1 hdfs@3.3.4 hbase@2.5.0");
+
+  AppSpec hdfs2 = app("hdfs", "3.4.0");
+  auto twice = resolve({&hdfs, &hdfs2}, repo, {}, "default");
+  REQUIRE_FALSE(twice.has_value());
+  CHECK(twice.error()[0].message.find("two versions of hdfs are given: 3.3.4") != std::string::npos);
+}
+
+TEST_CASE("broken repository entries matter only when resolution touches them", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1"));
+  AppSpec dup = app("zookeeper", "3.8.1");
+  dup.dir = "/other/zookeeper";
+  repo.add(dup);  // filed as a problem under "zookeeper"
+  repo.add(app("hdfs", "3.3.4"));
+  REQUIRE(repo.diagnostics().size() == 1);
+
+  AppSpec unrelated = app("app", "1.0.0", {{"hdfs"}});
+  CHECK(resolve_one(unrelated, repo).has_value());
+  AppSpec touching = app("app", "1.0.0", {{"zookeeper"}});
+  std::string text = errors_text(resolve_one(touching, repo));
+  CHECK(text.find("zookeeper@3.8.1 is defined twice: in '/repo/zookeeper/3.8.1' and in '/other/zookeeper'") !=
+        std::string::npos);
+}
+
+TEST_CASE("a 5,000-deep chain resolves without recursion", "[resolve]") {
+  SpecRepository repo;
+  const int depth = 5000;
+  for (int i = 1; i < depth; ++i) {
+    std::vector<DepSpec> deps;
+    if (i + 1 < depth) deps.push_back({fmt::format("app{}", i + 1), ">=1.0.0"});
+    repo.add(app(fmt::format("app{}", i), "1.0.0", deps));
+  }
+  AppSpec root = app("app0", "1.0.0", {{"app1"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE(plan.has_value());
+  REQUIRE(plan->nodes.size() == depth);
+  CHECK(plan->nodes[plan->order.front()].name == fmt::format("app{}", depth - 1));
+  CHECK(plan->nodes[plan->order.back()].name == "app0");
+  // The formatters are iterative too.
+  CHECK(format_plan_tree(*plan).size() > static_cast<size_t>(depth));
+  CHECK(reverse_dependents(*plan, fmt::format("app{}", depth - 1)).size() == depth - 1);
+
+  // A cycle closing the chain is found, also without recursion.
+  repo.add(app(fmt::format("app{}", depth - 1), "2.0.0", {{"app0"}}));
+  AppSpec again = app("app0", "1.0.0", {{"app1"}});
+  auto cyclic = resolve_one(again, repo);
+  REQUIRE_FALSE(cyclic.has_value());
+  CHECK(cyclic.error()[0].message.starts_with("dependency cycle: app0 -> app1 -> app2 -> "));
+}
+
+TEST_CASE("10,000 apps with deep chains and diamonds resolve quickly", "[resolve]") {
+  // App i depends on i+1 (a chain through everything) and on two "library" apps further
+  // on, so the graph is full of diamonds; each app has three versions and ranges that
+  // pick the middle one.
+  SpecRepository repo;
+  const int n = 10000;
+  for (int i = 1; i < n; ++i)
+    for (const char* v : {"1.0.0", "1.5.0", "2.0.0"}) {
+      std::vector<DepSpec> deps;
+      if (i + 1 < n) deps.push_back({fmt::format("app{}", i + 1), "^1"});
+      if (i + 7 < n) deps.push_back({fmt::format("app{}", i + 7 + (i % 13) % (n - i - 7)), ">=1.5 <2"});
+      if (i + 101 < n) deps.push_back({fmt::format("app{}", n - 1 - (i % 50)), "1.x"});
+      repo.add(app(fmt::format("app{}", i), v, deps));
+    }
+  AppSpec root = app("app0", "1.0.0", {{"app1", "^1"}});
+  auto start = std::chrono::steady_clock::now();
+  auto plan = resolve_one(root, repo);
+  auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO((plan ? "" : format_diagnostics(plan.error())));
+  REQUIRE(plan.has_value());
+  CHECK(plan->nodes.size() == n);
+  for (const PlanNode& p : plan->nodes)
+    if (!p.root) CHECK(p.version.to_string() == "1.5.0");
+  WARN("resolved " << n << " apps in " << elapsed << " s");
+  CHECK(elapsed < 1.0);
+}
+
+TEST_CASE("reverse dependents in a plan and in the repository", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.8.1"));
+  repo.add(app("hdfs", "3.3.4", {{"zookeeper", ">=3.6"}}));
+  repo.add(app("hdfs", "3.2.0"));
+  repo.add(app("hbase", "2.5.0", {{"hdfs"}, {"zookeeper", "^3.8"}}));
+  repo.add(app("spark", "3.5.0", {{"hdfs"}}));
+  AppSpec root = app("lake", "1.0.0", {{"hbase"}, {"spark"}});
+  auto plan = resolve_one(root, repo);
+  REQUIRE(plan.has_value());
+  std::vector<std::string> names;
+  for (size_t i : reverse_dependents(*plan, "zookeeper")) names.push_back(plan->nodes[i].name);
+  CHECK(names == std::vector<std::string>{"hbase", "hdfs", "lake", "spark"});
+  CHECK(reverse_dependents(*plan, "lake").empty());
+  CHECK(reverse_dependents(*plan, "nope").empty());
+
+  auto deps = reverse_dependents(repo, "zookeeper");
+  CHECK(format_repo_dependents(deps, "zookeeper") ==
+        "hbase@2.5.0 requires zookeeper ^3.8\n"
+        "hdfs@3.3.4 requires zookeeper >=3.6\n"
+        "  spark@3.5.0 requires hdfs *\n");
+  CHECK(repo_dependents_to_json(deps)[2]["depth"] == 2);
+  CHECK(format_repo_dependents({}, "x") == "no app in the spec repository depends on x\n");
+}
+
+TEST_CASE("plans print as a tree, Graphviz and JSON", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("zookeeper", "3.6.4"));
+  repo.add(app("hdfs", "3.3.4", {{"zookeeper", ">=3.6", {}, "zk"}}));
+  AppSpec root = app("hbase", "2.5.0", {{"hdfs"}, {"zookeeper"}});
+  auto plan = resolve_one(root, repo, {running("zookeeper", "3.6.4")});
+  REQUIRE(plan.has_value());
+  CHECK(format_plan_tree(*plan) ==
+        "hbase (deploy 2.5.0)\n"
+        "├── hdfs (deploy 3.3.4)\n"
+        "│   └── zookeeper as zk (reuse 3.6.4)\n"
+        "└── zookeeper (reuse 3.6.4)\n");
+
+  // A shared app with dependencies of its own is expanded once.
+  repo.add(app("hive", "4.0.0", {{"hdfs"}}));
+  AppSpec top = app("lake", "1.0.0", {{"hive"}, {"hdfs"}});
+  auto shared = resolve_one(top, repo);
+  REQUIRE(shared.has_value());
+  CHECK(format_plan_tree(*shared, {.ascii = true}) ==
+        "lake (deploy 1.0.0)\n"
+        "|-- hive (deploy 4.0.0)\n"
+        "|   `-- hdfs (deploy 3.3.4)\n"
+        "|       `-- zookeeper as zk (deploy 3.6.4)\n"
+        "`-- hdfs (deploy 3.3.4, see above)\n");
+
+  CHECK(format_plan_dot(*plan) ==
+        "digraph gaia {\n"
+        "  node [shape=box];\n"
+        "  \"hbase@2.5.0\" [label=\"hbase\\ndeploy 2.5.0\"];\n"
+        "  \"hdfs@3.3.4\" [label=\"hdfs\\ndeploy 3.3.4\"];\n"
+        "  \"zookeeper@3.6.4\" [label=\"zookeeper\\nreuse 3.6.4\", style=dashed];\n"
+        "  \"hbase@2.5.0\" -> \"hdfs@3.3.4\";\n"
+        "  \"hbase@2.5.0\" -> \"zookeeper@3.6.4\";\n"
+        "  \"hdfs@3.3.4\" -> \"zookeeper@3.6.4\" [label=\"zk\"];\n"
+        "}\n");
+
+  nlohmann::json j = plan_to_json(*plan);
+  CHECK(j["tenant"] == "default");
+  CHECK(j["roots"] == nlohmann::json::array({"hbase@2.5.0"}));
+  CHECK(j["order"] == nlohmann::json::array({"zookeeper@3.6.4", "hdfs@3.3.4", "hbase@2.5.0"}));
+  CHECK(j["nodes"][2]["action"] == "reuse");
+  CHECK(j["nodes"][2]["dir"].is_null());
+  CHECK(j["nodes"][2]["requirers"].size() == 2);
+  CHECK(j["nodes"][1]["dependencies"][0] == nlohmann::json({{"alias", "zk"}, {"app", "zookeeper@3.6.4"}}));
+}
+
+TEST_CASE("choices that flip each other settle on a consistent plan", "[resolve]") {
+  // a@2 wants b<2 and b@2 wants a<2: changing both at once would flip forever.
+  SpecRepository repo;
+  repo.add(app("a", "1.0.0"));
+  repo.add(app("a", "2.0.0", {{"b", "<2"}}));
+  repo.add(app("b", "1.0.0"));
+  repo.add(app("b", "2.0.0", {{"a", "<2"}}));
+  AppSpec root = app("r", "1.0.0", {{"a"}, {"b"}});
+  auto plan = resolve_one(root, repo);
+  INFO((plan ? "" : format_diagnostics(plan.error())));
+  REQUIRE(plan.has_value());
+  std::string a = node(*plan, "a").version.to_string(), b = node(*plan, "b").version.to_string();
+  CHECK(((a == "1.0.0" && b == "2.0.0") || (a == "2.0.0" && b == "1.0.0")));
+}
+
+namespace {
+
+// Checks what every successful plan promises: each app's version satisfies every range
+// placed on it by the plan; a reused app is the best running one and a deployed one the
+// highest repository version that fits (when nothing running fits); edges follow the
+// specs; the order puts dependencies first.
+void check_plan_invariants(const Plan& plan, const SpecRepository& repo, const std::vector<RunningApp>& run) {
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode& n = plan.nodes[i];
+    auto fits = [&](const semver::Version& v) {
+      for (const Requirement& r : n.requirers)
+        if (!r.range.satisfies(v)) return false;
+      return true;
+    };
+    RC_ASSERT(fits(n.version));
+    if (n.spec) {
+      RC_ASSERT(n.dependencies.size() == n.spec->dependencies.size());
+      for (size_t k = 0; k < n.dependencies.size(); ++k)
+        RC_ASSERT(plan.nodes[n.dependencies[k].node].name == n.spec->dependencies[k].name);
+    }
+    // A fallback plan (with a warning) promises consistency only, not preferred versions.
+    if (n.root || !plan.warnings.empty()) continue;
+    std::optional<semver::Version> best_running;
+    for (const RunningApp& r : run)
+      if (r.name == n.name && fits(ver(r.version)) && (!best_running || *best_running < ver(r.version)))
+        best_running = ver(r.version);
+    if (n.action == Action::Reuse) {
+      RC_ASSERT(best_running.has_value());
+      RC_ASSERT(*best_running == n.version);
+    } else {
+      RC_ASSERT(!best_running.has_value());
+      for (const AppSpec* s : repo.versions(n.name))
+        if (fits(s->version)) {
+          RC_ASSERT(s == n.spec);
+          break;
+        }
+    }
+  }
+  RC_ASSERT(plan.order.size() == plan.nodes.size());
+  std::vector<size_t> position(plan.nodes.size());
+  for (size_t k = 0; k < plan.order.size(); ++k) position[plan.order[k]] = k;
+  for (size_t i = 0; i < plan.nodes.size(); ++i)
+    for (const PlanEdge& e : plan.nodes[i].dependencies) RC_ASSERT(position[e.node] < position[i]);
+}
+
+}  // namespace
+
+TEST_CASE("random repositories resolve to consistent plans or to errors", "[resolve]") {
+  rc::check([] {
+    const std::vector<std::string> versions = {"1.0.0", "1.1.0", "2.0.0"};
+    const std::vector<std::string> ranges = {"*", "^1", ">=1.1", "<2", "2.x", "1.0.0", ">=1.1 <2 || 2.0.0"};
+    int names = *rc::gen::inRange(2, 8);
+    SpecRepository repo;
+    for (int i = 0; i < names; ++i)
+      for (const std::string& v : versions) {
+        if (*rc::gen::inRange(0, 4) == 0) continue;  // some versions are missing
+        std::vector<DepSpec> deps;
+        std::set<int> used;
+        int count = *rc::gen::inRange(0, 3);
+        for (int k = 0; k < count; ++k) {
+          int target = *rc::gen::inRange(0, names);
+          if (target == i || !used.insert(target).second) continue;
+          deps.push_back({fmt::format("n{}", target), ranges[*rc::gen::inRange<size_t>(0, ranges.size())]});
+        }
+        repo.add(app(fmt::format("n{}", i), v, deps));
+      }
+    std::vector<RunningApp> run;
+    for (int i = 0; i < names; ++i)
+      if (*rc::gen::inRange(0, 3) == 0)
+        run.push_back(running(fmt::format("n{}", i), versions[*rc::gen::inRange<size_t>(0, versions.size())]));
+    std::vector<DepSpec> root_deps;
+    for (int i = 0; i < names; ++i)
+      if (*rc::gen::inRange(0, 2) == 0) root_deps.push_back({fmt::format("n{}", i), ranges[*rc::gen::inRange<size_t>(0, ranges.size())]});
+    AppSpec root = app("root", "1.0.0", root_deps);
+    for (const std::string& name : repo.names())
+      for (const AppSpec* s : repo.versions(name)) {
+        RC_LOG() << s->id() << ":";
+        for (const Dependency& d : s->dependencies) RC_LOG() << " " << d.name << "@'" << d.range.text() << "'";
+        RC_LOG() << "\n";
+      }
+    for (const RunningApp& r : run) RC_LOG() << "running " << r.name << "@" << r.version << "\n";
+    RC_LOG() << "root:";
+    for (const Dependency& d : root.dependencies) RC_LOG() << " " << d.name << "@'" << d.range.text() << "'";
+    RC_LOG() << "\n";
+    auto plan = resolve_one(root, repo, run);
+    if (!plan) RC_LOG() << format_diagnostics(plan.error());
+    if (plan) {
+      check_plan_invariants(*plan, repo, run);
+    } else {
+      RC_ASSERT(!plan.error().empty());
+      for (const Diagnostic& d : plan.error()) RC_ASSERT(!d.message.empty());
+    }
+  });
+}
+
+TEST_CASE("when preferred choices never settle, a consistent set is used with a warning", "[resolve]") {
+  // Reusing the running n0@1.1.0 drops n0@1.0.0's "n1 <2", which lets n1 go to 2.0.0,
+  // which wants n0 1.0.0, which brings "n1 <2" back: no choice is stable. n0@1.0.0 with
+  // n1@1.1.0 satisfies every range, so that plan is used.
+  SpecRepository repo;
+  repo.add(app("n0", "1.0.0", {{"n1", "<2"}}));
+  repo.add(app("n0", "1.1.0"));
+  repo.add(app("n1", "1.0.0", {{"n0"}}));
+  repo.add(app("n1", "1.1.0"));
+  repo.add(app("n1", "2.0.0", {{"n0", "1.0.0"}}));
+  AppSpec root = app("root", "1.0.0", {{"n0"}, {"n1", ">=1.1"}});
+  auto plan = resolve_one(root, repo, {running("n0", "1.1.0"), running("n1", "1.0.0")});
+  INFO((plan ? "" : format_diagnostics(plan.error())));
+  REQUIRE(plan.has_value());
+  CHECK(node(*plan, "n0").id() == "n0@1.0.0");
+  CHECK(node(*plan, "n1").id() == "n1@1.1.0");
+  REQUIRE(plan->warnings.size() == 1);
+  CHECK(plan->warnings[0].message.find("never settled") != std::string::npos);
+}
