@@ -18,6 +18,8 @@ int run(int argc, char** argv) {
   app.add_option("-J,--jpath", g.jpath, "Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)")
       ->type_name("DIR");
   app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")->capture_default_str();
+  app.add_option("--store", g.store, "SQLite store file (default: $GAIA_STORE, else the context's)")->type_name("PATH");
+  app.add_option("--context", g.context, "Context to use instead of the current one")->type_name("NAME");
   app.add_option("--color", g.color, "Colour output: auto (terminal, not with NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--error-format", g.error_format, "text, or github (workflow annotations)")

@@ -20,6 +20,8 @@ struct Globals {
   std::vector<std::string> repo;    // --repo, repeatable; else GAIA_REPO (':'-separated).
   std::vector<std::string> jpath;   // -J, repeatable; GAIA_PATH entries are appended.
   std::string tenant = "default";   // --tenant
+  std::string store;                // --store PATH (else GAIA_STORE, else the context's)
+  std::string context;              // --context NAME (else the current one)
   std::string color = "auto";       // --color auto|always|never (NO_COLOR wins over auto)
   std::string error_format = "text";  // --error-format text|github
   bool quiet = false;

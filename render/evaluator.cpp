@@ -244,6 +244,12 @@ std::string display_path(const std::string& path, const std::string& app_dir, co
   return path;
 }
 
+namespace {
+bool is_user_file(const std::string& file) {
+  return file != k_builtin_lib && file != k_wrapper && file != "std.jsonnet" && !file.starts_with("<");
+}
+}  // namespace
+
 Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::string& app_dir,
                                        const std::string& display_dir, const std::string& fallback_file) {
   static const std::regex static_re{R"(^STATIC ERROR: (.+?):(?:(\d+):(\d+)(?:-\d+)?|\((\d+):(\d+)\)-\(\d+:\d+\)): (.*)$)"};
@@ -253,7 +259,7 @@ Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::stri
   bool located = false;
   auto take = [&](const std::smatch& m) {
     const std::string file = m[1].str();
-    if (located || file == k_builtin_lib || file == k_wrapper || file.starts_with("<")) return;
+    if (located || !is_user_file(file)) return;
     d.location.file = display_path(file, app_dir, display_dir);
     d.location.line = std::stoi(m[2].matched ? m[2].str() : m[4].str());
     d.location.column = std::stoi(m[3].matched ? m[3].str() : m[5].str());
@@ -272,8 +278,16 @@ Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::stri
       line = m[6].str();
     } else if (first && line.starts_with("RUNTIME ERROR: ")) {
       line = line.substr(std::strlen("RUNTIME ERROR: "));
+      // Our import callback's message already names the import.
+      static const std::regex import_re{R"(^couldn't open import "[^"]*": (import '.*)$)"};
+      if (std::regex_match(line, m, import_re)) line = m[1].str();
     } else if (std::regex_match(line, m, frame_re)) {
       take(m);
+      // Frames in the standard library and the wrapper only hide the user's frames.
+      if (m[1].str() == k_wrapper || m[1].str() == "std.jsonnet") {
+        first = false;
+        continue;
+      }
       // Rewrites the frame's file so the trace shows the same paths as the location.
       line = "    " + display_path(m[1].str(), app_dir, display_dir) + line.substr(1 + m[1].length());
       std::replace(line.begin(), line.end(), '\t', ' ');
@@ -315,8 +329,8 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   jsonnet_native_callback(vm.get(), "gaia_config", native_config, &ctx, config_params);
   jsonnet_native_callback(vm.get(), "gaia_label", native_label, &ctx, label_params);
 
-  // One evaluation for the whole render: libjsonnet re-reads its standard library for
-  // every evaluation, which costs far more than the templates themselves. The wrapper
+  // One evaluation for the whole render: libjsonnet 0.18 re-reads its standard library
+  // for every evaluation and every file, which costs far more than the templates. The wrapper
   // checks that config.jsonnet is an object and that the overrides name its parameters,
   // then returns { config, main }: Jsonnet manifests fields in order, so config.jsonnet
   // is evaluated completely before main.jsonnet is even imported (the import callback
@@ -329,28 +343,31 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   ctx.main_shown = main_shown;
   ctx.progress = &progress;
   if (progress) progress(config_shown);
-  jsonnet_tla_code(vm.get(), "overrides", compact(in.overrides.is_object() ? in.overrides : json::object()).c_str());
-  jsonnet_tla_code(vm.get(), "deps", compact(in.deps).c_str());
-  jsonnet_tla_code(vm.get(), "app", compact(in.app).c_str());
+  // The arguments are JSON literals in the wrapper's text rather than top-level
+  // arguments: libjsonnet 0.18 parses its standard library again for every top-level
+  // argument, as for every file.
   const std::string wrapper = fmt::format(
-      "function(overrides, deps, app)\n"
-      "  local config0 = import {};\n"
-      "  local merge(a, b) =\n"
-      "    if std.isObject(a) && std.isObject(b) then\n"
-      "      a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
-      "    else b;\n"
-      "  if !std.isObject(config0) then {{ config_type: std.type(config0) }}\n"
-      "  else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
-      "    {{ config_keys: std.objectFields(config0) }}\n"
-      "  else\n"
-      "    local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
-      "    {{\n"
-      "      config: config,\n"
-      "      main: local main = import {};\n"
-      "        if !std.isFunction(main) then\n"
-      "          error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + std.type(main)\n"
-      "        else main(config, deps, app),\n"
+      "local overrides = {};\n"
+      "local deps = {};\n"
+      "local app = {};\n"
+      "local config0 = import {};\n"
+      "local merge(a, b) =\n"
+      "  if std.isObject(a) && std.isObject(b) then\n"
+      "    a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
+      "  else b;\n"
+      "if !std.isObject(config0) then {{ config_type: std.type(config0) }}\n"
+      "else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
+      "  {{ config_keys: std.objectFields(config0) }}\n"
+      "else\n"
+      "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
+      "  {{\n"
+      "    config: config,\n"
+      "    main: local main = import {};\n"
+      "      if !std.isFunction(main) then\n"
+      "        error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + std.type(main)\n"
+      "      else main(config, deps, app),\n"
       "    }}\n",
+      compact(in.overrides.is_object() ? in.overrides : json::object()), compact(in.deps), compact(in.app),
       jsonnet_string_literal(config_file), jsonnet_string_literal(main_file));
   auto [ok, text] = vm.eval(k_wrapper, wrapper);
   if (!ok) return fail(jsonnet_error_to_diagnostic(text, app_dir, in.display_dir, ctx.phase));

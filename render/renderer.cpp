@@ -182,7 +182,11 @@ std::string render_input_key(const RenderRequest& req, const json& built_deps) {
   h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
   h.add(fmt::format("max_stack:{}", req.options.max_stack));
   h.add(fmt::format("jpaths:{}", req.options.jpaths.size()));
-  for (const auto& j : req.options.jpaths) h.add(j.string());
+  for (const auto& j : req.options.jpaths) {
+    std::error_code ec;
+    auto c = fs::weakly_canonical(fs::absolute(j, ec), ec);
+    h.add((ec ? j : c).string());
+  }
   hash_app_dir(h, req.spec->dir);
   return h.hex();
 }

@@ -4,6 +4,10 @@
 // (render/sandbox.hpp) and validated into a gaia::Workload (render/workload.hpp).
 // Results are cached by content hash of every input (render/cache.hpp).
 //
+// Cost: libjsonnet 0.18 parses its standard library once per file evaluated (the
+// wrapper, config.jsonnet, main.jsonnet, gaia.libsonnet and every other import), which
+// dominates a render; forking the sandbox costs about a millisecond. Hence the cache.
+//
 // The library reads no environment: the caller turns -J and GAIA_PATH into `jpaths`
 // and takes the config snapshot for the tenant.
 

@@ -487,6 +487,7 @@ class RoleValidator {
       check_fields(p, field, {"name", "port", "protocol"});
       Port port;
       size_t errors_before = m_diags.size();
+      if (const json* name = member(p, "name"); name && name->is_string()) m_declared_ports.push_back(name->get<std::string>());
       if (auto name = string_field(p, "name", field + ".name")) {
         if (std::string problem = spec::dns_label_problem(*name); !problem.empty())
           error(field + ".name", fmt::format("'{}' is not a valid port name: {}", *name, problem),
@@ -643,10 +644,11 @@ class RoleValidator {
     if (!target && !member(*h, "target"))
       error("health.target", "missing: a port name (tcp), PORT/PATH (http) or a shell command (exec)");
     if (type && target) {
+      // Checked against every declared name, also of ports with other errors, so one
+      // mistake in a port does not show up a second time here.
       std::string port = *type == "http" ? target->substr(0, target->find('/')) : *target;
-      bool known = std::any_of(r.ports.begin(), r.ports.end(), [&](const Port& p) { return p.name == port; });
-      std::vector<std::string> port_names;
-      for (const auto& p : r.ports) port_names.push_back(p.name);
+      const std::vector<std::string>& port_names = m_declared_ports;
+      bool known = std::find(port_names.begin(), port_names.end(), port) != port_names.end();
       if (*type == "exec" ? target->empty() : !known)
         error("health.target",
               *type == "exec" ? "the command must not be empty"
@@ -669,6 +671,7 @@ class RoleValidator {
   const std::string& m_file;
   std::string m_role;
   Diagnostics& m_diags;
+  std::vector<std::string> m_declared_ports;
 };
 
 }  // namespace

@@ -73,7 +73,7 @@ class ManifestChecker {
     if (name.empty() || name.size() > 253 || !matches(name, "[a-z0-9]([-a-z0-9.]*[a-z0-9])?")) problem(m, "bad name");
     if (kind == "PriorityClass" ? meta.contains("namespace") : !dns_label(meta.value("namespace", "")))
       problem(m, "namespace");
-    for (auto& [k, v] : meta.value("labels", json::object()).items())
+    for (auto& [k, v] : meta["labels"].items())
       if (!label_key(k) || !v.is_string() || !label_name(v)) problem(m, "label " + k);
     if (kind == "Service") check_service(m);
     if (kind == "Deployment" || kind == "StatefulSet" || kind == "Job") check_workload(m);
@@ -109,7 +109,7 @@ class ManifestChecker {
     bool headless = m["spec"].value("clusterIP", "") == "None";
     if (!headless && m["spec"].value("ports", json::array()).empty()) problem(m, "ports required");
     std::set<std::string> names;
-    json& container_ports = (*target)["spec"]["template"]["spec"]["containers"][0].value("ports", json::array());
+    json container_ports = (*target)["spec"]["template"]["spec"]["containers"][0].value("ports", json::array());
     for (auto& p : m["spec"].value("ports", json::array())) {
       if (!p["port"].is_number_integer() || p["port"] < 1 || p["port"] > 65535) problem(m, "port");
       if (!names.insert(p.value("name", "")).second) problem(m, "duplicate port name");
@@ -355,13 +355,13 @@ TEST_CASE("what Kubernetes cannot express is an error naming role and field", "[
 
 TEST_CASE("names too long for the generated objects are errors", "[kubernetes]") {
   auto spec = gaia::test::hdfs_spec();
-  spec.name = std::string(40, 'a');
+  spec.name = std::string(45, 'a');
   auto raw = gaia::test::hdfs_raw();
   auto w = validate_workload(spec, "default", raw);
   REQUIRE(w);
   auto m = to_kubernetes(*w, spec);
   REQUIRE_FALSE(m);
-  REQUIRE(m.error().size() == 1);  // Only the StatefulSet: 40 + 9 > 52.
+  REQUIRE(m.error().size() == 1);  // Only the StatefulSet: 45 + 9 > 52.
   CHECK(m.error()[0].path == "roles.datanode");
 }
 

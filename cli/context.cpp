@@ -1,0 +1,104 @@
+#include "cli/context.hpp"
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lib/sqlite_store.hpp"
+
+namespace gaia::cli {
+
+namespace fs = std::filesystem;
+
+fs::path state_dir() {
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return fs::path(x) / "gaia";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "state" / "gaia";
+  return fs::path(".gaia");
+}
+
+fs::path context_file_path() { return state_dir() / "contexts.json"; }
+
+namespace {
+
+ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim"}; }
+
+}  // namespace
+
+Result<ContextFile> load_contexts() {
+  ContextFile f;
+  fs::path p = context_file_path();
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    f.contexts.push_back(default_context());
+    return f;
+  }
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    auto j = nlohmann::json::parse(ss.str());
+    f.current = j.value("current", "default");
+    for (const auto& c : j.value("contexts", nlohmann::json::array()))
+      f.contexts.push_back({c.value("name", ""), c.value("store", ""), c.value("backend", "sim")});
+  } catch (const std::exception& e) {
+    return fail(Diagnostic{{p.string()}, "", fmt::format("cannot parse the contexts file: {}", e.what()),
+                           "fix or delete it; the default context needs no file"});
+  }
+  bool has_default = false;
+  for (const auto& c : f.contexts) has_default |= c.name == "default";
+  if (!has_default) f.contexts.insert(f.contexts.begin(), default_context());
+  return f;
+}
+
+Result<void> save_contexts(const ContextFile& f) {
+  nlohmann::json j = {{"current", f.current}, {"contexts", nlohmann::json::array()}};
+  for (const auto& c : f.contexts) j["contexts"].push_back({{"name", c.name}, {"store", c.store}, {"backend", c.backend}});
+  fs::path p = context_file_path();
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  // Write then rename, so a killed process never leaves half a file.
+  fs::path tmp = p;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out) return fail(Diagnostic{{tmp.string()}, "", "cannot write the contexts file", ""});
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) return fail(Diagnostic{{p.string()}, "", fmt::format("cannot replace the contexts file: {}", ec.message()), ""});
+  return {};
+}
+
+Result<std::unique_ptr<Session>> open_session(const Globals& g) {
+  auto contexts = load_contexts();
+  if (!contexts) return fail(contexts.error());
+  auto s = std::make_unique<Session>();
+  std::string wanted = g.context.empty() ? contexts->current : g.context;
+  bool found = false;
+  for (const auto& c : contexts->contexts)
+    if (c.name == wanted) {
+      s->context = c;
+      found = true;
+    }
+  if (!found) {
+    std::vector<std::string> names;
+    for (const auto& c : contexts->contexts) names.push_back(c.name);
+    return fail(Diagnostic{{}, "", fmt::format("no context named '{}'", wanted),
+                           fmt::format("known contexts: {}; create one with `gaia context add`", fmt::join(names, ", "))});
+  }
+  if (!g.store.empty()) s->context.store = g.store;
+  else if (const char* env = std::getenv("GAIA_STORE"); env && *env) s->context.store = env;
+  if (s->context.backend != "sim")
+    return fail(Diagnostic{{}, "", fmt::format("backend '{}' is not available in this build", s->context.backend),
+                           "use the sim backend (gaia context add NAME --backend sim)"});
+  auto store = SqliteStore::open(s->context.store);
+  if (!store) return fail(store.error().to_diagnostic());
+  s->store = std::move(*store);
+  s->state = std::make_unique<State>(*s->store, s->clock);
+  s->op = new_operation_id(s->clock);
+  return s;
+}
+
+}  // namespace gaia::cli

@@ -1,0 +1,47 @@
+#pragma once
+// Contexts (like kubectl's): a name for a store and a backend. The default context is an
+// SQLite file in the user's state directory and the `sim` backend, so a fresh install
+// works with no server. `--store PATH` / GAIA_STORE override the context's store.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "lib/clock.hpp"
+#include "lib/state.hpp"
+#include "lib/store.hpp"
+
+namespace gaia::cli {
+
+struct ContextEntry {
+  std::string name;
+  std::string store;    // Path of the SQLite file.
+  std::string backend = "sim";
+};
+
+struct ContextFile {
+  std::string current = "default";
+  std::vector<ContextEntry> contexts;
+};
+
+// $XDG_STATE_HOME/gaia (or ~/.local/state/gaia).
+std::filesystem::path state_dir();
+std::filesystem::path context_file_path();
+Result<ContextFile> load_contexts();
+Result<void> save_contexts(const ContextFile& f);
+
+// An open store with the State facade on top; what every cluster command uses.
+struct Session {
+  ContextEntry context;
+  std::unique_ptr<Store> store;
+  SystemClock clock;
+  std::unique_ptr<State> state;
+  std::string op;  // Operation id of this command.
+};
+
+// Opens the store of the current context (or --store / GAIA_STORE).
+Result<std::unique_ptr<Session>> open_session(const Globals& g);
+
+}  // namespace gaia::cli

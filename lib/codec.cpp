@@ -1,0 +1,48 @@
+#include "lib/codec.hpp"
+
+namespace gaia {
+
+void to_json(nlohmann::json& j, const Priority& p) { j = p.to_string(); }
+
+void from_json(const nlohmann::json& j, Priority& p) {
+  auto parsed = parse_priority(j.get<std::string>());
+  // Records in the store were validated when written; a bad one is corruption.
+  if (!parsed) throw nlohmann::json::other_error::create(501, "bad priority in record: " + parsed.error(), &j);
+  p = *parsed;
+}
+
+void to_json(nlohmann::json& j, const Instance& i) {
+  j = nlohmann::json{{"tenant", i.tenant},   {"app", i.app},
+                     {"role", i.role},       {"ordinal", i.ordinal},
+                     {"node", i.node},       {"state", i.state},
+                     {"request", i.request}, {"priority", i.priority},
+                     {"labels", i.labels},   {"address", i.address},
+                     {"ports", i.ports},     {"volumes", i.volumes},
+                     {"pending_reason", i.pending_reason},
+                     {"restarts", i.restarts},
+                     {"migrations", i.migrations}};
+  if (i.reservation) j["reservation"] = *i.reservation;
+}
+
+void from_json(const nlohmann::json& j, Instance& i) {
+  Instance d;
+  i.tenant = j.value("tenant", d.tenant);
+  i.app = j.value("app", d.app);
+  i.role = j.value("role", d.role);
+  i.ordinal = j.value("ordinal", d.ordinal);
+  i.node = j.value("node", d.node);
+  i.state = j.value("state", d.state);
+  i.request = j.value("request", d.request);
+  i.priority = j.value("priority", d.priority);
+  i.labels = j.value("labels", d.labels);
+  i.address = j.value("address", d.address);
+  i.ports = j.value("ports", d.ports);
+  i.volumes = j.value("volumes", d.volumes);
+  i.pending_reason = j.value("pending_reason", d.pending_reason);
+  i.restarts = j.value("restarts", d.restarts);
+  i.migrations = j.value("migrations", d.migrations);
+  if (j.contains("reservation")) i.reservation = j["reservation"].get<Resources>();
+  else i.reservation.reset();
+}
+
+}  // namespace gaia

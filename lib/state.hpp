@@ -1,0 +1,133 @@
+#pragma once
+// gaia's objects in the Store (DESIGN.md sections 2 and 8): nodes, tenants, apps,
+// instances, the scheduler profile and the event timeline, as JSON under fixed key
+// prefixes. Readers load a consistent Snapshot; writers commit a Batch atomically,
+// guarded by a compare on the timeline sequence key that every write advances, so two
+// gaia processes never interleave half-done changes: the loser re-reads and retries.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/clock.hpp"
+#include "lib/cluster.hpp"
+#include "lib/error.hpp"
+#include "lib/running_apps.hpp"
+#include "lib/store.hpp"
+#include "lib/workload.hpp"
+
+namespace gaia {
+
+// One deployed app (desired state): its rendered workload and where it came from.
+struct AppRecord {
+  std::string tenant, name, version;
+  std::string status = "Deploying";       // Deploying | Ready | Pending
+  Workload workload;                       // Typed roles, outputs, config reads.
+  nlohmann::json document;                 // The gaia/v1 document, for display.
+  std::vector<std::string> dependencies;   // Names (same tenant) this app imports from.
+  std::string spec_dir;                    // Where the spec was read from.
+  std::string source;                      // Apply source that owns it ("" for submit).
+  std::string op;                          // Operation that last changed it.
+  std::string created, updated;            // RFC 3339 UTC.
+};
+
+void to_json(nlohmann::json& j, const AppRecord& a);
+void from_json(const nlohmann::json& j, AppRecord& a);
+
+// One timeline entry (DESIGN.md section 8).
+struct TimelineEvent {
+  int64_t seq = 0;
+  std::string time;           // RFC 3339 UTC with milliseconds.
+  std::string type = "Normal";  // Normal | Warning
+  std::string reason;         // Submitted, Rendered, Scheduled, Preempted, ...
+  std::string tenant, app, role, instance, node;
+  std::string message;
+  std::string op;             // Operation id of the command (or controller action).
+};
+
+void to_json(nlohmann::json& j, const TimelineEvent& e);
+void from_json(const nlohmann::json& j, TimelineEvent& e);
+
+// Everything a decision reads, plus the apps and the revision it was read at.
+struct ClusterState {
+  Snapshot snapshot;
+  std::map<std::string, AppRecord> apps;  // "tenant/name" -> record.
+  int64_t seq = 0;           // Last event sequence number.
+  int64_t seq_revision = 0;  // mod_revision of the sequence key (0: never written).
+  int64_t revision = 0;      // Store revision the state was read at.
+
+  const AppRecord* find_app(const std::string& tenant, const std::string& name) const;
+  Instance* find_instance(const std::string& key);
+  const Instance* find_instance(const std::string& key) const;
+  Node* find_node(const std::string& name);
+  const Node* find_node(const std::string& name) const;
+};
+
+// Changes to commit together. Events get consecutive sequence numbers at commit.
+struct Batch {
+  std::vector<Node> put_nodes;
+  std::vector<std::string> delete_nodes;
+  std::vector<Tenant> put_tenants;
+  std::vector<AppRecord> put_apps;
+  std::vector<std::pair<std::string, std::string>> delete_apps;  // (tenant, name)
+  std::vector<Instance> put_instances;
+  std::vector<std::string> delete_instances;  // Instance keys.
+  std::optional<SchedulerProfile> profile;
+  std::vector<TimelineEvent> events;
+
+  bool empty() const;
+  TimelineEvent& event(std::string reason, std::string message, std::string type = "Normal");
+};
+
+struct StateOptions {
+  int64_t event_retention = 100000;  // Events kept; older ones are deleted as new ones come.
+};
+
+class State final : public RunningApps {
+ public:
+  State(Store& store, const Clock& clock, StateOptions options = {});
+
+  Result<ClusterState> load();
+  // Commits `batch` if nothing was written since `base` was loaded. Returns false (and
+  // writes nothing) on a conflict, so the caller can re-load and re-decide.
+  Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op);
+  // Loads, lets `decide` fill a batch from the fresh state, commits; retries on
+  // conflict up to `attempts` times. `decide` returns an error to abort.
+  Result<ClusterState> update(const std::string& op, const std::function<Result<void>(const ClusterState&, Batch&)>& decide,
+                              int attempts = 50);
+
+  // Timeline queries: events with seq > after, oldest first (limit 0 = all).
+  Result<std::vector<TimelineEvent>> events_after(int64_t after, size_t limit = 0);
+  Result<int64_t> last_seq();
+
+  // RunningApps: apps of the tenant as the resolver sees them (ready = status Ready).
+  std::vector<RunningApp> list(const std::string& tenant) const override;
+
+  std::string now_rfc3339() const;
+  Store& store() { return m_store; }
+
+ private:
+  Store& m_store;
+  const Clock& m_clock;
+  StateOptions m_options;
+};
+
+// A fresh operation id ("op-20261122T151200-3fa2"): time plus randomness, unique
+// enough to tie a command to every event it causes.
+std::string new_operation_id(const Clock& clock);
+
+// Key layout, exposed for tests and tools.
+namespace keys {
+std::string node(const std::string& name);
+std::string tenant(const std::string& name);
+std::string app(const std::string& tenant, const std::string& name);
+std::string instance(const Instance& i);
+std::string event(int64_t seq);
+inline constexpr const char* k_seq = "meta/event_seq";
+inline constexpr const char* k_profile = "meta/profile";
+}  // namespace keys
+
+}  // namespace gaia
