@@ -154,6 +154,9 @@ class NaiveResolver {
  public:
   explicit NaiveResolver(const spec::SpecRepository& repo) : m_repo(repo) {}
 
+  // Rounds the last resolve took until no choice changed.
+  int rounds() const { return m_rounds; }
+
   std::map<std::string, std::string> resolve(const spec::AppSpec& root) {
     std::map<std::string, const spec::AppSpec*> hint;
     for (int round = 0; round < 200; ++round) {
@@ -180,7 +183,10 @@ class NaiveResolver {
         if (!desired[name]) throw std::runtime_error("naive resolver: no version of " + name + " fits");
         if (desired[name] != choice[name]) settled = false;
       }
-      if (settled) return build(order, choice);
+      if (settled) {
+        m_rounds = round + 1;
+        return build(order, choice);
+      }
       hint = std::move(desired);
     }
     throw std::runtime_error("naive resolver did not settle");
@@ -219,6 +225,7 @@ class NaiveResolver {
   }
 
   const spec::SpecRepository& m_repo;
+  int m_rounds = 0;
 };
 
 struct RootCase {
@@ -290,6 +297,7 @@ Figures run_deps_10k() {
     for (const auto& node : plans[i].nodes) want[node.name] = node.version.to_string();
     agrees = agrees && got == want;
     per_root[i]["naive_ms"] = round3(naive_ms.back());
+    per_root[i]["rounds"] = naive.rounds();
     per_root[i]["speedup"] = round3(naive_ms.back() / per_root[i]["p50_ms"].get<double>());
   }
   out["naive_resolves"] = naive_ms.size();

@@ -3,11 +3,13 @@
 //   gaia-bench --list          the case names, one per line
 //   gaia-bench CASE...         runs the cases in the order given; one JSON object per
 //                              case per line on stdout: {"case":..., figures...,
-//                              "wall_s":..., "peak_rss_mb":...}
+//                              "load_avg_1m":..., "wall_s":..., "peak_rss_mb":...}
 //
 // Cases register themselves from their own files (see bench/bench_util.hpp). Peak RSS is
 // the process's high-water mark so far, so run one case per invocation to attribute it.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +36,9 @@ const gaia::bench::Case* find_case(std::string_view name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Static initialisation registers cases in link order; list them by name instead.
+  std::sort(gaia::bench::registry().begin(), gaia::bench::registry().end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     print_usage(stderr);
@@ -66,6 +71,9 @@ int main(int argc, char** argv) {
   for (const auto* c : selected) {
     gaia::bench::Figures out;
     out["case"] = c->name;
+    // Other work on the machine skews every figure; the load average says how much.
+    double load[1] = {0.0};
+    out["load_avg_1m"] = ::getloadavg(load, 1) == 1 ? gaia::bench::round3(load[0]) : -1.0;
     gaia::bench::Timer wall;
     try {
       gaia::bench::Figures figures = c->run();

@@ -32,6 +32,13 @@ int run(int argc, char** argv) {
   register_validate(app, g, &code);
   register_render(app, g, &code);
   register_deps(app, g, &code);
+  register_events(app, g, &code);
+  register_explain(app, g, &code);
+  register_context(app, g, &code);
+  register_cluster(app, g, &code);
+  register_node(app, g, &code);
+  register_get(app, g, &code);
+  register_describe(app, g, &code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -51,5 +51,12 @@ void register_init(CLI::App& app, Globals& g, int* code);
 void register_validate(CLI::App& app, Globals& g, int* code);
 void register_render(CLI::App& app, Globals& g, int* code);
 void register_deps(CLI::App& app, Globals& g, int* code);
+void register_events(CLI::App& app, Globals& g, int* code);
+void register_explain(CLI::App& app, Globals& g, int* code);
+void register_context(CLI::App& app, Globals& g, int* code);
+void register_cluster(CLI::App& app, Globals& g, int* code);
+void register_node(CLI::App& app, Globals& g, int* code);
+void register_get(CLI::App& app, Globals& g, int* code);
+void register_describe(CLI::App& app, Globals& g, int* code);
 
 }  // namespace gaia::cli

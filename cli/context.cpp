@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/sqlite_store.hpp"
+#include "lib/timeline.hpp"
 
 namespace gaia::cli {
 
@@ -96,8 +97,14 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   auto store = SqliteStore::open(s->context.store);
   if (!store) return fail(store.error().to_diagnostic());
   s->store = std::move(*store);
-  s->state = std::make_unique<State>(*s->store, s->clock);
+  // The retention set with `gaia events --retention` binds every process using the store.
+  StateOptions options;
+  auto retention = load_event_retention(*s->store);
+  if (!retention) return fail(retention.error());
+  if (*retention) options.event_retention = **retention;
+  s->state = std::make_unique<State>(*s->store, s->clock, options);
   s->op = new_operation_id(s->clock);
+  if (g.verbose > 0) fmt::print(stderr, "operation {}\n", s->op);
   return s;
 }
 

@@ -1,53 +1,158 @@
 #include "controllers/submit.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "controllers/scheduler.hpp"
-#include "lib/topology.hpp"
 
 namespace gaia {
 
-std::string allocate_address(const Node& node, const std::vector<Instance>& instances) {
-  if (node.instance_subnet.empty()) return "";
-  auto prefix = gaia::parse_cidr(node.instance_subnet);
-  if (!prefix) return "";
-  std::set<unsigned __int128> used;
-  for (const auto& i : instances) {
-    if (i.node != node.name || i.address.empty()) continue;
-    if (auto a = parse_address(i.address)) used.insert(a->bits);
-  }
-  int max_len = IpAddress::max_length(prefix->address.family);
-  int host_bits = max_len - prefix->length;
+namespace {
+
+using Bits = unsigned __int128;
+
+std::string app_id(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
+
+// The lowest address of `prefix` not in `used`, skipping the network address and, for
+// IPv4, the broadcast address. Scans at most a million candidates: an instance subnet
+// with that many instances on one node is not a case worth more code.
+std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
+  int max_len = IpAddress::max_length(prefix.address.family);
+  int host_bits = max_len - prefix.length;
   if (host_bits < 2) return "";
   // Bits are left-aligned in 128: one host step is 1 << (128 - max_len).
-  unsigned __int128 step = static_cast<unsigned __int128>(1) << (128 - max_len);
-  unsigned __int128 count = host_bits >= 64 ? (static_cast<unsigned __int128>(1) << 63) : (static_cast<unsigned __int128>(1) << host_bits);
-  // Skip the network address (and, for IPv4, the broadcast address at the end).
-  for (unsigned __int128 k = 1; k + 1 < count && k < 1000000; ++k) {
-    IpAddress candidate{prefix->address.family, prefix->address.bits + k * step};
-    if (!used.count(candidate.bits)) return candidate.to_string();
+  Bits step = static_cast<Bits>(1) << (128 - max_len);
+  Bits count = host_bits >= 64 ? (static_cast<Bits>(1) << 63) : (static_cast<Bits>(1) << host_bits);
+  // IPv6 has no broadcast address, so its last address is usable.
+  Bits end = prefix.address.family == IpFamily::V4 ? count - 1 : count;
+  for (Bits k = 1; k < end && k < 1000000; ++k) {
+    Bits candidate = prefix.address.bits + k * step;
+    if (!used.count(candidate)) return IpAddress{prefix.address.family, candidate}.to_string();
   }
   return "";
 }
 
-namespace {
+// Readiness of every app in one pass over the instances.
+struct Readiness {
+  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;  // app id -> (instances, running)
+
+  explicit Readiness(const ClusterState& s) {
+    for (const auto& i : s.snapshot.instances) {
+      auto& c = counts[app_id(i.tenant, i.app)];
+      ++c.first;
+      if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) ++c.second;
+    }
+  }
+  bool ready(const ClusterState& s, const std::string& tenant, const std::string& name) const {
+    const AppRecord* a = s.find_app(tenant, name);
+    if (!a) return false;
+    auto it = counts.find(app_id(tenant, name));
+    if (it != counts.end() && it->second.first > 0) return it->second.first == it->second.second;
+    // An app with no instances is ready only if it asks for none (all roles at zero).
+    for (const auto& r : a->workload.roles)
+      if (r.replicas > 0) return false;
+    return true;
+  }
+};
+
+std::string waiting_reason(const std::vector<std::string>& not_ready, const ClusterState& s, const std::string& tenant) {
+  std::vector<std::string> parts;
+  for (const auto& d : not_ready)
+    parts.push_back(s.find_app(tenant, d) ? d : d + " (not deployed)");
+  return fmt::format("waiting for dependency {} to be ready", fmt::join(parts, ", "));
+}
 
 struct Work {
   ClusterState state;
   SubmitOutcome out;
+  std::unordered_map<std::string, size_t> index;      // Instance key -> position in the snapshot.
+  std::unordered_map<std::string, size_t> put_index;  // Instance key -> position in put_instances.
+  std::unordered_map<std::string, std::set<Bits>> used;  // Node -> addresses in use.
+  bool used_built = false;
+  std::optional<TopologyTable> topology;
+  // "tenant/app/role" -> (address, instance key) of its placed instances, built on first
+  // use and dropped when an instance of the role moves.
+  std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> near_cache;
+  std::map<std::string, size_t> other_index;  // App id -> position in out.others.
+  AppReport* current = nullptr;  // The submitted app being scheduled.
+  std::unordered_set<std::string> attempted, requeued;
 
-  Instance* find(const std::string& key) { return state.find_instance(key); }
+  explicit Work(const ClusterState& s) : state(s) { reindex(); }
+
+  void reindex() {
+    index.clear();
+    for (size_t k = 0; k < state.snapshot.instances.size(); ++k) index[state.snapshot.instances[k].key()] = k;
+  }
+
+  Instance* find(const std::string& key) {
+    auto it = index.find(key);
+    return it == index.end() ? nullptr : &state.snapshot.instances[it->second];
+  }
+
+  void add_instance(Instance i) {
+    index[i.key()] = state.snapshot.instances.size();
+    state.snapshot.instances.push_back(std::move(i));
+  }
 
   void put_instance(const Instance& i) {
-    auto& v = out.batch.put_instances;
-    for (auto& x : v)
-      if (x.key() == i.key()) {
-        x = i;
-        return;
-      }
-    v.push_back(i);
+    std::string key = i.key();
+    auto& dels = out.batch.delete_instances;
+    dels.erase(std::remove(dels.begin(), dels.end(), key), dels.end());
+    auto it = put_index.find(key);
+    if (it != put_index.end()) {
+      out.batch.put_instances[it->second] = i;
+      return;
+    }
+    put_index[key] = out.batch.put_instances.size();
+    out.batch.put_instances.push_back(i);
+  }
+
+  std::set<Bits>& used_on(const std::string& node) {
+    if (!used_built) {
+      for (const auto& i : state.snapshot.instances)
+        if (!i.node.empty() && !i.address.empty())
+          if (auto a = parse_address(i.address)) used[i.node].insert(a->bits);
+      used_built = true;
+    }
+    return used[node];
+  }
+
+  void release_address(const Instance& i) {
+    if (i.node.empty() || i.address.empty()) return;
+    if (auto a = parse_address(i.address)) used_on(i.node).erase(a->bits);
+  }
+
+  std::string take_address(const Node& node) {
+    if (node.instance_subnet.empty()) return "";
+    auto prefix = parse_cidr(node.instance_subnet);
+    if (!prefix) return "";
+    auto& u = used_on(node.name);
+    std::string a = first_free(*prefix, u);
+    if (!a.empty()) u.insert(parse_address(a)->bits);
+    return a;
+  }
+
+  AppReport& report_for(const Instance& i, const std::string& action) {
+    if (current && current->tenant == i.tenant && current->name == i.app) return *current;
+    for (auto& r : out.apps)
+      if (r.tenant == i.tenant && r.name == i.app) return r;
+    std::string id = app_id(i.tenant, i.app);
+    auto it = other_index.find(id);
+    if (it != other_index.end()) return out.others[it->second];
+    const AppRecord* a = state.find_app(i.tenant, i.app);
+    other_index[id] = out.others.size();
+    AppReport r;
+    r.tenant = i.tenant;
+    r.name = i.app;
+    r.version = a ? a->version : "";
+    r.action = action;
+    out.others.push_back(std::move(r));
+    return out.others.back();
   }
 
   TimelineEvent& event(const Instance& i, std::string reason, std::string message, std::string type = "Normal") {
@@ -60,22 +165,77 @@ struct Work {
     return e;
   }
 
+  // How close `node` is to the instances of the role's `near` target, found through the
+  // topology table from their addresses (DESIGN.md section 5).
+  std::string locality(const Instance& i, const Node& node) {
+    auto role = state.snapshot.roles.find(fmt::format("{}/{}/{}", i.tenant, i.app, i.role));
+    if (role == state.snapshot.roles.end() || role->second.near.empty()) return "";
+    const std::string& near = role->second.near;
+    auto slash = near.find('/');
+    if (slash == std::string::npos) return "";
+    std::string near_key = i.tenant + "/" + near;
+    auto cached = near_cache.find(near_key);
+    if (cached == near_cache.end()) {
+      std::vector<std::pair<std::string, std::string>> found;
+      for (const auto& x : state.snapshot.instances)
+        if (x.tenant == i.tenant && x.app == near.substr(0, slash) && x.role == near.substr(slash + 1) &&
+            !x.node.empty() && !x.address.empty())
+          found.emplace_back(x.address, x.key());
+      cached = near_cache.emplace(near_key, std::move(found)).first;
+    }
+    if (cached->second.empty()) return fmt::format("no {} instance with an address yet", near);
+    if (!topology) topology = node_topology(state.snapshot.nodes);
+    static constexpr const char* kLevels[] = {"", "same zone", "same rack", "same switch", "same node"};
+    int best = -1;
+    std::string best_text;
+    for (const auto& [address, key] : cached->second) {
+      auto parsed = parse_address(address);
+      if (!parsed) continue;
+      auto entry = topology->lookup(*parsed);
+      if (!entry) continue;
+      int level = 0;
+      std::string where;
+      if (entry->node == node.name) {
+        level = 4;
+      } else if (!entry->switch_.empty() && entry->switch_ == node.switch_) {
+        level = 3;
+        where = " " + entry->switch_;
+      } else if (!entry->rack.empty() && entry->rack == node.rack) {
+        level = 2;
+        where = " " + entry->rack;
+      } else if (!entry->zone.empty() && entry->zone == node.zone) {
+        level = 1;
+        where = " " + entry->zone;
+      }
+      if (level > best) {
+        best = level;
+        best_text = level == 0 ? fmt::format("not near any {} instance (nearest {} on {})", near, key, entry->node)
+                               : fmt::format("{}{} as {} ({} on {})", kLevels[level], where, key, address, entry->node);
+      }
+    }
+    if (best < 0) return fmt::format("the addresses of {} are in no known subnet", near);
+    return best_text;
+  }
+
   // Applies a scheduling decision to the working state and records it.
-  void apply(const Decision& d, AppReport* report) {
+  void apply(const Decision& d) {
     for (const auto& p : d.preemptions) {
       Instance* v = find(p.victim);
       if (!v) continue;
       std::string node = v->node;
+      release_address(*v);
+      near_cache.erase(v->tenant + "/" + v->app + "/" + v->role);
       v->node.clear();
       v->address.clear();
       v->ports.clear();
       v->state = InstanceState::Pending;
       v->pending_reason = fmt::format("preempted by {} on {}", p.preemptor, node);
       put_instance(*v);
-      auto& e = event(*v, "Preempted", fmt::format("evicted from {} to make room for {} (higher priority)", node, p.preemptor),
-                      "Warning");
+      auto& e = event(*v, "Preempted",
+                      fmt::format("evicted from {} to make room for {} (higher priority)", node, p.preemptor), "Warning");
       e.node = node;
-      if (report) report->preempted.push_back({p.victim, node, p.preemptor});
+      report_for(*v, "affected").preempted.push_back({p.victim, node, p.preemptor});
+      requeued.insert(p.victim);
       ++out.preempted;
     }
     for (const auto& p : d.placements) {
@@ -86,50 +246,43 @@ struct Work {
       i->ports = p.ports;
       for (const auto& b : p.volumes) i->volumes.push_back(b);
       i->pending_reason.clear();
-      i->address = node ? allocate_address(*node, state.snapshot.instances) : "";
+      i->address = node ? take_address(*node) : "";
       // The sim backend starts a placed instance at once.
       i->state = InstanceState::Running;
+      near_cache.erase(i->tenant + "/" + i->app + "/" + i->role);
       put_instance(*i);
-      event(*i, "Scheduled", fmt::format("placed on {} (score {:.1f}), address {}", p.node, p.score,
-                                         i->address.empty() ? "none" : i->address));
-      if (report) report->placed.push_back({p.instance, p.node, i->address, p.score});
+      std::string near = node ? locality(*i, *node) : "";
+      event(*i, "Scheduled",
+            fmt::format("placed on {} (score {:.1f}), address {}{}", p.node, p.score,
+                        i->address.empty() ? "none" : i->address, near.empty() ? "" : "; " + near));
+      report_for(*i, "affected").placed.push_back({p.instance, p.node, i->address, p.score, near});
       ++out.placed;
     }
     for (const auto& u : d.unschedulable) {
       Instance* i = find(u.instance);
       if (!i) continue;
-      bool changed = i->pending_reason != u.reason;
-      i->pending_reason = u.reason;
-      i->state = InstanceState::Pending;
-      put_instance(*i);
-      if (changed) event(*i, "FailedScheduling", u.reason, "Warning");
-      if (report) report->pending.push_back({u.instance, u.reason});
-      ++out.pending;
+      // A victim that fits nowhere else keeps the story of why it is pending.
+      std::string reason = u.reason;
+      if (i->pending_reason.starts_with("preempted by ")) {
+        std::string first = i->pending_reason.substr(0, i->pending_reason.find(';'));
+        reason = first + "; then " + u.reason;
+      }
+      if (i->pending_reason != reason || i->state != InstanceState::Pending) {
+        i->pending_reason = reason;
+        i->state = InstanceState::Pending;
+        put_instance(*i);
+        event(*i, "FailedScheduling", u.reason, "Warning");
+      }
+      report_for(*i, "affected").pending.push_back({u.instance, reason});
     }
   }
 
-  bool app_ready(const std::string& tenant, const std::string& name) const {
-    bool any = false;
-    for (const auto& i : state.snapshot.instances) {
-      if (i.tenant != tenant || i.app != name) continue;
-      any = true;
-      if (i.state != InstanceState::Running && i.state != InstanceState::Succeeded) return false;
-    }
-    const AppRecord* a = state.find_app(tenant, name);
-    if (!a) return false;
-    if (any) return true;
-    // An app with no instances is ready only if it asks for none (all roles at zero).
-    for (const auto& r : a->workload.roles)
-      if (r.replicas > 0) return false;
-    return true;
-  }
-
-  void set_app_status(const std::string& tenant, const std::string& name, AppReport* report) {
-    auto it = state.apps.find(tenant + "/" + name);
+  // Sets the app's status from its instances (an event when it changes).
+  void set_app_status(const std::string& tenant, const std::string& name, const Readiness& r) {
+    auto it = state.apps.find(app_id(tenant, name));
     if (it == state.apps.end()) return;
-    bool ready = app_ready(tenant, name);
+    bool ready = r.ready(state, tenant, name);
     std::string status = ready ? "Ready" : "Pending";
-    if (report) report->ready = ready;
     if (it->second.status == status) return;
     it->second.status = status;
     auto& v = out.batch.put_apps;
@@ -147,21 +300,70 @@ struct Work {
     e.app = name;
   }
 
-  // Requeues victims and anything else pending whose dependencies are ready.
-  void reschedule(const std::set<std::string>& skip_apps) {
-    std::vector<std::string> pending;
-    for (const auto& i : state.snapshot.instances) {
-      if (i.state != InstanceState::Pending) continue;
-      if (skip_apps.count(i.tenant + "/" + i.app)) continue;
-      const AppRecord* a = state.find_app(i.tenant, i.app);
-      bool deps_ready = true;
-      if (a)
-        for (const auto& d : a->dependencies)
-          if (!app_ready(i.tenant, d)) deps_ready = false;
-      if (deps_ready) pending.push_back(i.key());
+  // Schedules pending instances whose dependencies are ready, round after round while a
+  // round makes progress: a round may make an app ready (so its waiting dependents can
+  // go next) or evict victims (which are retried). Each instance is tried once per call
+  // unless it was evicted since. `scope` limits it to some apps (victims always count).
+  void reschedule(const std::set<std::string>* scope) {
+    for (int round = 0; round < 16; ++round) {
+      Readiness r(state);
+      std::vector<std::string> keys;
+      for (auto& i : state.snapshot.instances) {
+        if (i.state != InstanceState::Pending) continue;
+        std::string key = i.key();
+        bool victim = requeued.count(key) > 0;
+        if (!victim && scope && !scope->count(app_id(i.tenant, i.app))) continue;
+        if (attempted.count(key) && !victim) continue;
+        std::vector<std::string> not_ready;
+        if (const AppRecord* a = state.find_app(i.tenant, i.app))
+          for (const auto& dep : a->dependencies)
+            if (!r.ready(state, i.tenant, dep)) not_ready.push_back(dep);
+        if (!not_ready.empty()) {
+          std::string reason = waiting_reason(not_ready, state, i.tenant);
+          if (i.pending_reason != reason) {
+            i.pending_reason = reason;
+            put_instance(i);
+            event(i, "Waiting", reason);
+          }
+          continue;
+        }
+        keys.push_back(std::move(key));
+      }
+      if (keys.empty()) return;
+      for (const auto& k : keys) {
+        attempted.insert(k);
+        requeued.erase(k);
+      }
+      apply(schedule(state.snapshot, keys));
     }
-    if (pending.empty()) return;
-    apply(schedule(state.snapshot, pending), nullptr);
+  }
+
+  // Statuses and report totals of every app the batch touched.
+  void finish() {
+    Readiness r(state);
+    std::set<std::string> touched;
+    for (const auto& i : out.batch.put_instances) touched.insert(app_id(i.tenant, i.app));
+    for (const auto& a : out.batch.put_apps) touched.insert(app_id(a.tenant, a.name));
+    for (const auto& id : touched) {
+      auto slash = id.find('/');
+      set_app_status(id.substr(0, slash), id.substr(slash + 1), r);
+    }
+    auto totals = [&](AppReport& rep) {
+      auto it = r.counts.find(app_id(rep.tenant, rep.name));
+      rep.instances = it == r.counts.end() ? 0 : it->second.first;
+      rep.running = it == r.counts.end() ? 0 : it->second.second;
+      rep.ready = r.ready(state, rep.tenant, rep.name);
+    };
+    for (auto& rep : out.apps) totals(rep);
+    for (auto& rep : out.others) totals(rep);
+    // Pending instances of the reported apps as they stand at the end (an instance tried
+    // twice is counted once).
+    std::set<std::string> reported;
+    for (const auto& rep : out.apps) reported.insert(app_id(rep.tenant, rep.name));
+    for (const auto& rep : out.others) reported.insert(app_id(rep.tenant, rep.name));
+    out.pending = 0;
+    for (const auto& i : state.snapshot.instances)
+      if (i.state == InstanceState::Pending && reported.count(app_id(i.tenant, i.app))) ++out.pending;
   }
 };
 
@@ -184,95 +386,221 @@ Instance make_instance(const AppRecord& app, const Role& role, int ordinal) {
 
 }  // namespace
 
+std::string allocate_address(const Node& node, const std::vector<Instance>& instances) {
+  if (node.instance_subnet.empty()) return "";
+  auto prefix = parse_cidr(node.instance_subnet);
+  if (!prefix) return "";
+  std::set<Bits> used;
+  for (const auto& i : instances) {
+    if (i.node != node.name || i.address.empty()) continue;
+    if (auto a = parse_address(i.address)) used.insert(a->bits);
+  }
+  return first_free(*prefix, used);
+}
+
+TopologyTable node_topology(const std::vector<Node>& nodes) {
+  TopologyTable table;
+  for (const auto& n : nodes) {
+    TopologyEntry e{n.name, n.instance_subnet, n.switch_, n.rack, n.zone};
+    if (!n.instance_subnet.empty())
+      if (auto p = parse_cidr(n.instance_subnet)) table.insert(*p, e);
+    if (!n.address.empty())
+      if (auto a = parse_address(n.address)) {
+        e.subnet = "";
+        table.insert(IpPrefix{*a, IpAddress::max_length(a->family)}, e);
+      }
+  }
+  return table;
+}
+
+bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name) {
+  return Readiness(state).ready(state, tenant, name);
+}
+
+ClusterState apply_batch(ClusterState state, const Batch& batch) {
+  auto& nodes = state.snapshot.nodes;
+  for (const auto& n : batch.put_nodes) {
+    if (Node* x = state.find_node(n.name)) *x = n;
+    else nodes.push_back(n);
+  }
+  std::erase_if(nodes, [&](const Node& n) {
+    return std::find(batch.delete_nodes.begin(), batch.delete_nodes.end(), n.name) != batch.delete_nodes.end();
+  });
+  for (const auto& t : batch.put_tenants) {
+    auto it = std::find_if(state.snapshot.tenants.begin(), state.snapshot.tenants.end(),
+                           [&](const Tenant& x) { return x.name == t.name; });
+    if (it != state.snapshot.tenants.end()) *it = t;
+    else state.snapshot.tenants.push_back(t);
+  }
+  for (const auto& [t, n] : batch.delete_apps) {
+    state.apps.erase(app_id(t, n));
+    std::string prefix = app_id(t, n) + "/";
+    std::erase_if(state.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+  }
+  for (const auto& a : batch.put_apps) {
+    state.apps[app_id(a.tenant, a.name)] = a;
+    for (const auto& role : a.workload.roles) state.snapshot.roles[app_id(a.tenant, a.name) + "/" + role.name] = role;
+  }
+  std::unordered_set<std::string> deleted(batch.delete_instances.begin(), batch.delete_instances.end());
+  std::unordered_map<std::string, const Instance*> puts;
+  for (const auto& i : batch.put_instances) puts[i.key()] = &i;
+  std::vector<Instance> instances;
+  instances.reserve(state.snapshot.instances.size() + puts.size());
+  for (auto& i : state.snapshot.instances) {
+    std::string key = i.key();
+    if (auto it = puts.find(key); it != puts.end()) {
+      instances.push_back(*it->second);
+      puts.erase(it);
+    } else if (!deleted.count(key)) {
+      instances.push_back(std::move(i));
+    }
+  }
+  for (const auto& i : batch.put_instances)
+    if (puts.count(i.key())) instances.push_back(i);
+  state.snapshot.instances = std::move(instances);
+  if (batch.profile) state.snapshot.profile = *batch.profile;
+  state.seq += static_cast<int64_t>(batch.events.size());
+  return state;
+}
+
+void merge_batch(Batch& into, Batch more) {
+  auto merge_keyed = [](auto& puts, auto& dels, auto& more_puts, auto& more_dels, auto key_of) {
+    for (const auto& d : more_dels) {
+      std::erase_if(puts, [&](const auto& p) { return key_of(p) == d; });
+      if (std::find(dels.begin(), dels.end(), d) == dels.end()) dels.push_back(d);
+    }
+    for (auto& p : more_puts) {
+      auto k = key_of(p);
+      std::erase(dels, k);
+      auto it = std::find_if(puts.begin(), puts.end(), [&](const auto& x) { return key_of(x) == k; });
+      if (it != puts.end()) *it = std::move(p);
+      else puts.push_back(std::move(p));
+    }
+  };
+  merge_keyed(into.put_instances, into.delete_instances, more.put_instances, more.delete_instances,
+              [](const Instance& i) { return i.key(); });
+  merge_keyed(into.put_nodes, into.delete_nodes, more.put_nodes, more.delete_nodes,
+              [](const Node& n) { return n.name; });
+  merge_keyed(into.put_apps, into.delete_apps, more.put_apps, more.delete_apps,
+              [](const AppRecord& a) { return std::pair{a.tenant, a.name}; });
+  std::vector<std::string> no_tenant_deletes, none;
+  merge_keyed(into.put_tenants, no_tenant_deletes, more.put_tenants, none, [](const Tenant& t) { return t.name; });
+  if (more.profile) into.profile = std::move(more.profile);
+  for (auto& e : more.events) into.events.push_back(std::move(e));
+}
+
 SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps) {
-  Work w{state, {}};
-  std::set<std::string> waiting_apps;
+  Work w(state);
+  std::set<std::string> submitted;
+  // Reports are filled in place: reserve so pointers into out.apps stay valid.
+  w.out.apps.reserve(apps.size());
   for (const auto& to_deploy : apps) {
     AppRecord rec = to_deploy.record;
-    AppReport report{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, false};
+    std::string id = app_id(rec.tenant, rec.name);
+    submitted.insert(id);
+    w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, 0, 0, false});
+    AppReport& report = w.out.apps.back();
     const AppRecord* existing = w.state.find_app(rec.tenant, rec.name);
     if (existing && existing->workload.hash == rec.workload.hash && existing->version == rec.version) {
       report.action = "unchanged";
-      report.ready = existing->status == "Ready";
-      w.out.apps.push_back(std::move(report));
+      for (const auto& i : w.state.snapshot.instances)
+        if (i.tenant == rec.tenant && i.app == rec.name && i.state == InstanceState::Pending)
+          report.pending.push_back({i.key(), i.pending_reason});
       continue;
     }
+    // Volumes of the previous render's instances, so stateful instances keep their data.
+    std::map<std::string, std::vector<VolumeBinding>> old_volumes;
     if (existing) {
       report.action = "update";
       // Replace the instances of the previous render: a rolling update belongs to the
       // controllers; a submit of a changed spec starts the new instances afresh.
       std::vector<Instance> kept;
-      for (const auto& i : w.state.snapshot.instances) {
+      for (auto& i : w.state.snapshot.instances) {
         if (i.tenant == rec.tenant && i.app == rec.name) {
           w.out.batch.delete_instances.push_back(i.key());
           report.removed.push_back(i.key());
+          w.release_address(i);
+          if (!i.volumes.empty()) old_volumes[i.key()] = i.volumes;
+          w.event(i, "Replaced", fmt::format("removed for version {} (workload {})", rec.version,
+                                             rec.workload.hash.substr(0, 12)));
         } else {
-          kept.push_back(i);
+          kept.push_back(std::move(i));
         }
       }
       w.state.snapshot.instances = std::move(kept);
+      w.reindex();
+      std::string prefix = id + "/";
+      std::erase_if(w.state.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+      w.near_cache.clear();
     }
     rec.status = "Deploying";
     rec.created = existing ? existing->created : "";
-    w.state.apps[rec.tenant + "/" + rec.name] = rec;
-    for (const auto& role : rec.workload.roles) w.state.snapshot.roles[rec.tenant + "/" + rec.name + "/" + role.name] = role;
+    std::string previous_version = existing ? existing->version : "";
+    w.state.apps[id] = rec;
+    for (const auto& role : rec.workload.roles) w.state.snapshot.roles[id + "/" + role.name] = role;
     w.out.batch.put_apps.push_back(rec);
     {
-      auto& e = w.out.batch.event(existing ? "Updated" : "Submitted",
-                                  existing ? fmt::format("{} -> {} (workload {})", existing->version, rec.version, rec.workload.hash.substr(0, 12))
-                                           : fmt::format("version {}, workload {}", rec.version, rec.workload.hash.substr(0, 12)));
+      auto& e = w.out.batch.event(
+          previous_version.empty() ? "Submitted" : "Updated",
+          previous_version.empty()
+              ? fmt::format("version {}, workload {}", rec.version, rec.workload.hash.substr(0, 12))
+              : fmt::format("{} -> {} (workload {})", previous_version, rec.version, rec.workload.hash.substr(0, 12)));
       e.tenant = rec.tenant;
       e.app = rec.name;
-      auto& r = w.out.batch.event("Rendered", fmt::format("{} role(s), {} config read(s), hash {}", rec.workload.roles.size(),
-                                                          rec.workload.reads.size(), rec.workload.hash));
+      auto& r = w.out.batch.event("Rendered", fmt::format("{} role(s), {} config read(s), hash {}",
+                                                          rec.workload.roles.size(), rec.workload.reads.size(),
+                                                          rec.workload.hash));
       r.tenant = rec.tenant;
       r.app = rec.name;
     }
+    Readiness readiness(w.state);
     std::vector<std::string> not_ready;
     for (const auto& d : rec.dependencies)
-      if (!w.app_ready(rec.tenant, d)) not_ready.push_back(d);
+      if (!readiness.ready(w.state, rec.tenant, d)) not_ready.push_back(d);
     std::vector<std::string> keys;
-    for (const auto& role : rec.workload.roles)
+    for (const auto& role : rec.workload.roles) {
+      std::set<std::string> volume_names;
+      for (const auto& v : role.volumes) volume_names.insert(v.name);
       for (int k = 0; k < role.replicas; ++k) {
         Instance i = make_instance(rec, role, k);
-        if (!not_ready.empty())
-          i.pending_reason = fmt::format("waiting for dependency {} to be ready", fmt::join(not_ready, ", "));
+        if (auto old = old_volumes.find(i.key()); old != old_volumes.end())
+          for (const auto& b : old->second)
+            if (volume_names.count(b.volume)) i.volumes.push_back(b);
+        if (!not_ready.empty()) i.pending_reason = waiting_reason(not_ready, w.state, rec.tenant);
         keys.push_back(i.key());
-        w.state.snapshot.instances.push_back(i);
         w.put_instance(i);
-      }
-    if (!not_ready.empty()) {
-      for (const auto& k : keys) report.pending.push_back({k, w.find(k)->pending_reason});
-      w.out.pending += keys.size();
-      auto& e = w.out.batch.event("Waiting", fmt::format("not placed until {} ready", fmt::join(not_ready, ", ")), "Warning");
-      e.tenant = rec.tenant;
-      e.app = rec.name;
-      waiting_apps.insert(rec.tenant + "/" + rec.name);
-    } else if (!keys.empty()) {
-      w.apply(schedule(w.state.snapshot, keys), &report);
-      // Victims of this app's preemptions go back to the queue at once: they may fit
-      // elsewhere.
-      if (!report.preempted.empty()) {
-        std::set<std::string> skip = waiting_apps;
-        skip.insert(rec.tenant + "/" + rec.name);
-        w.reschedule(skip);
+        w.add_instance(std::move(i));
       }
     }
-    w.set_app_status(rec.tenant, rec.name, &report);
-    w.out.apps.push_back(std::move(report));
+    if (!not_ready.empty()) {
+      for (const auto& k : keys) report.pending.push_back({k, w.find(k)->pending_reason});
+      auto& e = w.out.batch.event("Waiting", waiting_reason(not_ready, w.state, rec.tenant), "Warning");
+      e.tenant = rec.tenant;
+      e.app = rec.name;
+    } else if (!keys.empty()) {
+      w.current = &report;
+      for (const auto& k : keys) w.attempted.insert(k);
+      w.apply(schedule(w.state.snapshot, keys));
+      // Victims of this app's preemptions go back to the queue at once: they may fit
+      // elsewhere. Instances of submitted apps are retried too, since a victim's
+      // eviction may have freed what they needed.
+      if (!w.requeued.empty()) w.reschedule(&submitted);
+      w.current = nullptr;
+    }
   }
+  w.finish();
+  w.out.after = std::move(w.state);
+  w.out.after.seq += static_cast<int64_t>(w.out.batch.events.size());
   return std::move(w.out);
 }
 
 SubmitOutcome reschedule_pending(const ClusterState& state) {
-  Work w{state, {}};
-  w.reschedule({});
-  std::set<std::string> touched;
-  for (const auto& i : w.out.batch.put_instances) touched.insert(i.tenant + "/" + i.app);
-  for (const auto& t : touched) {
-    auto slash = t.find('/');
-    w.set_app_status(t.substr(0, slash), t.substr(slash + 1), nullptr);
-  }
+  Work w(state);
+  w.reschedule(nullptr);
+  for (auto& r : w.out.others) r.action = "reschedule";
+  w.finish();
+  w.out.after = std::move(w.state);
+  w.out.after.seq += static_cast<int64_t>(w.out.batch.events.size());
   return std::move(w.out);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/state.hpp"
+#include "lib/topology.hpp"
 
 namespace gaia {
 
@@ -17,6 +18,10 @@ struct AppToDeploy {
 struct PlacedReport {
   std::string instance, node, address;
   double score = 0;
+  // For a role with `near`: how close it landed to that role's data, found by looking
+  // the near instances' addresses up in the topology table ("same node as
+  // 0.datanode.hdfs.default (10.0.128.1)"); "" for roles without `near`.
+  std::string locality;
 };
 struct PendingReport {
   std::string instance, reason;
@@ -27,33 +32,63 @@ struct PreemptedReport {
 
 struct AppReport {
   std::string tenant, name, version;
-  std::string action;  // deploy | update | unchanged
+  // deploy | update | unchanged for submitted apps; "affected" for other apps whose
+  // instances a submission preempted or requeued; "reschedule" from reschedule_pending.
+  std::string action;
   std::vector<PlacedReport> placed;
   std::vector<PendingReport> pending;
-  std::vector<PreemptedReport> preempted;
-  std::vector<std::string> removed;  // Instances of a previous version/replica count removed.
+  std::vector<PreemptedReport> preempted;  // Instances of this app that were evicted.
+  std::vector<std::string> removed;  // Instances of the previous render deleted or replaced.
+  size_t instances = 0, running = 0;  // After the submission.
   bool ready = false;
 };
 
 struct SubmitOutcome {
   Batch batch;
-  std::vector<AppReport> apps;  // In deploy order.
+  std::vector<AppReport> apps;    // Submitted apps, in deploy order.
+  std::vector<AppReport> others;  // Apps not submitted but changed (victims, requeued).
   size_t placed = 0, pending = 0, preempted = 0;
+  ClusterState after;  // The state once `batch` is committed (what plan explains against).
+
+  bool changed() const { return !batch.empty(); }
 };
 
 // Deploys `apps` (dependencies first) on `state`: instances are created for every role
 // replica, scheduled app by app so a dependent is placed only once its dependencies are
 // ready (all instances running), and started (the sim backend starts a placed instance
-// at once). Preemption victims go back to pending. Apps already running with the same
-// workload hash are left as they are. Every step becomes a timeline event.
+// at once). Preemption victims go back to pending and are retried at once. Apps already
+// running with the same version and workload hash are left as they are ("unchanged");
+// a changed app has its instances replaced (stateful ones keep their volumes). Every
+// step becomes a timeline event. Instance addresses come from the node's instance
+// subnet.
 SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps);
 
-// Retries scheduling of every pending instance (after a node was added or capacity
-// freed): the same rules, for instances already in the store.
+// Retries scheduling of every pending instance whose dependencies are ready (after a
+// node was added or capacity freed), repeatedly while that makes more apps ready, so a
+// chain waiting on its first app is placed in one call. An instance that still fits
+// nowhere only changes (and gets an event) when its reason changes, so calling this on
+// a settled cluster yields an empty batch.
 SubmitOutcome reschedule_pending(const ClusterState& state);
 
 // Allocates the lowest free address of the node's instance subnet (IPv4 or IPv6), or
-// "" when the node has no subnet or it is full.
+// "" when the node has no subnet or it is full. The network address (and for IPv4 the
+// broadcast address) is never handed out.
 std::string allocate_address(const Node& node, const std::vector<Instance>& instances);
+
+// The topology table of the nodes: each node's instance subnet and host address mapped
+// to the node and its switch, rack and zone. Looking an instance's address up in it
+// tells where the instance (and its data) lives without knowing its node name.
+TopologyTable node_topology(const std::vector<Node>& nodes);
+
+// `state` with `batch` applied (puts, then deletes of keys not re-put; events ignored):
+// what a load() after committing the batch would return, for planning and tests.
+ClusterState apply_batch(ClusterState state, const Batch& batch);
+
+// Appends `more` to `into` as one batch: later puts of a key replace earlier ones, a
+// put cancels an earlier delete of its key and a delete drops an earlier put of it.
+void merge_batch(Batch& into, Batch more);
+
+// Whether every instance of the app is Running (or Succeeded), and it exists.
+bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name);
 
 }  // namespace gaia

@@ -309,14 +309,17 @@ Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::stri
 }
 
 Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<void(std::string_view)>& progress) {
-  const std::string app_dir = in.app_dir.string();
-  const std::string config_file = (in.app_dir / "config.jsonnet").string();
-  const std::string main_file = (in.app_dir / "main.jsonnet").string();
+  // Jsonnet reports the canonical paths the import callback gave it; display_path maps
+  // them back, so the app dir must be canonical too.
+  const fs::path dir = canonical_or_self(fs::absolute(in.app_dir));
+  const std::string app_dir = dir.string();
+  const std::string config_file = (dir / "config.jsonnet").string();
+  const std::string main_file = (dir / "main.jsonnet").string();
   const std::string config_shown = display_path(config_file, app_dir, in.display_dir);
   const std::string main_shown = display_path(main_file, app_dir, in.display_dir);
   static const ConfigSnapshot empty_snapshot;
 
-  ImportResolver resolver(in.app_dir, in.jpaths);
+  ImportResolver resolver(dir, in.jpaths);
   Vm vm;
   VmContext ctx;
   ctx.vm = vm.get();

@@ -487,7 +487,9 @@ class RoleValidator {
       check_fields(p, field, {"name", "port", "protocol"});
       Port port;
       size_t errors_before = m_diags.size();
-      if (const json* name = member(p, "name"); name && name->is_string()) m_declared_ports.push_back(name->get<std::string>());
+      if (const json* name = member(p, "name"); name && name->is_string() &&
+          std::find(m_declared_ports.begin(), m_declared_ports.end(), *name) == m_declared_ports.end())
+        m_declared_ports.push_back(name->get<std::string>());
       if (auto name = string_field(p, "name", field + ".name")) {
         if (std::string problem = spec::dns_label_problem(*name); !problem.empty())
           error(field + ".name", fmt::format("'{}' is not a valid port name: {}", *name, problem),

@@ -205,6 +205,12 @@ TEST_CASE("imports outside the allowed paths are rejected", "[renderer]") {
     fs::create_symlink("/etc/passwd", app.dir() / "link.txt");
     expect_rejected("importstr 'link.txt'", "link.txt");
   }
+  SECTION("no external variables: the environment is not visible") {
+    app.write("main.jsonnet", "std.extVar('HOME')");
+    auto bad = render::evaluate(req);
+    REQUIRE_FALSE(bad.has_value());
+    CHECK_THAT(bad.error()[0].message, Catch::Contains("undefined external variable: HOME"));
+  }
   SECTION("a missing file says where it looked") {
     app.write("main.jsonnet", "import 'nope.libsonnet'");
     auto bad = render::evaluate(req);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <limits>
 #include <regex>
 #include <string>
 

@@ -176,7 +176,7 @@ TEST_CASE("each invalid field gives one diagnostic naming app, role and field", 
   expect_error("datanode", "/volumes/0/iops", -3, "roles.datanode.volumes[0].iops", "0 to");
   expect_error("namenode", "/migration/min_available", 2, "roles.namenode.migration.min_available", "1 replicas");
   // Names and duplicates.
-  expect_error("datanode", "/ports/1/name", "data", "roles.datanode.ports[1].name", "already used by ports[0]");
+  expect_error("datanode", "/ports/0/name", "http", "roles.datanode.ports[1].name", "already used by ports[0]");
   expect_error("datanode", "/ports/1/port", 9866, "roles.datanode.ports[1].port", "already used by ports[0]");
   expect_error("datanode", "/ports/1/name", "Web_UI", "roles.datanode.ports[1].name", "upper-case");
   expect_error("datanode", "/volumes/1/name", "data", "roles.datanode.volumes[1].name", "duplicate volume name");

@@ -1,0 +1,155 @@
+#include "cli/cluster_view.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "lib/cluster_layout.hpp"
+#include "lib/codec.hpp"
+#include "lib/quantity.hpp"
+#include "lib/timeline.hpp"
+#include "render/yaml_emit.hpp"
+
+namespace gaia::cli {
+
+std::map<std::string, NodeUsage> node_usage(const ClusterState& state) {
+  std::map<std::string, NodeUsage> out;
+  for (const auto& n : state.snapshot.nodes) out[n.name];
+  for (const auto& i : state.snapshot.instances) {
+    for (const auto& v : i.volumes) out[v.node].volume_used[v.group] += v.size_bytes;
+    if (!occupies_node(i)) continue;
+    NodeUsage& u = out[i.node];
+    u.allocated.cpu_millis += i.request.cpu_millis;
+    u.allocated.memory_bytes += i.request.memory_bytes;
+    u.allocated.gpu += i.request.gpu;
+    u.allocated.disk_bytes += i.request.disk_bytes;
+    ++u.instances;
+  }
+  return out;
+}
+
+int percent(int64_t used, int64_t capacity) {
+  if (capacity <= 0) return 0;
+  return static_cast<int>(static_cast<__int128>(used) * 100 / capacity);
+}
+
+namespace {
+
+// Whole cores when exact, else millicores; cores with one decimal for large values.
+std::string cpu_short(int64_t m) {
+  if (m % 1000 == 0) return std::to_string(m / 1000);
+  if (m >= 10000) return fmt::format("{:.1f}", static_cast<double>(m) / 1000.0);
+  return std::to_string(m) + "m";
+}
+
+}  // namespace
+
+std::string cpu_cell(int64_t used, int64_t cap) {
+  if (cap == 0 && used == 0) return "-";
+  return fmt::format("{}/{} ({}%)", cpu_short(used), cpu_short(cap), percent(used, cap));
+}
+
+std::string bytes_cell(int64_t used, int64_t cap) {
+  if (cap == 0 && used == 0) return "-";
+  return fmt::format("{}/{} ({}%)", format_bytes_short(used), format_bytes_short(cap), percent(used, cap));
+}
+
+std::string count_cell(int64_t used, int64_t cap) {
+  if (cap == 0 && used == 0) return "-";
+  return fmt::format("{}/{} ({}%)", used, cap, percent(used, cap));
+}
+
+std::string age(const std::string& rfc3339, Clock::time_point now) {
+  auto t = parse_rfc3339(rfc3339);
+  if (!t) return "<unknown>";
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(now - *t).count();
+  if (s < 0) s = 0;
+  if (s < 120) return fmt::format("{}s", s);
+  if (s < 120 * 60) return fmt::format("{}m", s / 60);
+  if (s < 48 * 3600) return fmt::format("{}h", s / 3600);
+  return fmt::format("{}d", s / 86400);
+}
+
+std::string labels_text(const std::map<std::string, std::string>& labels) {
+  if (labels.empty()) return "<none>";
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : labels) parts.push_back(k + "=" + v);
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+std::map<std::string, std::string> app_labels(const AppRecord& a) {
+  return {{"gaia.io/app", a.name}, {"gaia.io/tenant", a.tenant}, {"gaia.io/version", a.version},
+          {"gaia.io/status", a.status}};
+}
+
+std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a) {
+  int running = 0, desired = 0;
+  for (const auto& r : a.workload.roles) desired += r.replicas;
+  for (const auto& i : state.snapshot.instances)
+    if (i.tenant == a.tenant && i.app == a.name &&
+        (i.state == InstanceState::Running || i.state == InstanceState::Succeeded))
+      ++running;
+  return {running, desired};
+}
+
+nlohmann::json node_json(const Node& n, const NodeUsage& u) {
+  nlohmann::json j = n;
+  // The codec's field is switch_ (a C++ keyword workaround); users know it as switch.
+  if (j.contains("switch_")) {
+    j["switch"] = j["switch_"];
+    j.erase("switch_");
+  }
+  j["allocated"] = u.allocated;
+  j["instance_count"] = u.instances;
+  j["volume_used"] = u.volume_used;
+  return j;
+}
+
+nlohmann::json app_json(const ClusterState& state, const AppRecord& a) {
+  nlohmann::json j = a;
+  auto [running, desired] = app_instance_counts(state, a);
+  j["instances"] = {{"running", running}, {"desired", desired}};
+  return j;
+}
+
+nlohmann::json instance_json(const Instance& i) {
+  nlohmann::json j = i;
+  j["name"] = i.key();
+  j["dns_name"] = i.dns_name();
+  return j;
+}
+
+void print_structured(const nlohmann::json& value, const std::string& format) {
+  if (format == "yaml") std::fputs(render::emit_yaml(value).c_str(), stdout);
+  else fmt::print("{}\n", value.dump(2));
+}
+
+void print_retry(const Globals& g, const NodeOpOutcome& out) {
+  if (g.quiet) return;
+  if (!out.placed.empty()) {
+    fmt::print("placed {} pending instance(s):\n", out.placed.size());
+    for (const auto& p : out.placed)
+      fmt::print("  {} -> {}{}\n", p.instance, p.node, p.address.empty() ? "" : " (" + p.address + ")");
+  }
+  for (const auto& p : out.preempted)
+    fmt::print("{} {} (evicted from {} by a higher-priority instance)\n", yellow(g, stdout, "preempted"), p.victim, p.node);
+  if (!out.still_pending.empty()) {
+    fmt::print("{} instance(s) still pending:\n", out.still_pending.size());
+    size_t shown = 0;
+    for (const auto& p : out.still_pending) {
+      if (++shown > 10) {
+        fmt::print("  ... and {} more (`gaia get instances` lists them)\n", out.still_pending.size() - 10);
+        break;
+      }
+      fmt::print("  {}: {}\n", p.instance, p.reason);
+    }
+  }
+}
+
+std::vector<const Node*> sorted_nodes(const Snapshot& s) {
+  std::vector<const Node*> out;
+  for (const auto& n : s.nodes) out.push_back(&n);
+  std::sort(out.begin(), out.end(), [](const Node* a, const Node* b) { return natural_less(a->name, b->name); });
+  return out;
+}
+
+}  // namespace gaia::cli

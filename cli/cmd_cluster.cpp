@@ -1,0 +1,238 @@
+// gaia cluster create|show: the embedded cluster as a whole. `create` lays the nodes out
+// from flags or reads a cluster file (spec/cluster_file.hpp), then commits nodes,
+// tenants and the scheduler profile in one transaction and retries pending instances.
+#include <fmt/format.h>
+
+#include <memory>
+#include <set>
+
+#include "cli/cluster_view.hpp"
+#include "cli/context.hpp"
+#include "cli/node_flags.hpp"
+#include "cli/table.hpp"
+#include "lib/quantity.hpp"
+#include "spec/cluster_file.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct CreateArgs {
+  std::string file;
+  std::string name;
+  std::string strategy;
+  bool replace = false;
+  NodeFlags nodes;
+};
+
+struct ShowArgs {
+  std::string output;
+};
+
+std::string topology_summary(const std::vector<Node>& nodes) {
+  std::set<std::string> zones, racks, switches;
+  for (const auto& n : nodes) {
+    if (!n.zone.empty()) zones.insert(n.zone);
+    if (!n.rack.empty()) racks.insert(n.zone + "/" + n.rack);
+    if (!n.switch_.empty()) switches.insert(n.zone + "/" + n.switch_);
+  }
+  return fmt::format("{} zone(s), {} rack(s), {} switch(es)", zones.size(), racks.size(), switches.size());
+}
+
+Resources total_capacity(const std::vector<Node>& nodes) {
+  Resources r;
+  for (const auto& n : nodes) {
+    r.cpu_millis += n.capacity.cpu_millis;
+    r.memory_bytes += n.capacity.memory_bytes;
+    r.gpu += n.capacity.gpu;
+    r.disk_bytes += n.capacity.disk_bytes;
+  }
+  return r;
+}
+
+int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
+  ClusterSpec spec;
+  if (!a.file.empty()) {
+    // Node-shape flags describe generated nodes; with a file they would be ignored.
+    std::vector<std::string> conflicting;
+    for (const char* flag : {"--nodes", "--cpu", "--memory", "--gpu", "--disk", "--ssd", "--racks", "--zones",
+                             "--subnet", "--name-prefix", "--label", "--hdd-size", "--ssd-size", "--image", "--ports"})
+      if (cmd->count(flag) > 0) conflicting.push_back(flag);
+    if (!conflicting.empty())
+      return report_error(g, fmt::format("{} cannot be combined with -f", fmt::join(conflicting, ", ")),
+                          "describe the nodes in the cluster file, or drop -f and use flags only");
+    auto file = spec::load_cluster_file(a.file);
+    if (!file) return report(g, file.error());
+    spec = std::move(file->cluster);
+  } else {
+    auto options = generate_options(a.nodes);
+    if (!options) return report(g, options.error());
+    auto nodes = generate_nodes(*options);
+    if (!nodes) return report_error(g, nodes.error(), "see `gaia cluster create --help`");
+    spec.nodes = std::move(*nodes);
+    ensure_default_tenant(spec.tenants);
+  }
+  if (!a.name.empty()) spec.name = a.name;
+  if (!a.strategy.empty()) spec.profile.strategy = a.strategy;
+
+  auto session = open_session(g);
+  if (!session) return report(g, session.error());
+  NodeOpOutcome outcome;
+  bool had_nodes = false;
+  auto result = (*session)->state->update((*session)->op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
+    had_nodes = !s.snapshot.nodes.empty();
+    auto o = decide_cluster_create(s, spec, a.replace);
+    if (!o) return fail(o.error());
+    outcome = std::move(*o);
+    batch = outcome.batch;
+    return {};
+  });
+  if (!result) return report(g, result.error());
+  if (g.quiet) return k_ok;
+  Resources cap = total_capacity(spec.nodes);
+  fmt::print("cluster {}{}: {} nodes, {}\n", had_nodes ? "replaced" : "created",
+             spec.name.empty() ? "" : " " + spec.name, spec.nodes.size(), topology_summary(spec.nodes));
+  fmt::print("  capacity: cpu {}, memory {}, gpu {}, disk {}\n", format_cpu(cap.cpu_millis),
+             format_bytes_short(cap.memory_bytes), cap.gpu, format_bytes_short(cap.disk_bytes));
+  std::vector<std::string> tenants;
+  for (const auto& t : spec.tenants) tenants.push_back(t.name);
+  fmt::print("  tenants: {}; scheduler strategy {}\n", fmt::join(tenants, ", "), spec.profile.strategy);
+  if (!outcome.displaced.empty()) fmt::print("  {} instance(s) taken off the old nodes\n", outcome.displaced.size());
+  print_retry(g, outcome);
+  return k_ok;
+}
+
+nlohmann::json tenant_json(const Tenant& t) {
+  nlohmann::json j = t;
+  return j;
+}
+
+std::string quota_text(int64_t v, const std::string& formatted) { return v < 0 ? "-" : formatted; }
+
+int run_show(const Globals& g, const ShowArgs& a) {
+  auto session = open_session(g);
+  if (!session) return report(g, session.error());
+  auto state = (*session)->state->load();
+  if (!state) return report(g, state.error());
+  const Snapshot& s = state->snapshot;
+  auto usage = node_usage(*state);
+  Resources cap = total_capacity(s.nodes), used;
+  int ready = 0, cordoned = 0, down = 0;
+  for (const auto& n : s.nodes) {
+    (n.state == NodeState::Ready ? ready : n.state == NodeState::Cordoned ? cordoned : down)++;
+    const auto& u = usage[n.name].allocated;
+    used.cpu_millis += u.cpu_millis;
+    used.memory_bytes += u.memory_bytes;
+    used.gpu += u.gpu;
+    used.disk_bytes += u.disk_bytes;
+  }
+  std::map<std::string, int> by_state;
+  std::map<std::string, Resources> tenant_used;
+  for (const auto& i : s.instances) {
+    by_state[std::string(instance_state_name(i.state))]++;
+    if (!occupies_node(i)) continue;
+    auto& r = tenant_used[i.tenant];
+    r.cpu_millis += i.request.cpu_millis;
+    r.memory_bytes += i.request.memory_bytes;
+    r.gpu += i.request.gpu;
+  }
+  std::map<std::string, int> tenant_instances;
+  for (const auto& i : s.instances)
+    if (occupies_node(i)) tenant_instances[i.tenant]++;
+  const SchedulerProfile& p = s.profile;
+  if (a.output == "json" || a.output == "yaml") {
+    nlohmann::json j;
+    j["context"] = (*session)->context.name;
+    j["store"] = (*session)->context.store;
+    j["nodes"] = {{"total", s.nodes.size()}, {"ready", ready}, {"cordoned", cordoned}, {"down", down}};
+    j["capacity"] = cap;
+    j["allocated"] = used;
+    j["instances"] = by_state;
+    j["apps"] = state->apps.size();
+    j["tenants"] = nlohmann::json::array();
+    for (const auto& t : s.tenants) {
+      nlohmann::json tj = tenant_json(t);
+      tj["used"] = tenant_used[t.name];
+      tj["instances"] = tenant_instances[t.name];
+      j["tenants"].push_back(std::move(tj));
+    }
+    j["profile"] = p;
+    print_structured(j, a.output);
+    return k_ok;
+  }
+  if (s.nodes.empty()) {
+    fmt::print("no cluster in context {} (store {})\n", (*session)->context.name, (*session)->context.store);
+    fmt::print("create one with `gaia cluster create --nodes 3` or `gaia cluster create -f examples/clusters/bigdata-50.yaml`\n");
+    return k_ok;
+  }
+  fmt::print("Context:     {} (store {})\n", (*session)->context.name, (*session)->context.store);
+  fmt::print("Nodes:       {} ({} ready, {} cordoned, {} down)\n", s.nodes.size(), ready, cordoned, down);
+  fmt::print("Topology:    {}\n", topology_summary(s.nodes));
+  fmt::print("Capacity:    cpu {}, memory {}, gpu {}, disk {}\n", format_cpu(cap.cpu_millis),
+             format_bytes_short(cap.memory_bytes), cap.gpu, format_bytes_short(cap.disk_bytes));
+  fmt::print("Allocated:   cpu {} ({}%), memory {} ({}%), gpu {} ({}%), disk {} ({}%)\n", format_cpu(used.cpu_millis),
+             percent(used.cpu_millis, cap.cpu_millis), format_bytes_short(used.memory_bytes),
+             percent(used.memory_bytes, cap.memory_bytes), used.gpu, percent(used.gpu, cap.gpu),
+             format_bytes_short(used.disk_bytes), percent(used.disk_bytes, cap.disk_bytes));
+  std::vector<std::string> states;
+  for (const auto& [st, n] : by_state) states.push_back(fmt::format("{} {}", n, st));
+  fmt::print("Instances:   {}\n", states.empty() ? "none" : fmt::format("{}", fmt::join(states, ", ")));
+  fmt::print("Apps:        {}\n", state->apps.size());
+  fmt::print("Scheduler:   strategy {}; weights allocation {}, balance {}, locality {}, image {}, affinity {}, spread {}; "
+             "scores {}% of nodes\n",
+             p.strategy, p.w_allocation, p.w_balance, p.w_locality, p.w_image, p.w_affinity, p.w_spread,
+             p.percentage_of_nodes_to_score);
+  fmt::print("Tenants:\n");
+  Table t({"NAME", "CPU", "MEMORY", "GPU", "INSTANCES", "POOL"});
+  for (const auto& tenant : s.tenants) {
+    const Quota& q = tenant.quota;
+    const Resources& u = tenant_used[tenant.name];
+    t.add_row({tenant.name,
+               fmt::format("{}/{}", format_cpu(u.cpu_millis), quota_text(q.cpu_millis, format_cpu(q.cpu_millis))),
+               fmt::format("{}/{}", format_bytes_short(u.memory_bytes),
+                           quota_text(q.memory_bytes, format_bytes_short(q.memory_bytes))),
+               fmt::format("{}/{}", u.gpu, quota_text(q.gpu, std::to_string(q.gpu))),
+               fmt::format("{}/{}", tenant_instances[tenant.name], quota_text(q.instances, std::to_string(q.instances))),
+               tenant.pool_selector.empty() ? "<all nodes>" : labels_text(tenant.pool_selector)});
+  }
+  std::string table = t.render(table_options_for(stdout));
+  // Indent the tenant table under its heading.
+  size_t pos = 0;
+  while (pos < table.size()) {
+    size_t nl = table.find('\n', pos);
+    fmt::print("  {}\n", table.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return k_ok;
+}
+
+}  // namespace
+
+void register_cluster(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("cluster", "Create and inspect the cluster (nodes, tenants, scheduler profile)");
+  cmd->require_subcommand(1);
+
+  auto ca = std::make_shared<CreateArgs>();
+  auto* create = cmd->add_subcommand("create", "Create the cluster from flags or a cluster file");
+  create->add_option("-f,--file", ca->file, "Cluster file (YAML; see examples/clusters/)")->type_name("FILE");
+  create->add_option("--name", ca->name, "A name for the cluster, shown in its events");
+  create->add_option("--strategy", ca->strategy, "Scheduler strategy: spread (least allocated) or stack (most allocated)")
+      ->check(CLI::IsMember({"spread", "stack"}));
+  create->add_flag("--replace", ca->replace,
+                   "Recreate over an existing cluster: old nodes go, instances are scheduled again on the new ones");
+  add_node_flags(create, ca->nodes, false);
+  create->footer(
+      "Examples:\n"
+      "  gaia cluster create --nodes 50 --cpu 32 --memory 128Gi --racks 3 --ssd\n"
+      "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
+      "Addresses: node i gets host i+1 of the --subnet's lower half and the i-th /24 (IPv6: /64) of its upper half\n"
+      "for its instances; a /16 holds 128 nodes, a /12 2048.");
+  create->callback([&g, ca, create, code] { *code = run_create(g, create, *ca); });
+
+  auto sa = std::make_shared<ShowArgs>();
+  auto* show = cmd->add_subcommand("show", "Summary: nodes, capacity, allocation, tenants, scheduler profile");
+  show->add_option("-o,--output", sa->output, "json or yaml instead of text")->check(CLI::IsMember({"json", "yaml"}));
+  show->callback([&g, sa, code] { *code = run_show(g, *sa); });
+}
+
+}  // namespace gaia::cli

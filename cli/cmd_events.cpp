@@ -1,0 +1,250 @@
+// gaia events: the timeline (DESIGN.md section 8), filtered by app, instance, node,
+// reason, type, tenant, operation and time; `-f` follows new events as other gaia
+// processes commit them; `--retention N` sets how many events the store keeps.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+
+#include "cli/context.hpp"
+#include "lib/instance_ref.hpp"
+#include "lib/timeline.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct EventsArgs {
+  std::string apps, instances, nodes, reasons, type, tenant, op, since, until;
+  size_t limit = 0;
+  bool follow = false;
+  std::string timeout;
+  std::string output;  // "" (table), wide, json
+  int64_t retention = 0;
+};
+
+// Set from the signal handler; the follow loop checks it between polls.
+volatile std::sig_atomic_t g_stop = 0;
+
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // No SA_RESTART: the poll sleep returns at once on a signal.
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::string object_of(const TimelineEvent& e) {
+  if (!e.instance.empty()) return "instance/" + e.instance;
+  if (!e.app.empty()) return fmt::format("app/{}/{}", e.tenant, e.app);
+  if (!e.node.empty()) return "node/" + e.node;
+  if (!e.tenant.empty()) return "tenant/" + e.tenant;
+  return "-";
+}
+
+// "2024-01-01T10:00:00.123Z" -> "2024-01-01T10:00:00Z": the table keeps whole seconds;
+// -o wide and -o json keep the milliseconds.
+std::string short_time(const std::string& t) {
+  auto dot = t.find('.');
+  if (dot == std::string::npos || !t.ends_with("Z")) return t;
+  return t.substr(0, dot) + "Z";
+}
+
+// Aligned rows whose column widths only grow, so a follower keeps printing rows under
+// the header it printed first; the last column is never padded.
+class EventTable {
+ public:
+  EventTable(const Globals& g, bool wide) : m_g(g), m_wide(wide) {
+    m_width = wide ? std::vector<size_t>{4, 24, 7, 16, 30, 24, 0} : std::vector<size_t>{20, 7, 16, 30, 0};
+  }
+
+  void print(const std::vector<TimelineEvent>& events) {
+    std::vector<std::vector<std::string>> rows;
+    if (!m_header_done) rows.push_back(m_wide ? std::vector<std::string>{"SEQ", "TIME", "TYPE", "REASON", "OBJECT", "OP", "MESSAGE"}
+                                              : std::vector<std::string>{"TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"});
+    for (const auto& e : events) {
+      if (m_wide) rows.push_back({std::to_string(e.seq), e.time, e.type, e.reason, object_of(e), e.op, e.message});
+      else rows.push_back({short_time(e.time), e.type, e.reason, object_of(e), e.message});
+    }
+    // Widths are fixed by the first batch (the listing before following starts).
+    if (!m_header_done)
+      for (const auto& r : rows)
+        for (size_t c = 0; c < r.size(); ++c)
+          if (c + 1 != r.size()) m_width[c] = std::max(m_width[c], r[c].size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      bool header = !m_header_done && i == 0;
+      std::string line;
+      for (size_t c = 0; c < r.size(); ++c) {
+        bool last = c + 1 == r.size();
+        std::string cell = r[c];
+        if (!last && cell.size() < m_width[c]) cell += std::string(m_width[c] - cell.size(), ' ');
+        if (!header && r[c] == "Warning" && c == (m_wide ? 2u : 1u)) cell = yellow(m_g, stdout, cell);
+        line += cell;
+        if (!last) line += "  ";
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::fputs((line + "\n").c_str(), stdout);
+    }
+    m_header_done = true;
+    std::fflush(stdout);
+  }
+
+ private:
+  const Globals& m_g;
+  bool m_wide;
+  bool m_header_done = false;
+  std::vector<size_t> m_width;
+};
+
+void print_json(const std::vector<TimelineEvent>& events) {
+  for (const auto& e : events) std::fputs((nlohmann::json(e).dump() + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+Result<EventFilter> build_filter(const Globals& g, const EventsArgs& a, Clock::time_point now) {
+  EventFilter f;
+  Diagnostics errors;
+  f.apps = split_list(a.apps);
+  f.nodes = split_list(a.nodes);
+  f.reasons = split_list(a.reasons);
+  f.tenant = a.tenant;
+  f.op = a.op;
+  const std::string& tenant = a.tenant.empty() ? g.tenant : a.tenant;
+  for (const auto& ref : split_list(a.instances)) f.instances.push_back(instance_key_from_ref(ref, tenant));
+  if (!a.type.empty()) {
+    std::string t = a.type;
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (t == "normal") f.type = "Normal";
+    else if (t == "warning") f.type = "Warning";
+    else
+      errors.push_back({{}, "--type", fmt::format("unknown event type '{}'", a.type), "use Normal or Warning"});
+  }
+  if (!a.since.empty()) {
+    auto t = parse_time_bound(a.since, now, "--since");
+    if (t) f.since = *t;
+    else errors.insert(errors.end(), t.error().begin(), t.error().end());
+  }
+  if (!a.until.empty()) {
+    auto t = parse_time_bound(a.until, now, "--until");
+    if (t) f.until = *t;
+    else errors.insert(errors.end(), t.error().begin(), t.error().end());
+  }
+  if (f.since && f.until && *f.since > *f.until)
+    errors.push_back({{}, "--since", fmt::format("--since {} is after --until {}", a.since, a.until),
+                      "swap them, or drop one"});
+  if (!errors.empty()) return fail(errors);
+  return f;
+}
+
+// Sleeps `d` unless a stop signal arrives first.
+void nap(std::chrono::milliseconds d) {
+  timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>((d.count() % 1000) * 1000000)};
+  nanosleep(&ts, nullptr);  // A signal cuts it short (EINTR); the caller checks g_stop.
+}
+
+int run_events(const Globals& g, const EventsArgs& a) {
+  std::optional<Clock::time_point::duration> timeout;
+  if (!a.timeout.empty()) {
+    if (!a.follow) return report_error(g, "--timeout only applies with --follow", "add -f, or drop --timeout");
+    auto d = parse_duration(a.timeout);
+    if (!d) return report(g, d.error());
+    timeout = *d;
+  }
+  auto session = open_session(g);
+  if (!session) return report(g, session.error());
+  Session& s = **session;
+
+  if (a.retention != 0) {
+    auto change = set_event_retention(*s.state, a.retention, s.op);
+    if (!change) return report(g, change.error());
+    if (!g.quiet)
+      fmt::print("event retention set to {} (was {}); {} older event{} removed\n", change->retention,
+                 change->previous, change->pruned, change->pruned == 1 ? "" : "s");
+    return k_ok;
+  }
+
+  auto filter = build_filter(g, a, s.clock.now());
+  if (!filter) return report(g, filter.error());
+
+  // Signals go to our handler from here on, so a follower ends between polls, cleanly.
+  if (a.follow) install_stop_handlers();
+  auto events = s.state->events_after(0);
+  if (!events) return report(g, events.error());
+  int64_t cursor = events->empty() ? 0 : events->back().seq;
+  auto selected = select_events(*events, *filter, a.limit);
+
+  EventTable table(g, a.output == "wide");
+  auto emit = [&](const std::vector<TimelineEvent>& batch) {
+    if (a.output == "json") print_json(batch);
+    else table.print(batch);
+  };
+  if (!selected.empty() || (a.follow && a.output != "json")) emit(selected);
+  if (!a.follow) {
+    if (selected.empty() && a.output != "json" && !g.quiet) std::fputs("no events\n", stderr);
+    return k_ok;
+  }
+
+  auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
+  while (!g_stop) {
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) break;
+    nap(std::chrono::milliseconds(200));
+    if (g_stop) break;
+    // The sequence key is one small read; the event range is read only when it moved.
+    auto last = s.state->last_seq();
+    if (!last) return report(g, last.error());
+    if (*last <= cursor) continue;
+    auto fresh = s.state->events_after(cursor);
+    if (!fresh) return report(g, fresh.error());
+    if (fresh->empty()) continue;
+    cursor = fresh->back().seq;
+    auto batch = select_events(*fresh, *filter);
+    if (!batch.empty()) emit(batch);
+  }
+  return k_ok;
+}
+
+}  // namespace
+
+void register_events(CLI::App& app, Globals& g, int* code) {
+  auto a = std::make_shared<EventsArgs>();
+  auto* cmd = app.add_subcommand("events", "Show the timeline: every decision and state change, oldest first");
+  cmd->footer(
+      "Examples:\n"
+      "  gaia events --app shop --type Warning\n"
+      "  gaia events --op op-20240101T100000-3fa2     # one command's whole story\n"
+      "  gaia events --since 10m -o json | jq .reason\n"
+      "  gaia events -f                               # follow new events (Ctrl-C ends)\n"
+      "  gaia events --retention 50000                # keep only the newest 50000 events");
+  cmd->add_option("--app", a->apps, "Only events of these apps (comma list; NAME or TENANT/NAME)")->type_name("APPS");
+  cmd->add_option("--instance", a->instances,
+                  "Only events of these instances (comma list; key, DNS name, or app/role/ordinal)")
+      ->type_name("INSTANCES");
+  cmd->add_option("--node", a->nodes, "Only events about these nodes (comma list)")->type_name("NODES");
+  cmd->add_option("--reason", a->reasons, "Only these reasons (comma list, e.g. Scheduled,Preempted)")
+      ->type_name("REASONS");
+  cmd->add_option("--type", a->type, "Only Normal or Warning events")->type_name("TYPE");
+  cmd->add_option("--tenant", a->tenant, "Only events of this tenant (default: all tenants)")->type_name("TENANT");
+  cmd->add_option("--op", a->op, "Only events of this operation id (printed by writing commands with -v)")
+      ->type_name("ID");
+  cmd->add_option("--since", a->since, "Events at or after this time: RFC 3339, or a duration ago (10m, 2h)")
+      ->type_name("TIME");
+  cmd->add_option("--until", a->until, "Events at or before this time: RFC 3339, or a duration ago")
+      ->type_name("TIME");
+  cmd->add_option("--limit", a->limit, "Only the newest N matching events")->type_name("N");
+  cmd->add_flag("-f,--follow", a->follow, "Keep running and print new events as they are committed");
+  cmd->add_option("--timeout", a->timeout, "With --follow: stop after this long (e.g. 30s)")->type_name("D");
+  cmd->add_option("-o,--output", a->output, "wide (adds sequence, milliseconds, operation) or json (one object a line)")
+      ->check(CLI::IsMember({"wide", "json"}));
+  cmd->add_option("--retention", a->retention, "Keep only the newest N events from now on (and drop older ones)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&g, a, code] { *code = run_events(g, *a); });
+}
+
+}  // namespace gaia::cli

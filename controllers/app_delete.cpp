@@ -1,0 +1,135 @@
+#include "controllers/app_delete.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace gaia {
+
+namespace {
+
+// Apps of the tenant that list `name` as a direct dependency, by name.
+std::vector<std::string> direct_dependents(const ClusterState& state, const std::string& tenant,
+                                           const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& [id, a] : state.apps) {
+    if (a.tenant != tenant) continue;
+    if (std::find(a.dependencies.begin(), a.dependencies.end(), name) != a.dependencies.end()) out.push_back(a.name);
+  }
+  return out;
+}
+
+// Edit distance, for "did you mean" hints.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> app_dependents(const ClusterState& state, const std::string& tenant,
+                                        const std::string& name) {
+  std::vector<std::string> out;
+  std::set<std::string> seen{name};
+  std::deque<std::string> queue{name};
+  while (!queue.empty()) {
+    std::string cur = queue.front();
+    queue.pop_front();
+    for (const auto& d : direct_dependents(state, tenant, cur))
+      if (seen.insert(d).second) {
+        out.push_back(d);
+        queue.push_back(d);
+      }
+  }
+  return out;
+}
+
+Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& tenant, const std::string& name,
+                                  bool cascade) {
+  if (!state.find_app(tenant, name)) {
+    std::vector<std::string> names, close;
+    for (const auto& [id, a] : state.apps)
+      if (a.tenant == tenant) {
+        names.push_back(a.name);
+        if (distance(a.name, name) <= 2) close.push_back(a.name);
+      }
+    std::string hint = !close.empty() ? fmt::format("did you mean {}?", fmt::join(close, ", "))
+                       : names.empty() ? fmt::format("tenant '{}' has no apps; list them with `gaia get apps`", tenant)
+                                       : fmt::format("apps in tenant '{}': {}", tenant, fmt::join(names, ", "));
+    return fail(Diagnostic{{}, "", fmt::format("no app named '{}' in tenant '{}'", name, tenant), hint});
+  }
+  auto dependents = app_dependents(state, tenant, name);
+  if (!dependents.empty() && !cascade)
+    return fail(Diagnostic{{}, "",
+                           fmt::format("cannot delete {}: {} depend{} on it", name, fmt::join(dependents, ", "),
+                                       dependents.size() == 1 ? "s" : ""),
+                           fmt::format("delete them first, or run `gaia delete {} --cascade` to delete {} and its "
+                                       "dependents (dependents first)",
+                                       name, name)});
+
+  // Deletion order: an app goes once no remaining app of the set depends on it.
+  std::set<std::string> remaining(dependents.begin(), dependents.end());
+  remaining.insert(name);
+  std::vector<std::string> order;
+  while (!remaining.empty()) {
+    std::string next;
+    for (const auto& candidate : remaining) {  // Sorted: ties go by name.
+      bool blocked = false;
+      for (const auto& d : direct_dependents(state, tenant, candidate))
+        if (remaining.count(d)) blocked = true;
+      if (!blocked) {
+        next = candidate;
+        break;
+      }
+    }
+    // A dependency cycle among stored apps cannot come from a submit; break it by name
+    // rather than loop forever.
+    if (next.empty()) next = *remaining.begin();
+    remaining.erase(next);
+    order.push_back(next);
+  }
+
+  DeleteOutcome out;
+  for (const auto& app : order) {
+    const AppRecord* a = state.find_app(tenant, app);
+    DeletedApp d{tenant, app, a->version, {}};
+    for (const auto& i : state.snapshot.instances) {
+      if (i.tenant != tenant || i.app != app) continue;
+      d.instances.push_back(i.key());
+      out.batch.delete_instances.push_back(i.key());
+      auto& e = out.batch.event("Deleted",
+                                i.node.empty() ? std::string("removed (was pending)")
+                                               : fmt::format("removed from {}, {} freed", i.node,
+                                                             i.address.empty() ? "resources" : i.address + " and resources"));
+      e.tenant = i.tenant;
+      e.app = i.app;
+      e.role = i.role;
+      e.instance = i.key();
+      e.node = i.node;
+    }
+    out.batch.delete_apps.emplace_back(tenant, app);
+    auto& e = out.batch.event("Deleted", fmt::format("version {}, {} instance(s) removed{}", a->version,
+                                                     d.instances.size(), app == name ? "" : " (cascade from " + name + ")"));
+    e.tenant = tenant;
+    e.app = app;
+    out.deleted.push_back(std::move(d));
+  }
+  // Capacity was freed: retry what is pending, in the same transaction.
+  out.rescheduled = reschedule_pending(apply_batch(state, out.batch));
+  merge_batch(out.batch, out.rescheduled.batch);
+  return out;
+}
+
+}  // namespace gaia

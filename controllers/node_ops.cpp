@@ -1,0 +1,360 @@
+#include "controllers/node_ops.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+#include <unordered_map>
+
+#include "lib/quantity.hpp"
+#include "lib/selector.hpp"
+#include "lib/topology.hpp"
+
+namespace gaia {
+
+bool occupies_node(const Instance& i) {
+  return !i.node.empty() &&
+         (i.state == InstanceState::Placed || i.state == InstanceState::Running || i.state == InstanceState::Terminating);
+}
+
+namespace {
+
+void put_instance(Batch& b, const Instance& i) {
+  for (auto& x : b.put_instances)
+    if (x.key() == i.key()) {
+      x = i;
+      return;
+    }
+  b.put_instances.push_back(i);
+}
+
+TimelineEvent& node_event(Batch& b, const std::string& node, std::string reason, std::string message,
+                          std::string type = "Normal") {
+  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
+  e.node = node;
+  return e;
+}
+
+std::string node_summary(const Node& n) {
+  std::string s = fmt::format("cpu {}, memory {}", format_cpu(n.capacity.cpu_millis), format_bytes(n.capacity.memory_bytes));
+  if (n.capacity.gpu) s += fmt::format(", gpu {}", n.capacity.gpu);
+  if (n.capacity.disk_bytes) s += fmt::format(", disk {}", format_bytes(n.capacity.disk_bytes));
+  s += fmt::format(", address {}", n.address.empty() ? "none" : n.address);
+  if (!n.rack.empty()) s += fmt::format(", rack {}", n.rack);
+  if (!n.zone.empty()) s += fmt::format(", zone {}", n.zone);
+  return s;
+}
+
+// Takes an instance off its node: back to pending, without address, ports or the
+// volumes it held there.
+void displace(Instance& i, const std::string& reason) {
+  std::string node = i.node;
+  i.node.clear();
+  i.address.clear();
+  i.ports.clear();
+  std::erase_if(i.volumes, [&](const VolumeBinding& v) { return v.node == node; });
+  i.state = InstanceState::Pending;
+  i.pending_reason = reason;
+}
+
+TimelineEvent& instance_event(Batch& b, const Instance& i, const std::string& node, std::string reason,
+                              std::string message, std::string type) {
+  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
+  e.tenant = i.tenant;
+  e.app = i.app;
+  e.role = i.role;
+  e.instance = i.key();
+  e.node = node;
+  return e;
+}
+
+// Retries every pending instance on the state as it will be after `out.batch`, and adds
+// the result to the batch and the report.
+void retry_pending(const ClusterState& base, NodeOpOutcome& out) {
+  ClusterState next = apply_batch(base, out.batch);
+  std::unordered_map<std::string, const Instance*> before;
+  bool any_pending = false;
+  for (const auto& i : next.snapshot.instances) {
+    before[i.key()] = &i;
+    any_pending |= i.state == InstanceState::Pending;
+  }
+  if (!any_pending) return;
+  SubmitOutcome r = reschedule_pending(next);
+  for (const auto& i : r.batch.put_instances) {
+    auto it = before.find(i.key());
+    const Instance* old = it == before.end() ? nullptr : it->second;
+    if (occupies_node(i) && (!old || !occupies_node(*old))) {
+      out.placed.push_back(PlacedReport{.instance = i.key(), .node = i.node, .address = i.address, .score = 0, .locality = ""});
+    } else if (i.state == InstanceState::Pending) {
+      if (old && occupies_node(*old))
+        out.preempted.push_back(PreemptedReport{.victim = i.key(), .node = old->node, .preemptor = ""});
+      else
+        out.still_pending.push_back(PendingReport{.instance = i.key(), .reason = i.pending_reason});
+    }
+  }
+  merge_batch(out.batch, std::move(r.batch));
+}
+
+std::string some_names(const std::vector<std::string>& names, size_t limit = 5) {
+  if (names.size() <= limit) return fmt::format("{}", fmt::join(names, ", "));
+  return fmt::format("{}, ... ({} more)", fmt::join(names.begin(), names.begin() + static_cast<long>(limit), ", "),
+                     names.size() - limit);
+}
+
+// The named nodes, each once, or errors for unknown names.
+Result<std::vector<const Node*>> find_nodes(const ClusterState& state, const std::vector<std::string>& names) {
+  Diagnostics errors;
+  std::vector<const Node*> out;
+  std::set<std::string> seen;
+  for (const auto& name : names) {
+    if (!seen.insert(name).second) continue;
+    if (const Node* n = state.find_node(name)) {
+      out.push_back(n);
+      continue;
+    }
+    std::vector<std::string> known;
+    for (const auto& n : state.snapshot.nodes) known.push_back(n.name);
+    errors.push_back(Diagnostic{{}, "", fmt::format("no node named '{}'", name),
+                                known.empty() ? "the cluster has no nodes: create it with `gaia cluster create`"
+                                              : "`gaia get nodes` lists the nodes"});
+  }
+  if (!errors.empty()) return fail(errors);
+  return out;
+}
+
+}  // namespace
+
+Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const ClusterSpec& spec, bool replace) {
+  const auto& old_nodes = state.snapshot.nodes;
+  if (!old_nodes.empty() && !replace)
+    return fail(Diagnostic{{}, "", fmt::format("a cluster already exists here ({} nodes)", old_nodes.size()),
+                           "`gaia cluster create --replace` recreates it (instances are scheduled again on the new "
+                           "nodes); `gaia node add` adds nodes to it"});
+  if (spec.nodes.empty()) return fail(Diagnostic{{}, "", "the cluster has no nodes", "give --nodes N or a cluster file"});
+  NodeOpOutcome out;
+  Batch& b = out.batch;
+  std::set<std::string> fresh;
+  for (const auto& n : spec.nodes) fresh.insert(n.name);
+  for (const auto& n : old_nodes)
+    if (!fresh.count(n.name)) b.delete_nodes.push_back(n.name);
+  if (replace) {
+    for (const auto& i : state.snapshot.instances) {
+      if (i.node.empty() && i.volumes.empty()) continue;
+      Instance moved = i;
+      std::string node = i.node;
+      displace(moved, "cluster recreated");
+      moved.volumes.clear();
+      put_instance(b, moved);
+      if (!node.empty()) {
+        instance_event(b, moved, node, "Displaced", fmt::format("taken off {}: the cluster was recreated", node),
+                       "Warning");
+        out.displaced.push_back(moved.key());
+      }
+    }
+  }
+  b.event(old_nodes.empty() ? "ClusterCreated" : "ClusterReplaced",
+                    fmt::format("{} nodes{}, {} tenants, strategy {}", spec.nodes.size(),
+                                spec.name.empty() ? "" : " (" + spec.name + ")", spec.tenants.size(),
+                                spec.profile.strategy));
+  for (const auto& n : spec.nodes) {
+    b.put_nodes.push_back(n);
+    out.nodes.push_back(n.name);
+    node_event(b, n.name, "NodeAdded", node_summary(n));
+  }
+  for (const auto& t : spec.tenants) b.put_tenants.push_back(t);
+  b.profile = spec.profile;
+  retry_pending(state, out);
+  return out;
+}
+
+Result<NodeOpOutcome> decide_node_add(const ClusterState& state, const std::vector<Node>& nodes) {
+  Diagnostics errors;
+  std::set<std::string> names, addresses;
+  PrefixTree<std::string> blocks;
+  for (const auto& n : state.snapshot.nodes) {
+    names.insert(n.name);
+    addresses.insert(n.address);
+    if (auto p = parse_cidr(n.instance_subnet)) blocks.insert(*p, n.name);
+  }
+  for (const auto& n : nodes) {
+    if (!names.insert(n.name).second)
+      errors.push_back(Diagnostic{{}, "", fmt::format("a node named '{}' already exists", n.name),
+                                  "choose another name (or --name-prefix); `gaia get nodes` lists the nodes"});
+    if (!n.address.empty() && !addresses.insert(n.address).second)
+      errors.push_back(Diagnostic{{}, "", fmt::format("address {} of node '{}' is already used", n.address, n.name),
+                                  "give every node its own address"});
+    if (auto p = parse_cidr(n.instance_subnet)) {
+      auto m = blocks.longest_match(p->address);
+      if (m && *m->value != n.name)
+        errors.push_back(Diagnostic{{}, "", fmt::format("instance subnet {} of node '{}' overlaps {} of node '{}'",
+                                                        n.instance_subnet, n.name, m->prefix.to_string(), *m->value),
+                                    "give every node its own instance subnet"});
+      else
+        blocks.insert(*p, n.name);
+    }
+  }
+  if (!errors.empty()) return fail(errors);
+  NodeOpOutcome out;
+  for (const auto& n : nodes) {
+    out.batch.put_nodes.push_back(n);
+    out.nodes.push_back(n.name);
+    node_event(out.batch, n.name, "NodeAdded", node_summary(n));
+  }
+  retry_pending(state, out);
+  return out;
+}
+
+Result<NodeOpOutcome> decide_node_remove(const ClusterState& state, const std::vector<std::string>& names, bool force) {
+  auto found = find_nodes(state, names);
+  if (!found) return fail(found.error());
+  std::set<std::string> removing;
+  for (const Node* n : *found) removing.insert(n->name);
+  Diagnostics errors;
+  if (!force) {
+    for (const Node* n : *found) {
+      std::vector<std::string> on;
+      for (const auto& i : state.snapshot.instances)
+        if (occupies_node(i) && i.node == n->name) on.push_back(i.key());
+      if (!on.empty())
+        errors.push_back(Diagnostic{{}, "", fmt::format("node '{}' runs {} instance(s): {}", n->name, on.size(), some_names(on)),
+                                    "`--force` removes it anyway (its instances go back to pending and are retried "
+                                    "elsewhere); `gaia node cordon` stops new placements first"});
+    }
+  }
+  if (!errors.empty()) return fail(errors);
+  NodeOpOutcome out;
+  for (const auto& i : state.snapshot.instances) {
+    bool on_node = !i.node.empty() && removing.count(i.node);
+    bool volume_there = std::any_of(i.volumes.begin(), i.volumes.end(),
+                                    [&](const VolumeBinding& v) { return removing.count(v.node) > 0; });
+    if (!on_node && !volume_there) continue;
+    Instance moved = i;
+    std::string node = on_node ? i.node : "";
+    if (on_node) {
+      displace(moved, fmt::format("node {} was removed", node));
+      out.displaced.push_back(moved.key());
+      instance_event(out.batch, moved, node, "Displaced", fmt::format("taken off {}: the node was removed", node),
+                     "Warning");
+    } else {
+      std::erase_if(moved.volumes, [&](const VolumeBinding& v) { return removing.count(v.node) > 0; });
+    }
+    put_instance(out.batch, moved);
+  }
+  for (const Node* n : *found) {
+    out.batch.delete_nodes.push_back(n->name);
+    out.nodes.push_back(n->name);
+    node_event(out.batch, n->name, "NodeRemoved",
+               force ? "removed (forced)" : "removed", "Normal");
+  }
+  retry_pending(state, out);
+  return out;
+}
+
+Result<std::vector<LabelEdit>> parse_label_edits(const std::vector<std::string>& args) {
+  Diagnostics errors;
+  std::vector<LabelEdit> out;
+  std::set<std::string> keys;
+  for (const auto& a : args) {
+    LabelEdit e;
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      e.key = a.substr(0, eq);
+      e.value = a.substr(eq + 1);
+    } else if (!a.empty() && a.back() == '-') {
+      e.key = a.substr(0, a.size() - 1);
+    } else {
+      errors.push_back(Diagnostic{{}, "", fmt::format("'{}' is not a label change: expected KEY=VALUE or KEY-", a),
+                                  "for example disk=ssd sets a label, disk- removes it"});
+      continue;
+    }
+    if (std::string p = label_key_problem(e.key); !p.empty()) {
+      errors.push_back(Diagnostic{{}, "", fmt::format("bad label key '{}' in '{}': {}", e.key, a, p), ""});
+      continue;
+    }
+    if (e.value) {
+      if (std::string p = label_value_problem(*e.value); !p.empty()) {
+        errors.push_back(Diagnostic{{}, "", fmt::format("bad label value '{}' in '{}': {}", *e.value, a, p), ""});
+        continue;
+      }
+    }
+    if (!keys.insert(e.key).second) {
+      errors.push_back(Diagnostic{{}, "", fmt::format("label '{}' is changed twice", e.key), "give each key once"});
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  if (out.empty() && errors.empty())
+    errors.push_back(Diagnostic{{}, "", "no label changes given", "for example: gaia node label node-1 disk=ssd"});
+  if (!errors.empty()) return fail(errors);
+  return out;
+}
+
+Result<NodeOpOutcome> decide_node_label(const ClusterState& state, const std::vector<std::string>& names,
+                                        const std::vector<LabelEdit>& edits, bool overwrite) {
+  auto found = find_nodes(state, names);
+  if (!found) return fail(found.error());
+  Diagnostics errors;
+  NodeOpOutcome out;
+  out.changed = false;
+  for (const Node* n : *found) {
+    Node changed = *n;
+    std::vector<std::string> done;
+    for (const auto& e : edits) {
+      auto it = changed.labels.find(e.key);
+      if (e.value) {
+        if (it != changed.labels.end() && it->second == *e.value) continue;
+        if (it != changed.labels.end() && !overwrite) {
+          errors.push_back(Diagnostic{{}, "", fmt::format("node '{}' already has label {}={}", n->name, e.key, it->second),
+                                      "add --overwrite to change it"});
+          continue;
+        }
+        changed.labels[e.key] = *e.value;
+        done.push_back(e.key + "=" + *e.value);
+      } else {
+        if (it == changed.labels.end()) continue;
+        changed.labels.erase(it);
+        done.push_back(e.key + "-");
+      }
+      std::string value = e.value.value_or("");
+      if (e.key == "rack") changed.rack = value;
+      else if (e.key == "zone") changed.zone = value;
+      else if (e.key == "switch") changed.switch_ = value;
+    }
+    if (done.empty()) continue;
+    out.changed = true;
+    out.nodes.push_back(n->name);
+    out.batch.put_nodes.push_back(std::move(changed));
+    node_event(out.batch, n->name, "NodeLabeled", fmt::format("{}", fmt::join(done, ", ")));
+  }
+  if (!errors.empty()) return fail(errors);
+  if (out.changed) retry_pending(state, out);
+  return out;
+}
+
+Result<NodeOpOutcome> decide_node_cordon(const ClusterState& state, const std::vector<std::string>& names, bool cordon) {
+  auto found = find_nodes(state, names);
+  if (!found) return fail(found.error());
+  Diagnostics errors;
+  NodeOpOutcome out;
+  out.changed = false;
+  for (const Node* n : *found) {
+    NodeState want = cordon ? NodeState::Cordoned : NodeState::Ready;
+    if (n->state == want) continue;
+    if (n->state == NodeState::Down) {
+      errors.push_back(Diagnostic{{}, "", fmt::format("node '{}' is down", n->name),
+                                  cordon ? "a down node takes no instances already" : "it is ready again once it reports back"});
+      continue;
+    }
+    Node changed = *n;
+    changed.state = want;
+    out.changed = true;
+    out.nodes.push_back(n->name);
+    out.batch.put_nodes.push_back(std::move(changed));
+    node_event(out.batch, n->name, cordon ? "NodeCordoned" : "NodeUncordoned",
+               cordon ? "no new instances are placed here; running ones stay" : "open for new instances again");
+  }
+  if (!errors.empty()) return fail(errors);
+  if (out.changed && !cordon) retry_pending(state, out);
+  return out;
+}
+
+}  // namespace gaia
