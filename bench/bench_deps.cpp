@@ -257,6 +257,7 @@ Figures run_deps_10k() {
   Figures per_root = Figures::array();
   size_t max_apps = 0, max_depth = 0, warnings = 0;
   std::vector<spec::Plan> plans;
+  double cpu_before = cpu_ms();
   for (const auto& root : roots) {
     std::vector<double> ms;
     spec::Plan last;
@@ -278,8 +279,10 @@ Figures run_deps_10k() {
     warnings += last.warnings.size();
     plans.push_back(std::move(last));
   }
+  double resolve_cpu_ms = cpu_ms() - cpu_before;
   out["resolves"] = all_ms.size();
   add_latency(out, all_ms);
+  out["cpu_ms_per_resolve"] = round3(resolve_cpu_ms / static_cast<double>(all_ms.size()));
   out["plan_apps_max"] = max_apps;
   out["depth_max"] = max_depth;
   out["plan_warnings"] = warnings;
@@ -290,6 +293,7 @@ Figures run_deps_10k() {
   NaiveResolver naive(syn.repo);
   std::vector<double> naive_ms;
   bool agrees = true;
+  cpu_before = cpu_ms();
   for (size_t i = 0; i < roots.size(); ++i) {
     std::map<std::string, std::string> got;
     naive_ms.push_back(time_ms([&] { got = naive.resolve(*roots[i].spec); }));
@@ -302,6 +306,7 @@ Figures run_deps_10k() {
   }
   out["naive_resolves"] = naive_ms.size();
   add_latency(out, naive_ms, "naive_");
+  out["naive_cpu_ms_per_resolve"] = round3((cpu_ms() - cpu_before) / static_cast<double>(naive_ms.size()));
   out["naive_agrees"] = agrees;
   out["roots"] = std::move(per_root);
   return out;

@@ -20,6 +20,7 @@ extern "C" {
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 
@@ -85,25 +86,25 @@ Examples load_examples() {
 struct ModeResult {
   std::vector<double> chain_ms;  // One sample per render_chain call.
   double total_ms = 0;
+  double cpu_ms = 0;             // This process and its sandboxes.
   int renders = 0;               // Apps rendered (evaluated or taken from the cache).
   int evaluations = 0;           // Sandboxes forked.
 };
 
-ModeResult run_passes(const Examples& ex, int passes, render::RenderCache* cache) {
+// One pass over every example chain, added to `r`.
+void run_pass(const Examples& ex, render::RenderCache* cache, ModeResult& r) {
   render::ChainOptions options;
-  ModeResult r;
-  for (int pass = 0; pass < passes; ++pass) {
-    for (const auto& plan : ex.plans) {
-      Result<render::ChainResult> chain;
-      double ms = time_ms([&] { chain = render::render_chain(plan, options, cache); });
-      if (!chain) fail_with("render of an example chain failed", chain.error());
-      r.chain_ms.push_back(ms);
-      r.total_ms += ms;
-      r.renders += static_cast<int>(chain->rendered.size());
-      r.evaluations += chain->stats.evaluations;
-    }
+  for (const auto& plan : ex.plans) {
+    Result<render::ChainResult> chain;
+    double cpu_before = cpu_ms();
+    double ms = time_ms([&] { chain = render::render_chain(plan, options, cache); });
+    r.cpu_ms += cpu_ms() - cpu_before;
+    if (!chain) fail_with("render of an example chain failed", chain.error());
+    r.chain_ms.push_back(ms);
+    r.total_ms += ms;
+    r.renders += static_cast<int>(chain->rendered.size());
+    r.evaluations += chain->stats.evaluations;
   }
-  return r;
 }
 
 double per_second(int count, double total_ms) { return total_ms > 0 ? round3(count * 1000.0 / total_ms) : 0.0; }
@@ -112,6 +113,7 @@ void add_mode(Figures& out, const std::string& prefix, const ModeResult& m) {
   out[prefix + "renders"] = m.renders;
   out[prefix + "evaluations"] = m.evaluations;
   out[prefix + "renders_per_s"] = per_second(m.renders, m.total_ms);
+  out[prefix + "cpu_ms_per_render"] = m.renders ? round3(m.cpu_ms / m.renders) : 0.0;
   add_latency(out, m.chain_ms, prefix + "chain_");
 }
 
@@ -135,13 +137,6 @@ Figures measure_sandbox_overhead() {
 
   render::RenderRequest req;
   req.spec = &*spec;
-  std::vector<double> sandboxed, in_process, bare_fork;
-  for (int i = 0; i < k_trivial_iterations; ++i) {
-    Result<render::Rendered> r;
-    sandboxed.push_back(time_ms([&] { r = render::render_app(req, nullptr); }));
-    if (!r) fail_with("render of the trivial app failed", r.error());
-  }
-
   // The same steps render_app takes after the sandbox, without the fork: evaluation
   // with the inputs render_app would give the child, then validation.
   render::EvalInput in;
@@ -149,43 +144,62 @@ Figures measure_sandbox_overhead() {
   in.app_name = spec->name;
   in.app = {{"name", spec->name}, {"version", spec->version.to_string()}, {"tenant", req.options.tenant}};
   in.config = &req.options.config;
-  for (int i = 0; i < k_trivial_iterations; ++i) {
-    in_process.push_back(time_ms([&] {
-      auto out = render::evaluate_jsonnet(in);
-      if (!out) fail_with("in-process evaluation of the trivial app failed", out.error());
-      auto w = render::validate_workload(*spec, req.options.tenant, out->raw);
-      if (!w) fail_with("validation of the trivial app failed", w.error());
-      auto doc = render::to_document(*w);
-    }));
-  }
-
+  auto render_in_process = [&] {
+    auto out = render::evaluate_jsonnet(in);
+    if (!out) fail_with("in-process evaluation of the trivial app failed", out.error());
+    auto w = render::validate_workload(*spec, req.options.tenant, out->raw);
+    if (!w) fail_with("validation of the trivial app failed", w.error());
+    auto doc = render::to_document(*w);
+  };
+  auto render_sandboxed = [&] {
+    auto r = render::render_app(req, nullptr);
+    if (!r) fail_with("render of the trivial app failed", r.error());
+  };
   render::SandboxLimits limits;
-  for (int i = 0; i < k_trivial_iterations; ++i) {
-    render::SandboxOutcome outcome;
-    bare_fork.push_back(time_ms([&] { outcome = render::run_sandboxed(limits, [](render::SandboxChannel&) { return std::string("{}"); }); }));
+  auto bare_sandbox = [&] {
+    auto outcome = render::run_sandboxed(limits, [](render::SandboxChannel&) { return std::string("{}"); });
     if (outcome.status != render::SandboxOutcome::Status::Ok)
       throw std::runtime_error("bare sandbox round trip failed: " + outcome.error);
-  }
+  };
+  auto empty_jsonnet = [] {
+    JsonnetVm* vm = jsonnet_make();
+    int error = 0;
+    char* result = jsonnet_evaluate_snippet(vm, "empty", "{}", &error);
+    jsonnet_realloc(vm, result, 0);
+    jsonnet_destroy(vm);
+    if (error) throw std::runtime_error("libjsonnet cannot evaluate {}");
+  };
 
-  std::vector<double> empty_jsonnet;
+  // The variants take turns, so load from other processes drifting over the run
+  // affects them alike. CPU time is summed per variant as well.
+  struct Variant {
+    const char* prefix;
+    std::function<void()> run;
+    std::vector<double> ms;
+    double cpu = 0;
+  };
+  std::vector<Variant> variants = {{"sandboxed_", render_sandboxed, {}, 0},
+                                   {"in_process_", render_in_process, {}, 0},
+                                   {"bare_sandbox_", bare_sandbox, {}, 0},
+                                   {"empty_jsonnet_", empty_jsonnet, {}, 0}};
   for (int i = 0; i < k_trivial_iterations; ++i) {
-    empty_jsonnet.push_back(time_ms([] {
-      JsonnetVm* vm = jsonnet_make();
-      int error = 0;
-      char* result = jsonnet_evaluate_snippet(vm, "empty", "{}", &error);
-      jsonnet_realloc(vm, result, 0);
-      jsonnet_destroy(vm);
-      if (error) throw std::runtime_error("libjsonnet cannot evaluate {}");
-    }));
+    for (auto& v : variants) {
+      double cpu_before = cpu_ms();
+      v.ms.push_back(time_ms(v.run));
+      v.cpu += cpu_ms() - cpu_before;
+    }
   }
 
   Figures out;
   out["iterations"] = k_trivial_iterations;
-  add_latency(out, sandboxed, "sandboxed_");
-  add_latency(out, in_process, "in_process_");
-  add_latency(out, bare_fork, "bare_sandbox_");
-  add_latency(out, empty_jsonnet, "empty_jsonnet_");
-  out["overhead_p50_ms"] = round3(percentile(sandboxed, 50) - percentile(in_process, 50));
+  for (const auto& v : variants) {
+    add_latency(out, v.ms, v.prefix);
+    out[std::string(v.prefix) + "cpu_mean_ms"] = round3(v.cpu / k_trivial_iterations);
+  }
+  // What the sandbox adds to a render: wall clock at the median, and CPU time (which
+  // includes the child's evaluation, so the difference is fork, pipe and exit).
+  out["overhead_p50_ms"] = round3(percentile(variants[0].ms, 50) - percentile(variants[1].ms, 50));
+  out["overhead_cpu_ms"] = round3((variants[0].cpu - variants[1].cpu) / k_trivial_iterations);
   return out;
 }
 
@@ -196,26 +210,30 @@ Figures run_render_examples() {
   out["renders_per_pass"] = ex.renders_per_pass;
 
   // Baseline: no cache, every app is evaluated in a fresh sandbox.
-  ModeResult uncached = run_passes(ex, k_uncached_passes, nullptr);
+  ModeResult uncached;
+  for (int pass = 0; pass < k_uncached_passes; ++pass) run_pass(ex, nullptr, uncached);
   if (uncached.evaluations != uncached.renders)
     throw std::runtime_error("an uncached render did not evaluate its Jsonnet");
   out["uncached_passes"] = k_uncached_passes;
   add_mode(out, "uncached_", uncached);
 
-  // Warmed caches: one pass fills them, the measured passes must not evaluate at all.
+  // Warmed caches: one pass fills each, then their passes alternate (so drifting load
+  // affects both alike) and must not evaluate at all.
   render::MemoryRenderCache memory;
-  run_passes(ex, 1, &memory);
-  ModeResult mem = run_passes(ex, k_cached_passes, &memory);
-  if (mem.evaluations != 0) throw std::runtime_error("the warmed memory cache missed");
-  out["cached_passes"] = k_cached_passes;
-  add_mode(out, "memory_", mem);
-  out["memory_entries"] = memory.size();
-
   TempDir cache_dir("gaia-bench-render-cache");
   render::DirectoryRenderCache directory(cache_dir.path());
-  run_passes(ex, 1, &directory);
-  ModeResult dir = run_passes(ex, k_cached_passes, &directory);
+  ModeResult warm, mem, dir;
+  run_pass(ex, &memory, warm);
+  run_pass(ex, &directory, warm);
+  for (int pass = 0; pass < k_cached_passes; ++pass) {
+    run_pass(ex, &memory, mem);
+    run_pass(ex, &directory, dir);
+  }
+  if (mem.evaluations != 0) throw std::runtime_error("the warmed memory cache missed");
   if (dir.evaluations != 0) throw std::runtime_error("the warmed directory cache missed");
+  out["cached_passes"] = k_cached_passes;
+  out["cache_entries"] = memory.size();
+  add_mode(out, "memory_", mem);
   add_mode(out, "directory_", dir);
 
   double base = per_second(uncached.renders, uncached.total_ms);

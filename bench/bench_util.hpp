@@ -104,6 +104,19 @@ inline double peak_rss_mb(int who = RUSAGE_SELF) {
   return round3(static_cast<double>(usage.ru_maxrss) / 1024.0);
 }
 
+// CPU time (user + system) used so far by this process and its waited-for children, in
+// milliseconds. Under load from other processes wall-clock figures stretch while CPU
+// time stays roughly put, so cases report both.
+inline double cpu_ms() {
+  auto ms = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3; };
+  double total = 0.0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage usage{};
+    if (getrusage(who, &usage) == 0) total += ms(usage.ru_utime) + ms(usage.ru_stime);
+  }
+  return total;
+}
+
 // A fresh directory under the system temp dir, removed with everything in it when the
 // object goes away.
 class TempDir {

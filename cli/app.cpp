@@ -39,6 +39,11 @@ int run(int argc, char** argv) {
   register_node(app, g, &code);
   register_get(app, g, &code);
   register_describe(app, g, &code);
+  register_plan(app, g, &code);
+  register_submit(app, g, &code);
+  register_delete(app, g, &code);
+  register_status(app, g, &code);
+  register_endpoints(app, g, &code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include "cli/context.hpp"
 #include "cli/node_flags.hpp"
 #include "cli/table.hpp"
+#include "lib/codec.hpp"
 #include "lib/quantity.hpp"
 #include "spec/cluster_file.hpp"
 

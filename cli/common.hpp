@@ -58,5 +58,10 @@ void register_cluster(CLI::App& app, Globals& g, int* code);
 void register_node(CLI::App& app, Globals& g, int* code);
 void register_get(CLI::App& app, Globals& g, int* code);
 void register_describe(CLI::App& app, Globals& g, int* code);
+void register_plan(CLI::App& app, Globals& g, int* code);
+void register_submit(CLI::App& app, Globals& g, int* code);
+void register_delete(CLI::App& app, Globals& g, int* code);
+void register_status(CLI::App& app, Globals& g, int* code);
+void register_endpoints(CLI::App& app, Globals& g, int* code);
 
 }  // namespace gaia::cli

@@ -39,12 +39,12 @@
     '%s.%s.%s.gaia' % [role, a.name, a.tenant],
 
   // gaia.instanceName(app, role, ordinal, tenant='default'): the DNS name of one
-  // instance: '<role>-<ordinal>.<app>.<tenant>.gaia'. Stateful roles keep ordinals.
+  // instance: '<ordinal>.<role>.<app>.<tenant>.gaia' (DESIGN.md section 5). Stateful roles keep ordinals.
   instanceName(app, role, ordinal, tenant=null)::
     assert std.isNumber(ordinal) && ordinal >= 0 && std.floor(ordinal) == ordinal :
            'gaia.instanceName: ordinal must be an integer >= 0';
     local a = $._app(app, tenant);
-    '%s-%d.%s.%s.gaia' % [role, ordinal, a.name, a.tenant],
+    '%d.%s.%s.%s.gaia' % [ordinal, role, a.name, a.tenant],
 
   _app(app, tenant)::
     if std.isObject(app) then

@@ -42,7 +42,8 @@ inline void write_app(const Scratch& s, const std::string& dir, const std::strin
 // whose value is `expr`: the shape used for hostile templates.
 inline void write_output_app(const Scratch& s, const std::string& dir, const std::string& prelude,
                              const std::string& expr) {
-  write_app(s, dir, dir, "1.0.0", "outputs: [x]\n", "{}\n",
+  std::string name = std::filesystem::path(dir).filename().string();
+  write_app(s, dir, name, "1.0.0", "outputs: [x]\n", "{}\n",
             prelude + "\nfunction(config, deps, app) { roles: {}, outputs: { x: " + expr + " } }\n");
 }
 

@@ -145,7 +145,7 @@ TEST_CASE("gaia.libsonnet helpers", "[renderer]") {
   const json& o = raw->main["outputs"];
   CHECK(o["svc"] == "namenode.demo.t1.gaia");
   CHECK(o["svc2"] == "server.zookeeper.prod.gaia");
-  CHECK(o["inst"] == "datanode-2.demo.t1.gaia");
+  CHECK(o["inst"] == "2.datanode.demo.t1.gaia");
   CHECK(o["cpu"] == json{"2", "500m", "250m"});
   CHECK(o["mem"] == json{"8Gi", "1536Mi", "512Mi"});
   CHECK(o["role"]["kind"] == "service");

@@ -178,7 +178,7 @@ TEST_CASE("each invalid field gives one diagnostic naming app, role and field", 
   // Names and duplicates.
   expect_error("datanode", "/ports/0/name", "http", "roles.datanode.ports[1].name", "already used by ports[0]");
   expect_error("datanode", "/ports/1/port", 9866, "roles.datanode.ports[1].port", "already used by ports[0]");
-  expect_error("datanode", "/ports/1/name", "Web_UI", "roles.datanode.ports[1].name", "upper-case");
+  expect_error("datanode", "/ports/0/name", "Web_UI", "roles.datanode.ports[0].name", "upper-case");
   expect_error("datanode", "/volumes/1/name", "data", "roles.datanode.volumes[1].name", "duplicate volume name");
   expect_error("datanode", "/volumes/1/mount", "/data", "roles.datanode.volumes[1].mount", "also the mount");
   expect_error("datanode", "/volumes/1/mount", "relative", "roles.datanode.volumes[1].mount", "absolute");

@@ -1,0 +1,96 @@
+// gaia delete APP [--cascade]: removes an app and its instances. Refuses while other apps
+// depend on it (naming them); --cascade deletes the dependents first. The freed capacity
+// is offered to pending instances in the same transaction.
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "controllers/app_delete.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct DeleteArgs {
+  std::vector<std::string> args;  // APP, or kubectl-style "app APP".
+  std::string tenant;
+  bool cascade = false;
+  std::string output = "text";
+};
+
+int run_delete(const Globals& g, const DeleteArgs& a) {
+  std::vector<std::string> names = a.args;
+  if (names.size() >= 2 && (names[0] == "app" || names[0] == "apps")) names.erase(names.begin());
+  if (names.size() != 1)
+    return report_error(g, fmt::format("delete takes one app name, got {}", names.size()),
+                        "gaia delete APP [--cascade]; `gaia get apps` lists them");
+  std::string name = names[0];
+  std::string tenant = a.tenant.empty() ? g.tenant : a.tenant;
+  if (auto slash = name.find('/'); slash != std::string::npos) {  // "tenant/app"
+    tenant = name.substr(0, slash);
+    name = name.substr(slash + 1);
+  }
+  auto session = open_session(g);
+  if (!session) return report(g, session.error());
+  Session& s = **session;
+  DeleteOutcome out;
+  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    auto d = plan_delete(st, tenant, name, a.cascade);
+    if (!d) return fail(d.error());
+    out = std::move(*d);
+    b = out.batch;
+    return {};
+  });
+  if (!committed) return report(g, committed.error());
+
+  if (a.output == "json") {
+    nlohmann::json deleted = nlohmann::json::array(), placed = nlohmann::json::array(),
+                   pending = nlohmann::json::array();
+    for (const auto& d : out.deleted)
+      deleted.push_back({{"tenant", d.tenant}, {"name", d.name}, {"version", d.version}, {"instances", d.instances}});
+    for (const auto& r : out.rescheduled.others) {
+      for (const auto& p : r.placed) placed.push_back({{"instance", p.instance}, {"node", p.node}, {"address", p.address}});
+      for (const auto& p : r.pending) pending.push_back({{"instance", p.instance}, {"reason", p.reason}});
+    }
+    nlohmann::json j = {{"deleted", deleted}, {"placed", placed}, {"still_pending", pending}, {"op", s.op}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return k_ok;
+  }
+  if (g.quiet) return k_ok;
+  for (const auto& d : out.deleted)
+    std::printf("%s %s %s (tenant %s): %zu instance(s) removed\n", red(g, stdout, "deleted").c_str(), d.name.c_str(),
+                d.version.c_str(), d.tenant.c_str(), d.instances.size());
+  size_t placed = 0;
+  std::vector<std::string> still;
+  for (const auto& r : out.rescheduled.others) {
+    for (const auto& p : r.placed) {
+      std::printf("%s %s on %s (freed capacity)\n", green(g, stdout, "placed").c_str(), p.instance.c_str(),
+                  p.node.c_str());
+      ++placed;
+    }
+    for (const auto& p : r.pending) still.push_back(fmt::format("  {}: {}", p.instance, p.reason));
+  }
+  if (!still.empty()) {
+    std::printf("%zu instance(s) still pending:\n", still.size());
+    for (const auto& l : still) std::printf("%s\n", l.c_str());
+  }
+  return k_ok;
+}
+
+}  // namespace
+
+void register_delete(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("delete", "Delete an app and its instances (refuses while other apps depend on it)");
+  cmd->footer(
+      "Examples:\n"
+      "  gaia delete web\n"
+      "  gaia delete zookeeper --cascade     # its dependents first (reverse dependency order)\n"
+      "  gaia delete shop/web                # tenant/app");
+  auto a = std::make_shared<DeleteArgs>();
+  cmd->add_option("APP", a->args, "App name (or tenant/app)")->required();
+  cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_flag("--cascade", a->cascade, "Also delete the apps that depend on it, dependents first");
+  cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([&g, code, a] { *code = run_delete(g, *a); });
+}
+
+}  // namespace gaia::cli

@@ -1,0 +1,175 @@
+// gaia submit DIR...: resolves the chain against the apps running in the store, renders
+// it, and commits plan_submit's decision (deploying dependencies first; a dependent is
+// placed once its dependencies are ready). Prints the plan, then, with --wait, progress
+// until every instance of the submitted apps runs; on a timeout it names each blocking
+// instance and why.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli/context.hpp"
+#include "cli/submission.hpp"
+#include "lib/timeline.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct SubmitArgs {
+  std::vector<std::string> dirs;
+  std::string tenant;
+  std::string output = "text";
+  bool wait = false;
+  std::string timeout = "5m";
+  RenderFlags flags;
+};
+
+struct WaitResult {
+  bool done = false;
+  std::vector<Blocker> blockers;
+  size_t placed = 0;  // Instances placed while waiting.
+};
+
+// Retries pending instances (the controllers' work on the embedded default) until every
+// instance of `apps` runs or the deadline passes.
+Result<WaitResult> wait_for(const Globals& g, Session& session, const std::string& tenant,
+                            const std::vector<std::string>& apps, std::chrono::milliseconds timeout, bool print) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + timeout;
+  WaitResult w;
+  size_t last_blocking = SIZE_MAX;
+  auto sleep = std::chrono::milliseconds(100);
+  for (;;) {
+    SubmitOutcome retry;
+    auto st = session.state->update(session.op, [&](const ClusterState& s, Batch& b) -> Result<void> {
+      retry = reschedule_pending(s);
+      b = retry.batch;
+      return {};
+    });
+    if (!st) return fail(st.error());
+    if (retry.changed()) {
+      w.placed += retry.placed;
+      if (print)
+        for (const auto& r : retry.others)
+          for (const auto& p : r.placed)
+            std::printf("  %s %s on %s%s\n", green(g, stdout, "placed").c_str(), p.instance.c_str(), p.node.c_str(),
+                        p.address.empty() ? "" : (" (" + p.address + ")").c_str());
+    }
+    w.blockers = blocking_instances(*st, tenant, apps);
+    if (w.blockers.empty()) {
+      w.done = true;
+      return w;
+    }
+    if (Clock::now() >= deadline) return w;
+    if (print && w.blockers.size() != last_blocking) {
+      std::printf("  waiting for %zu instance(s) (%s)...\n", w.blockers.size(),
+                  w.blockers.size() == 1 ? w.blockers[0].reason.c_str() : "see `gaia get instances`");
+      std::fflush(stdout);
+      last_blocking = w.blockers.size();
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    std::this_thread::sleep_for(std::min(sleep, std::max(left, std::chrono::milliseconds(1))));
+    sleep = std::min(sleep * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+int run_submit(const Globals& g, const SubmitArgs& a) {
+  if (!a.flags.running_file.empty())
+    return report_error(g, "--running is not used by submit", "submit resolves against the apps running in the store");
+  auto timeout = parse_duration(a.timeout);
+  if (!timeout) return report(g, timeout.error());
+  auto timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+  if (timeout_ms.count() <= 0)
+    return report_error(g, fmt::format("--timeout {}: must be positive", a.timeout), "write a duration such as 30s, 5m or 1h");
+  std::string tenant = a.tenant.empty() ? g.tenant : a.tenant;
+  auto session = open_session(g);
+  if (!session) return report(g, session.error());
+  Session& s = **session;
+  auto sub = prepare_submission(g, tenant, a.dirs, a.flags, *s.state);
+  if (!sub) return report(g, sub.error());
+
+  // The decision is recomputed inside decide(): if another process commits first, the
+  // submission is planned again on what it wrote, never on a stale state.
+  SubmitOutcome out;
+  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    out = plan_submit(st, (*sub)->apps);
+    b = out.batch;
+    return {};
+  });
+  if (!committed) return report(g, committed.error());
+
+  bool json = a.output == "json";
+  OutcomeView view{.dry_run = false, .explain_scores = true};
+  if (!json && !g.quiet) {
+    if (committed->snapshot.nodes.empty())
+      std::fprintf(stderr, "%s the cluster has no nodes: create one with `gaia cluster create`\n",
+                   yellow(g, stderr, "warning:").c_str());
+    std::fputs(format_outcome(g, **sub, out, view).c_str(), stdout);
+    if (out.changed()) std::printf("operation %s (see `gaia events --op %s`)\n", s.op.c_str(), s.op.c_str());
+    std::fflush(stdout);
+  }
+
+  auto apps = (*sub)->app_names();
+  if (a.wait) {
+    bool print = !json && !g.quiet;
+    if (print && !blocking_instances(*committed, tenant, apps).empty())
+      std::printf("\n%s\n", bold(g, stdout, fmt::format("waiting up to {} for every instance to run:", a.timeout)).c_str());
+    auto w = wait_for(g, s, tenant, apps, timeout_ms, print);
+    if (!w) return report(g, w.error());
+    if (json) {
+      auto j = outcome_json(**sub, out, view);
+      j["op"] = s.op;
+      j["wait"] = nlohmann::json{{"done", w->done}, {"timeout", a.timeout}, {"blocking", blockers_json(w->blockers)}};
+      std::printf("%s\n", j.dump(2).c_str());
+    }
+    if (!w->done) {
+      std::fprintf(stderr, "%s %zu instance(s) of %s still not running after %s:\n", red(g, stderr, "error:").c_str(),
+                   w->blockers.size(), fmt::format("{}", fmt::join(apps, ", ")).c_str(), a.timeout.c_str());
+      std::fputs(format_blockers(w->blockers).c_str(), stderr);
+      std::fprintf(stderr, "  hint: `gaia explain INSTANCE` shows every filter per node; add nodes "
+                           "(`gaia node add`) or free capacity (`gaia delete APP`)\n");
+      return k_error;
+    }
+    if (print) std::printf("%s every instance of %s is running\n", green(g, stdout, "ready:").c_str(),
+                           fmt::format("{}", fmt::join(apps, ", ")).c_str());
+    return k_ok;
+  }
+
+  if (json) {
+    auto j = outcome_json(**sub, out, view);
+    j["op"] = s.op;
+    std::printf("%s\n", j.dump(2).c_str());
+    return k_ok;
+  }
+  auto blockers = blocking_instances(*committed, tenant, apps);
+  if (!blockers.empty() && !g.quiet) {
+    std::printf("\n%s %zu instance(s) not running yet (submitted; they are retried when capacity frees up, or "
+                "use --wait):\n",
+                yellow(g, stdout, "note:").c_str(), blockers.size());
+    std::fputs(format_blockers(blockers).c_str(), stdout);
+  }
+  return k_ok;
+}
+
+}  // namespace
+
+void register_submit(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("submit", "Deploy app specs (and the chain they depend on) on the cluster");
+  cmd->footer(
+      "Examples:\n"
+      "  gaia submit examples/web --wait                 # the whole chain, dependencies first\n"
+      "  gaia submit examples/spark --set workers=8 --wait --timeout 30s\n"
+      "  gaia submit examples/web --tenant shop -o json\n"
+      "Exit codes: 0 submitted (instances may be pending without --wait), 1 error or --wait timed out.");
+  auto a = std::make_shared<SubmitArgs>();
+  cmd->add_option("DIR", a->dirs, "App directories (or folders of them) submitted together")->required();
+  cmd->add_option("--tenant", a->tenant, "Tenant to deploy in (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--wait", a->wait, "Wait until every instance of the submitted apps runs (retrying pending ones)");
+  cmd->add_option("--timeout", a->timeout, "How long --wait waits (e.g. 30s, 5m)")->capture_default_str();
+  a->flags.add_to(cmd);
+  cmd->callback([&g, code, a] { *code = run_submit(g, *a); });
+}
+
+}  // namespace gaia::cli

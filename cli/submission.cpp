@@ -1,0 +1,260 @@
+#include "cli/submission.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cli/table.hpp"
+#include "controllers/explain.hpp"
+#include "render/chain.hpp"
+
+namespace gaia::cli {
+
+std::vector<std::string> Submission::app_names() const {
+  std::vector<std::string> out;
+  for (const auto& r : reused) out.push_back(r.name);
+  for (const auto& a : apps) out.push_back(a.record.name);
+  return out;
+}
+
+Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const std::string& tenant,
+                                                       const std::vector<std::string>& dirs, const RenderFlags& flags,
+                                                       const RunningApps& running) {
+  auto s = std::make_unique<Submission>();
+  s->tenant = tenant;
+  auto expanded = expand_spec_paths(dirs);
+  if (!expanded) return fail(expanded.error());
+  Diagnostics errors;
+  for (const auto& d : *expanded) {
+    auto spec = spec::load_app_spec(d);
+    if (!spec) errors.insert(errors.end(), spec.error().begin(), spec.error().end());
+    else s->roots.push_back(std::move(*spec));
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  auto repo = open_repository(g, *expanded);
+  if (!repo) return fail(repo.error());
+  s->repo = std::move(*repo);
+  std::vector<const spec::AppSpec*> roots;
+  for (const auto& r : s->roots) roots.push_back(&r);
+  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant);
+  if (!plan) return fail(plan.error());
+  s->plan = std::move(*plan);
+
+  Globals scoped = g;
+  scoped.tenant = tenant;
+  auto options = chain_options(scoped, flags);
+  if (!options) return fail(options.error());
+  auto cache = open_render_cache(flags.no_cache);
+  auto chain = render::render_chain(s->plan, *options, cache.get());
+  if (!chain) return fail(chain.error());
+
+  for (size_t i : s->plan.order) {
+    const auto& node = s->plan.nodes[i];
+    if (node.action == spec::Action::Reuse) {
+      s->reused.push_back({node.name, node.version.to_string(), node.ready});
+      continue;
+    }
+    auto it = chain->rendered.find(i);
+    if (it == chain->rendered.end()) continue;  // render_chain reports failures itself.
+    AppToDeploy a;
+    a.record.tenant = tenant;
+    a.record.name = node.name;
+    a.record.version = node.version.to_string();
+    a.record.workload = it->second.workload;
+    a.record.document = it->second.document;
+    for (const auto& e : node.dependencies) a.record.dependencies.push_back(s->plan.nodes[e.node].name);
+    a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
+    s->apps.push_back(std::move(a));
+  }
+  return s;
+}
+
+std::vector<Blocker> blocking_instances(const ClusterState& state, const std::string& tenant,
+                                        const std::vector<std::string>& apps) {
+  std::vector<Blocker> out;
+  for (const auto& name : apps) {
+    if (!state.find_app(tenant, name)) {
+      out.push_back({name, "Missing", "the app is no longer in the store (deleted while waiting?)"});
+      continue;
+    }
+    for (const auto& i : state.snapshot.instances) {
+      if (i.tenant != tenant || i.app != name) continue;
+      if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) continue;
+      std::string reason = i.pending_reason;
+      if (reason.empty())
+        reason = i.node.empty() ? "not scheduled yet" : fmt::format("placed on {}, not running yet", i.node);
+      out.push_back({i.key(), std::string(instance_state_name(i.state)), reason});
+    }
+  }
+  return out;
+}
+
+std::string format_blockers(const std::vector<Blocker>& blockers) {
+  Table t({"INSTANCE", "STATE", "WHY"});
+  for (const auto& b : blockers) t.add_row({b.instance, b.state, b.reason});
+  std::string text = t.render();
+  // Indent under the heading the caller prints.
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += "  " + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+nlohmann::json blockers_json(const std::vector<Blocker>& blockers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : blockers) out.push_back({{"instance", b.instance}, {"state", b.state}, {"reason", b.reason}});
+  return out;
+}
+
+namespace {
+
+// The two heaviest score terms of a placement ("LeastAllocated 45.0, DataLocality 40.0"),
+// computed by the scheduler's own plugins through explain().
+std::map<std::string, std::string> score_terms(const SubmitOutcome& out) {
+  std::map<std::string, std::string> terms;
+  for (const auto* group : {&out.apps, &out.others})
+    for (const auto& app : *group)
+      for (const auto& p : app.placed) {
+        auto e = explain(out.after.snapshot, p.instance, p.node);
+        if (!e || !e->chosen) continue;
+        auto scores = e->chosen->scores;
+        std::erase_if(scores, [](const ScoreInfo& s) { return !s.applicable || s.weighted <= 0; });
+        std::sort(scores.begin(), scores.end(), [](const ScoreInfo& a, const ScoreInfo& b) {
+          return a.weighted != b.weighted ? a.weighted > b.weighted : a.plugin < b.plugin;
+        });
+        std::vector<std::string> parts;
+        for (size_t k = 0; k < scores.size() && k < 2; ++k)
+          parts.push_back(fmt::format("{} {:.1f}", scores[k].plugin, scores[k].weighted));
+        terms[p.instance] = fmt::format("{}", fmt::join(parts, ", "));
+      }
+  return terms;
+}
+
+size_t placements(const SubmitOutcome& out) {
+  size_t n = 0;
+  for (const auto& a : out.apps) n += a.placed.size();
+  for (const auto& a : out.others) n += a.placed.size();
+  return n;
+}
+
+std::string app_state(const AppReport& r) {
+  if (r.ready) return "Ready";
+  return fmt::format("Pending ({}/{} running)", r.running, r.instances);
+}
+
+nlohmann::json report_json(const AppReport& r, const std::map<std::string, std::string>& terms) {
+  nlohmann::json placed = nlohmann::json::array(), pending = nlohmann::json::array(),
+                 preempted = nlohmann::json::array();
+  for (const auto& p : r.placed) {
+    nlohmann::json j = {{"instance", p.instance}, {"node", p.node}, {"address", p.address}, {"score", p.score}};
+    if (!p.locality.empty()) j["locality"] = p.locality;
+    if (auto it = terms.find(p.instance); it != terms.end()) j["why"] = it->second;
+    placed.push_back(std::move(j));
+  }
+  for (const auto& p : r.pending) pending.push_back({{"instance", p.instance}, {"reason", p.reason}});
+  for (const auto& p : r.preempted)
+    preempted.push_back({{"victim", p.victim}, {"node", p.node}, {"preemptor", p.preemptor}});
+  return {{"tenant", r.tenant},   {"name", r.name},         {"version", r.version},     {"action", r.action},
+          {"ready", r.ready},     {"instances", r.instances}, {"running", r.running}, {"placed", placed},
+          {"pending", pending},   {"preempted", preempted}, {"removed", r.removed}};
+}
+
+}  // namespace
+
+nlohmann::json outcome_json(const Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
+  auto terms = view.explain_scores && placements(out) <= 200 ? score_terms(out) : std::map<std::string, std::string>{};
+  nlohmann::json apps = nlohmann::json::array(), others = nlohmann::json::array(), reused = nlohmann::json::array();
+  for (const auto& r : out.apps) apps.push_back(report_json(r, terms));
+  for (const auto& r : out.others) others.push_back(report_json(r, terms));
+  for (const auto& r : s.reused) reused.push_back({{"name", r.name}, {"version", r.version}, {"ready", r.ready}});
+  return {{"tenant", s.tenant},
+          {"dry_run", view.dry_run},
+          {"changed", out.changed()},
+          {"apps", apps},
+          {"reused", reused},
+          {"affected", others},
+          {"placed", out.placed},
+          {"pending", out.pending},
+          {"preempted", out.preempted}};
+}
+
+std::string format_outcome(const Globals& g, const Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
+  std::string text;
+  auto heading = [&](const std::string& h) { text += bold(g, stdout, h) + "\n"; };
+
+  heading(fmt::format("apps (tenant {}):", s.tenant));
+  Table apps({"APP", "VERSION", "ACTION", "INSTANCES", "STATUS"});
+  for (const auto& r : s.reused)
+    apps.add_row({r.name, r.version, "reuse", "-", r.ready ? "Ready (running, reused)" : "Pending (running, reused)"});
+  for (const auto& r : out.apps) {
+    std::string action = r.action;
+    if (r.action == "update" && !r.removed.empty()) action += fmt::format(" ({} replaced)", r.removed.size());
+    apps.add_row({r.name, r.version, action, std::to_string(r.instances), app_state(r)});
+  }
+  for (const auto& r : out.others)
+    apps.add_row({r.name, r.version.empty() ? "-" : r.version, r.action, std::to_string(r.instances), app_state(r)});
+  text += apps.render();
+
+  auto terms = view.explain_scores && placements(out) <= 200 ? score_terms(out) : std::map<std::string, std::string>{};
+  Table placed({"INSTANCE", "NODE", "ADDRESS", "SCORE", "WHY"});
+  Table pending({"INSTANCE", "WHY"});
+  Table preempted({"VICTIM", "NODE", "PREEMPTED BY"});
+  for (const auto* group : {&out.apps, &out.others})
+    for (const auto& r : *group) {
+      for (const auto& p : r.placed) {
+        std::string why = terms.count(p.instance) ? terms[p.instance] : "";
+        if (!p.locality.empty()) why += (why.empty() ? "" : "; ") + p.locality;
+        placed.add_row({p.instance, p.node, p.address.empty() ? "-" : p.address, fmt::format("{:.1f}", p.score),
+                        why.empty() ? "-" : why});
+      }
+      for (const auto& p : r.preempted) preempted.add_row({p.victim, p.node, p.preemptor});
+    }
+  // Pending: what each reported app has pending at the end (a victim placed elsewhere
+  // after its eviction is not pending).
+  for (const auto* group : {&out.apps, &out.others})
+    for (const auto& r : *group)
+      for (const auto& i : out.after.snapshot.instances)
+        if (i.tenant == r.tenant && i.app == r.name && i.state == InstanceState::Pending)
+          pending.add_row({i.key(), i.pending_reason.empty() ? "not scheduled yet" : i.pending_reason});
+
+  auto indent = [](const std::string& t) {
+    std::string o;
+    size_t start = 0;
+    while (start < t.size()) {
+      size_t end = t.find('\n', start);
+      if (end == std::string::npos) end = t.size();
+      o += "  " + t.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+    return o;
+  };
+  if (!placed.empty()) {
+    heading(view.dry_run ? "\nwould place:" : "\nplaced:");
+    text += indent(placed.render());
+  }
+  if (!preempted.empty()) {
+    heading(view.dry_run ? "\nwould preempt:" : "\npreempted:");
+    text += indent(preempted.render());
+  }
+  if (!pending.empty()) {
+    heading(view.dry_run ? "\nwould stay pending:" : "\npending:");
+    text += indent(pending.render());
+  }
+  text += "\n";
+  if (!out.changed()) {
+    text += "no changes: every app is already deployed with this spec\n";
+  } else {
+    text += fmt::format("{} {} placed, {} preempted, {} pending{}\n", bold(g, stdout, "summary:"), out.placed,
+                        out.preempted, out.pending, view.dry_run ? " (plan only: nothing was written)" : "");
+  }
+  return text;
+}
+
+}  // namespace gaia::cli
