@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "spec/app_spec.hpp"
 
 namespace gaia::cli {
 
@@ -11,13 +12,22 @@ int run(int argc, char** argv) {
   CLI::App app{"gaia: use a whole cluster as one computer"};
   app.set_version_flag("--version", "gaia 0.1.0");
   app.require_subcommand(1);
+  // Global flags may come before or after the command (`gaia deps DIR --repo R`).
+  app.fallthrough(true);
   app.footer("Run `gaia COMMAND --help` for a command's flags and examples. Exit codes: 0 ok, 1 error, 2 usage.");
   Globals g;
   app.add_option("--repo", g.repo, "Spec repository folder (repeatable; default $GAIA_REPO, else the spec's parent)")
       ->type_name("DIR");
   app.add_option("-J,--jpath", g.jpath, "Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)")
       ->type_name("DIR");
-  app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")->capture_default_str();
+  app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return spec::is_dns_label(v) ? std::string()
+                                         : "tenant '" + v + "' is not a DNS label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)";
+          },
+          "DNS label"));
   app.add_option("--store", g.store, "SQLite store file (default: $GAIA_STORE, else the context's)")->type_name("PATH");
   app.add_option("--context", g.context, "Context to use instead of the current one")->type_name("NAME");
   app.add_option("--color", g.color, "Colour output: auto (terminal, not with NO_COLOR), always, never")

@@ -20,7 +20,10 @@ struct DepsArgs {
 
 int run_deps(const Globals& g, const DepsArgs& a) {
   if (a.dirs.empty() && a.reverse.empty())
-    return report_error(g, "nothing to show", "give an app directory (gaia deps DIR) or --reverse NAME");
+  {
+    report_error(g, "nothing to show", "give an app directory (gaia deps DIR) or --reverse NAME");
+    return k_usage;
+  }
   std::vector<std::filesystem::path> dirs;
   if (!a.dirs.empty()) {
     auto expanded = expand_spec_paths(a.dirs);
@@ -32,7 +35,10 @@ int run_deps(const Globals& g, const DepsArgs& a) {
 
   if (dirs.empty()) {
     // Reverse over the whole repository: who would be affected by a change to NAME.
-    if (!repo->contains(a.reverse) && repo->size() > 0)
+    if (repo->size() == 0)
+      return report_error(g, "the spec repository is empty, so nothing can depend on " + a.reverse,
+                          "name it with --repo DIR or GAIA_REPO, or give an app directory");
+    if (!repo->contains(a.reverse))
       return report_error(g, fmt::format("no app named '{}' in the repository", a.reverse),
                           "apps: " + fmt::format("{}", fmt::join(repo->names(), ", ")));
     auto dependents = spec::reverse_dependents(*repo, a.reverse);
@@ -108,12 +114,15 @@ void register_deps(CLI::App& app, Globals& g, int* code) {
       "  gaia deps --reverse zookeeper --repo examples   # who depends on zookeeper");
   auto a = std::make_shared<DepsArgs>();
   cmd->add_option("DIR", a->dirs, "App directories (or folders of them) resolved together");
-  cmd->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"tree", "json"}));
-  cmd->add_flag("--dot", a->dot, "Print the plan as a Graphviz digraph");
+  auto* output = cmd->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"tree", "json"}));
+  auto* dot = cmd->add_flag("--dot", a->dot, "Print the plan as a Graphviz digraph");
   cmd->add_flag("--ascii", a->ascii, "Draw the tree with ASCII characters only");
   cmd->add_option("--reverse", a->reverse, "List the apps that depend on NAME (in the plan, or the whole repository)")
       ->type_name("NAME");
-  a->flags.add_to(cmd, false);
+  cmd->add_option("--running", a->flags.running_file,
+                  "YAML/JSON list of apps to treat as already running (name, version, outputs)")
+      ->type_name("FILE");
+  dot->excludes(output);
   cmd->callback([&g, code, a] { *code = run_deps(g, *a); });
 }
 

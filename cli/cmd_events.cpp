@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "cli/context.hpp"
+#include "cli/table.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/timeline.hpp"
 
@@ -55,43 +56,45 @@ std::string short_time(const std::string& t) {
   return t.substr(0, dot) + "Z";
 }
 
-// Aligned rows whose column widths only grow, so a follower keeps printing rows under
-// the header it printed first; the last column is never padded.
-class EventTable {
+std::vector<std::string> event_headers(bool wide) {
+  if (wide) return {"SEQ", "TIME", "TYPE", "REASON", "OBJECT", "OP", "MESSAGE"};
+  return {"TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"};
+}
+
+std::vector<std::string> event_row(const Globals& g, const TimelineEvent& e, bool wide) {
+  std::string type = e.type == "Warning" ? yellow(g, stdout, e.type) : e.type;
+  if (wide) return {std::to_string(e.seq), e.time, type, e.reason, object_of(e), e.op, e.message};
+  return {short_time(e.time), type, e.reason, object_of(e), e.message};
+}
+
+// A follower prints rows as they come, so it cannot size columns from all of them like
+// cli::Table: widths start from the first batch (and sensible minimums) and only grow.
+// Same three-space gap as cli::Table; the last column is never padded.
+class FollowTable {
  public:
-  EventTable(const Globals& g, bool wide) : m_g(g), m_wide(wide) {
-    m_width = wide ? std::vector<size_t>{4, 24, 7, 16, 30, 24, 0} : std::vector<size_t>{20, 7, 16, 30, 0};
+  FollowTable(const Globals& g, bool wide) : m_g(g), m_wide(wide) {
+    m_width = wide ? std::vector<size_t>{3, 24, 7, 16, 30, 24, 0} : std::vector<size_t>{20, 7, 16, 30, 0};
   }
 
   void print(const std::vector<TimelineEvent>& events) {
     std::vector<std::vector<std::string>> rows;
-    if (!m_header_done) rows.push_back(m_wide ? std::vector<std::string>{"SEQ", "TIME", "TYPE", "REASON", "OBJECT", "OP", "MESSAGE"}
-                                              : std::vector<std::string>{"TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"});
-    for (const auto& e : events) {
-      if (m_wide) rows.push_back({std::to_string(e.seq), e.time, e.type, e.reason, object_of(e), e.op, e.message});
-      else rows.push_back({short_time(e.time), e.type, e.reason, object_of(e), e.message});
-    }
-    // Widths are fixed by the first batch (the listing before following starts).
-    if (!m_header_done)
-      for (const auto& r : rows)
-        for (size_t c = 0; c < r.size(); ++c)
-          if (c + 1 != r.size()) m_width[c] = std::max(m_width[c], r[c].size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      bool header = !m_header_done && i == 0;
+    if (!m_header_done) rows.push_back(event_headers(m_wide));
+    for (const auto& e : events) rows.push_back(event_row(m_g, e, m_wide));
+    std::string text;
+    for (const auto& r : rows) {
       std::string line;
       for (size_t c = 0; c < r.size(); ++c) {
-        bool last = c + 1 == r.size();
-        std::string cell = r[c];
-        if (!last && cell.size() < m_width[c]) cell += std::string(m_width[c] - cell.size(), ' ');
-        if (!header && r[c] == "Warning" && c == (m_wide ? 2u : 1u)) cell = yellow(m_g, stdout, cell);
-        line += cell;
-        if (!last) line += "  ";
+        line += r[c];
+        if (c + 1 == r.size()) break;
+        size_t w = display_width(r[c]);
+        m_width[c] = std::max(m_width[c], w);
+        line += std::string(m_width[c] - w + 3, ' ');
       }
       while (!line.empty() && line.back() == ' ') line.pop_back();
-      std::fputs((line + "\n").c_str(), stdout);
+      text += line + "\n";
     }
     m_header_done = true;
+    std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
 
@@ -101,6 +104,12 @@ class EventTable {
   bool m_header_done = false;
   std::vector<size_t> m_width;
 };
+
+void print_table(const Globals& g, const std::vector<TimelineEvent>& events, bool wide) {
+  Table t(event_headers(wide));
+  for (const auto& e : events) t.add_row(event_row(g, e, wide));
+  std::fputs(t.render(table_options_for(stdout)).c_str(), stdout);
+}
 
 void print_json(const std::vector<TimelineEvent>& events) {
   for (const auto& e : events) std::fputs((nlohmann::json(e).dump() + "\n").c_str(), stdout);
@@ -179,21 +188,29 @@ int run_events(const Globals& g, const EventsArgs& a) {
   int64_t cursor = events->empty() ? 0 : events->back().seq;
   auto selected = select_events(*events, *filter, a.limit);
 
-  EventTable table(g, a.output == "wide");
+  bool wide = a.output == "wide";
+  if (!a.follow) {
+    if (a.output == "json") print_json(selected);
+    else if (!selected.empty()) print_table(g, selected, wide);
+    else if (!g.quiet) std::fputs("no events\n", stderr);
+    return k_ok;
+  }
+  FollowTable table(g, wide);
   auto emit = [&](const std::vector<TimelineEvent>& batch) {
     if (a.output == "json") print_json(batch);
     else table.print(batch);
   };
-  if (!selected.empty() || (a.follow && a.output != "json")) emit(selected);
-  if (!a.follow) {
-    if (selected.empty() && a.output != "json" && !g.quiet) std::fputs("no events\n", stderr);
-    return k_ok;
-  }
+  emit(selected);
 
   auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
   while (!g_stop) {
-    if (deadline && std::chrono::steady_clock::now() >= *deadline) break;
-    nap(std::chrono::milliseconds(200));
+    auto pause = std::chrono::milliseconds(200);
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pause = std::min(pause, left);
+    }
+    nap(pause);
     if (g_stop) break;
     // The sequence key is one small read; the event range is read only when it moved.
     auto last = s.state->last_seq();

@@ -67,8 +67,8 @@ int run_render(const Globals& g, const RenderArgs& a) {
     nlohmann::json out;
     if (a.target == "kubernetes")
       out = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", documents}};
-    else if (documents.size() == 1)
-      out = documents[0];
+    else if (!a.all)
+      out = documents.at(0);
     else
       out = documents;
     std::printf("%s\n", out.dump(2).c_str());

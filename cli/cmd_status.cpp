@@ -20,6 +20,12 @@ struct StatusArgs {
 
 int pct(int64_t used, int64_t cap) { return cap > 0 ? static_cast<int>(used * 100 / cap) : 0; }
 
+// Cores with at most one decimal ("125.5", "1544"), so both sides of a ratio read alike.
+std::string cores(int64_t millis) {
+  if (millis % 1000 == 0) return std::to_string(millis / 1000);
+  return fmt::format("{:.1f}", static_cast<double>(millis) / 1000.0);
+}
+
 int run_status(const Globals& g, const StatusArgs& a) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
@@ -88,8 +94,8 @@ int run_status(const Globals& g, const StatusArgs& a) {
   std::printf("%s %zu: %s\n", bold(g, stdout, "apps:     ").c_str(), st->apps.size(), counts(app_states).c_str());
   std::printf("%s %zu: %s\n", bold(g, stdout, "instances:").c_str(), st->snapshot.instances.size(),
               counts(instance_states).c_str());
-  std::string alloc = fmt::format("cpu {}/{} ({}%), memory {}/{} ({}%)", format_cpu(allocated.cpu_millis),
-                                  format_cpu(capacity.cpu_millis), pct(allocated.cpu_millis, capacity.cpu_millis),
+  std::string alloc = fmt::format("cpu {}/{} ({}%), memory {}/{} ({}%)", cores(allocated.cpu_millis),
+                                  cores(capacity.cpu_millis), pct(allocated.cpu_millis, capacity.cpu_millis),
                                   format_bytes(allocated.memory_bytes), format_bytes(capacity.memory_bytes),
                                   pct(allocated.memory_bytes, capacity.memory_bytes));
   if (capacity.gpu > 0)

@@ -64,7 +64,25 @@ bool Globals::use_color(std::FILE* stream) const {
   return isatty(fileno(stream)) != 0;
 }
 
-int report(const Globals& g, const Diagnostics& ds) {
+namespace {
+
+// Absolute paths below the working directory are shown relative to it, so messages
+// read the same as the paths the user typed, and CI annotations point at repo files.
+std::string relative_to_cwd(const std::string& file) {
+  if (file.empty() || file[0] != '/') return file;
+  std::error_code ec;
+  std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) return file;
+  std::filesystem::path rel = std::filesystem::path(file).lexically_relative(cwd);
+  if (rel.empty() || *rel.begin() == "..") return file;
+  return rel.string();
+}
+
+}  // namespace
+
+int report(const Globals& g, const Diagnostics& input) {
+  Diagnostics ds = input;
+  for (auto& d : ds) d.location.file = relative_to_cwd(d.location.file);
   if (g.error_format == "github") {
     for (const auto& d : ds) {
       std::string props;

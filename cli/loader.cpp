@@ -24,6 +24,10 @@ void RenderFlags::add_to(CLI::App* cmd, bool with_overrides) {
       ->type_name("FILE");
   cmd->add_option("--render-timeout", timeout_ms, "Wall-clock limit of one Jsonnet evaluation, in ms")
       ->check(CLI::Range(100, 3600000));
+  cmd->add_option("--render-max-output", max_output_mib, "Largest output one Jsonnet evaluation may produce, in MiB")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--render-memory", memory_mib, "Memory limit of one Jsonnet evaluation, in MiB")
+      ->check(CLI::Range(64, 65536));
   cmd->add_flag("--no-cache", no_cache, "Do not read or write the render cache");
 }
 
@@ -188,6 +192,8 @@ Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& 
   opts.base.jpaths = g.jpath_paths();
   opts.base.tenant = g.tenant;
   opts.base.timeout_ms = f.timeout_ms;
+  opts.base.max_output_bytes = f.max_output_mib << 20;
+  opts.base.memory_limit_bytes = f.memory_mib << 20;
   Diagnostics errors;
   std::vector<fs::path> values(f.values.begin(), f.values.end());
   auto overrides = render::build_overrides(values, f.sets);

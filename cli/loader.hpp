@@ -24,6 +24,8 @@ struct RenderFlags {
   std::string config_file;               // --config-file FILE
   std::string running_file;              // --running FILE
   int timeout_ms = 10000;                // --render-timeout
+  size_t max_output_mib = 16;            // --render-max-output
+  size_t memory_mib = 2048;              // --render-memory
   bool no_cache = false;                 // --no-cache
 
   void add_to(CLI::App* cmd, bool with_overrides = true);

@@ -67,6 +67,16 @@ std::string waiting_reason(const std::vector<std::string>& not_ready, const Clus
   return fmt::format("waiting for dependency {} to be ready", fmt::join(parts, ", "));
 }
 
+// Where the instances of one role live, found by looking their addresses up in the
+// topology table: per node, switch, rack and zone, the first instance seen there.
+struct NearIndex {
+  struct Example {
+    std::string key, address, node;
+  };
+  std::unordered_map<std::string, Example> domain[4];  // node, switch, rack, zone
+  size_t located = 0;
+};
+
 struct Work {
   ClusterState state;
   SubmitOutcome out;
@@ -77,12 +87,16 @@ struct Work {
   std::optional<TopologyTable> topology;
   // "tenant/app/role" -> (address, instance key) of its placed instances, built on first
   // use and dropped when an instance of the role moves.
-  std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> near_cache;
+  std::unordered_map<std::string, NearIndex> near_cache;
+  std::unordered_map<std::string, size_t> node_index;  // Node name -> position in the snapshot.
   std::map<std::string, size_t> other_index;  // App id -> position in out.others.
   AppReport* current = nullptr;  // The submitted app being scheduled.
   std::unordered_set<std::string> attempted, requeued;
 
-  explicit Work(const ClusterState& s) : state(s) { reindex(); }
+  explicit Work(const ClusterState& s) : state(s) {
+    reindex();
+    for (size_t k = 0; k < state.snapshot.nodes.size(); ++k) node_index[state.snapshot.nodes[k].name] = k;
+  }
 
   void reindex() {
     index.clear();
@@ -112,13 +126,17 @@ struct Work {
     out.batch.put_instances.push_back(i);
   }
 
+  // Addresses in use per node, read once from the snapshot and kept up to date after.
+  void ensure_used() {
+    if (used_built) return;
+    for (const auto& i : state.snapshot.instances)
+      if (!i.node.empty() && !i.address.empty())
+        if (auto a = parse_address(i.address)) used[i.node].insert(a->bits);
+    used_built = true;
+  }
+
   std::set<Bits>& used_on(const std::string& node) {
-    if (!used_built) {
-      for (const auto& i : state.snapshot.instances)
-        if (!i.node.empty() && !i.address.empty())
-          if (auto a = parse_address(i.address)) used[i.node].insert(a->bits);
-      used_built = true;
-    }
+    ensure_used();
     return used[node];
   }
 
@@ -165,56 +183,53 @@ struct Work {
     return e;
   }
 
+  void add_near(NearIndex& index, const Instance& x) {
+    if (x.node.empty() || x.address.empty()) return;
+    auto parsed = parse_address(x.address);
+    if (!parsed) return;
+    if (!topology) topology = node_topology(state.snapshot.nodes);
+    auto m = topology->longest_match(*parsed);
+    if (!m) return;
+    const TopologyEntry& e = *m->value;
+    NearIndex::Example ex{x.key(), x.address, e.node};
+    const std::string* values[4] = {&e.node, &e.switch_, &e.rack, &e.zone};
+    for (int t = 0; t < 4; ++t)
+      if (!values[t]->empty()) index.domain[t].try_emplace(*values[t], ex);
+    ++index.located;
+  }
+
+  NearIndex& near_index(const std::string& tenant, const std::string& app, const std::string& role) {
+    std::string key = tenant + "/" + app + "/" + role;
+    auto it = near_cache.find(key);
+    if (it != near_cache.end()) return it->second;
+    NearIndex& index = near_cache[key];
+    for (const auto& x : state.snapshot.instances)
+      if (x.tenant == tenant && x.app == app && x.role == role) add_near(index, x);
+    return index;
+  }
+
   // How close `node` is to the instances of the role's `near` target, found through the
-  // topology table from their addresses (DESIGN.md section 5).
+  // topology table from their addresses (DESIGN.md section 5). O(1) per placement once
+  // the target's index is built.
   std::string locality(const Instance& i, const Node& node) {
     auto role = state.snapshot.roles.find(fmt::format("{}/{}/{}", i.tenant, i.app, i.role));
     if (role == state.snapshot.roles.end() || role->second.near.empty()) return "";
     const std::string& near = role->second.near;
     auto slash = near.find('/');
     if (slash == std::string::npos) return "";
-    std::string near_key = i.tenant + "/" + near;
-    auto cached = near_cache.find(near_key);
-    if (cached == near_cache.end()) {
-      std::vector<std::pair<std::string, std::string>> found;
-      for (const auto& x : state.snapshot.instances)
-        if (x.tenant == i.tenant && x.app == near.substr(0, slash) && x.role == near.substr(slash + 1) &&
-            !x.node.empty() && !x.address.empty())
-          found.emplace_back(x.address, x.key());
-      cached = near_cache.emplace(near_key, std::move(found)).first;
+    const NearIndex& index = near_index(i.tenant, near.substr(0, slash), near.substr(slash + 1));
+    if (index.located == 0) return fmt::format("no {} instance with a known address yet", near);
+    static constexpr const char* kLevels[] = {"same node", "same switch", "same rack", "same zone"};
+    const std::string* mine[4] = {&node.name, &node.switch_, &node.rack, &node.zone};
+    for (int t = 0; t < 4; ++t) {
+      if (mine[t]->empty()) continue;
+      auto hit = index.domain[t].find(*mine[t]);
+      if (hit == index.domain[t].end()) continue;
+      const auto& ex = hit->second;
+      return fmt::format("{}{} as {} ({} on {})", kLevels[t], t == 0 ? "" : " " + *mine[t], ex.key, ex.address, ex.node);
     }
-    if (cached->second.empty()) return fmt::format("no {} instance with an address yet", near);
-    if (!topology) topology = node_topology(state.snapshot.nodes);
-    static constexpr const char* kLevels[] = {"", "same zone", "same rack", "same switch", "same node"};
-    int best = -1;
-    std::string best_text;
-    for (const auto& [address, key] : cached->second) {
-      auto parsed = parse_address(address);
-      if (!parsed) continue;
-      auto entry = topology->lookup(*parsed);
-      if (!entry) continue;
-      int level = 0;
-      std::string where;
-      if (entry->node == node.name) {
-        level = 4;
-      } else if (!entry->switch_.empty() && entry->switch_ == node.switch_) {
-        level = 3;
-        where = " " + entry->switch_;
-      } else if (!entry->rack.empty() && entry->rack == node.rack) {
-        level = 2;
-        where = " " + entry->rack;
-      } else if (!entry->zone.empty() && entry->zone == node.zone) {
-        level = 1;
-        where = " " + entry->zone;
-      }
-      if (level > best) {
-        best = level;
-        best_text = level == 0 ? fmt::format("not near any {} instance (nearest {} on {})", near, key, entry->node)
-                               : fmt::format("{}{} as {} ({} on {})", kLevels[level], where, key, address, entry->node);
-      }
-    }
-    if (best < 0) return fmt::format("the addresses of {} are in no known subnet", near);
-    return best_text;
+    const auto& any = index.domain[0].begin()->second;
+    return fmt::format("no {} instance in its zone, rack or switch (one is {} on {})", near, any.key, any.node);
   }
 
   // Applies a scheduling decision to the working state and records it.
@@ -241,7 +256,8 @@ struct Work {
     for (const auto& p : d.placements) {
       Instance* i = find(p.instance);
       if (!i) continue;
-      const Node* node = state.find_node(p.node);
+      auto ni = node_index.find(p.node);
+      const Node* node = ni == node_index.end() ? nullptr : &state.snapshot.nodes[ni->second];
       i->node = p.node;
       i->ports = p.ports;
       for (const auto& b : p.volumes) i->volumes.push_back(b);
@@ -249,7 +265,7 @@ struct Work {
       i->address = node ? take_address(*node) : "";
       // The sim backend starts a placed instance at once.
       i->state = InstanceState::Running;
-      near_cache.erase(i->tenant + "/" + i->app + "/" + i->role);
+      if (auto c = near_cache.find(i->tenant + "/" + i->app + "/" + i->role); c != near_cache.end()) add_near(c->second, *i);
       put_instance(*i);
       std::string near = node ? locality(*i, *node) : "";
       event(*i, "Scheduled",
@@ -292,7 +308,10 @@ struct Work {
         a.status = status;
         found = true;
       }
-    if (!found) v.push_back(it->second);
+    if (!found) {
+      v.push_back(it->second);
+      v.back().op.clear();  // The commit stamps the operation making this change.
+    }
     auto& e = out.batch.event(ready ? "AppReady" : "AppPending",
                               ready ? "every instance is running" : "some instances are not running yet",
                               ready ? "Normal" : "Warning");
@@ -514,6 +533,8 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       report.action = "update";
       // Replace the instances of the previous render: a rolling update belongs to the
       // controllers; a submit of a changed spec starts the new instances afresh.
+      // Read the addresses in use before the loop below moves instances out.
+      w.ensure_used();
       std::vector<Instance> kept;
       for (auto& i : w.state.snapshot.instances) {
         if (i.tenant == rec.tenant && i.app == rec.name) {

@@ -169,7 +169,12 @@ std::optional<Clock::time_point> parse_rfc3339(std::string_view s) {
   if (!ymd.ok()) return std::nullopt;
   auto t = std::chrono::sys_days(ymd) + std::chrono::hours(hour) + std::chrono::minutes(minute) +
            std::chrono::seconds(second) - std::chrono::minutes(offset_minutes);
-  return std::chrono::time_point_cast<Clock::time_point::duration>(t) +
+  // The clock counts nanoseconds in 64 bits (years 1678-2262); a bound beyond that is
+  // as good as the end of time, so it saturates instead of wrapping around.
+  using Sec = std::chrono::sys_seconds;
+  if (t >= std::chrono::floor<std::chrono::seconds>(Clock::time_point::max())) return Clock::time_point::max();
+  if (t <= std::chrono::ceil<std::chrono::seconds>(Clock::time_point::min())) return Clock::time_point::min();
+  return std::chrono::time_point_cast<Clock::time_point::duration>(Sec(t)) +
          std::chrono::duration_cast<Clock::time_point::duration>(std::chrono::nanoseconds(nanos));
 }
 

@@ -87,8 +87,8 @@ class RoleValidator {
     Diagnostic d;
     d.location.file = m_file;
     d.path = field.empty() ? "roles." + m_role : "roles." + m_role + "." + field;
-    d.message = field.empty() ? fmt::format("app {}, role {}: {}", m_spec.name, m_role, message)
-                              : fmt::format("app {}, role {}: {}: {}", m_spec.name, m_role, field, message);
+    // The field is already in the path; the message names app and role once.
+    d.message = fmt::format("app {}, role {}: {}", m_spec.name, m_role, message);
     d.hint = std::move(hint);
     m_diags.push_back(std::move(d));
   }

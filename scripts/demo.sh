@@ -16,6 +16,22 @@ export XDG_CACHE_HOME="$XDG_STATE_HOME/cache"
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
-step "$GAIA" validate "$ROOT"/examples/*/
+# Every example app (examples/clusters/ holds cluster files, not apps).
+APPS=()
+for d in "$ROOT"/examples/*/; do [ -f "$d/app.yaml" ] && APPS+=("$d"); done
+step "$GAIA" validate "${APPS[@]}"
 step "$GAIA" deps "$ROOT/examples/web"
-step "$GAIA" render "$ROOT/examples/web" -o yaml
+# A local cluster: 50 nodes in three racks with a GPU island, in the demo's own store.
+step "$GAIA" cluster create -f "$ROOT/examples/clusters/bigdata-50.yaml"
+# What a submit would do (placements and why, preemptions, pending), writing nothing.
+step "$GAIA" plan "$ROOT/examples/web"
+# The example stack: web's chain (zookeeper, hdfs, hbase, kafka) in dependency order,
+# then spark and the trainer, which reuse the running hdfs.
+step "$GAIA" submit "$ROOT/examples/web" --wait --timeout 2m
+step "$GAIA" submit "$ROOT/examples/spark" "$ROOT/examples/trainer" --wait --timeout 2m
+step "$GAIA" get apps
+step "$GAIA" get instances
+step "$GAIA" endpoints hdfs
+step "$GAIA" status
+# The timeline: every decision the submits made, oldest first.
+step "$GAIA" events

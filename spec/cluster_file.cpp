@@ -79,7 +79,8 @@ class Parser {
       error(loc(docs[1], {m_file, 1, 1}), "", fmt::format("the file holds {} YAML documents: expected one", docs.size()),
             "remove the '---' separators");
     parse_root(docs[0]);
-    if (m_errors.empty()) finish();
+    // Cross-node checks run even after field errors, so one round trip shows them all.
+    finish();
     if (!m_errors.empty()) return fail(m_errors);
     return std::move(m_out);
   }

@@ -234,7 +234,10 @@ TEST_CASE("an update replaces the instances and commits cleanly to a real store"
   auto loaded = st.load();
   REQUIRE(loaded);
   Batch nodes;
-  for (int k = 0; k < 3; ++k) nodes.put_nodes.push_back(make_node(fmt::format("node-{}", k + 1), k, 4000, 16));
+  for (int k = 0; k < 3; ++k) {
+    nodes.put_nodes.push_back(make_node(fmt::format("node-{}", k + 1), k, 4000, 16));
+    nodes.put_nodes.back().volume_groups.push_back(VolumeGroup{"disks", "hdd", 100 * kGi, 1000});
+  }
   REQUIRE(st.commit(*loaded, nodes, "op-test").value());
 
   Role data = make_role("data", 3, res(500, 1));
@@ -247,7 +250,9 @@ TEST_CASE("an update replaces the instances and commits cleanly to a real store"
   auto s1 = st.load();
   REQUIRE(s1);
   std::map<std::string, std::string> volume_node;
+  REQUIRE(s1->snapshot.instances.size() == 3);
   for (const auto& i : s1->snapshot.instances) {
+    REQUIRE(i.state == InstanceState::Running);
     REQUIRE(i.volumes.size() == 1);
     volume_node[i.key()] = i.volumes[0].node;
   }
@@ -278,6 +283,25 @@ TEST_CASE("an update replaces the instances and commits cleanly to a real store"
   CHECK(s2->find_app("default", "db")->version == "2.0.0");
   store->reset();
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an update never hands out an address another app holds", "[submit][address]") {
+  auto state = cluster(1);
+  auto first = plan_submit(state, {make_app("alpha", {make_role("a", 2, res(100, 1))}),
+                                   make_app("beta", {make_role("b", 2, res(100, 1))})});
+  auto after = apply_batch(state, first.batch);
+  // beta changes: its instances are replaced while alpha's keep their addresses.
+  auto update = plan_submit(after, {make_app("beta", {make_role("b", 3, res(200, 1))}, {}, "2.0.0")});
+  auto next = apply_batch(after, update.batch);
+  REQUIRE(next.snapshot.instances.size() == 5);
+  std::set<std::string> seen;
+  for (const auto& i : next.snapshot.instances) {
+    INFO(i.key() << " " << i.address);
+    CHECK_FALSE(i.address.empty());
+    CHECK(seen.insert(i.address).second);
+  }
+  for (const auto& i : next.snapshot.instances)
+    if (i.app == "alpha") CHECK(after.find_instance(i.key())->address == i.address);
 }
 
 TEST_CASE("instance addresses come from the node's instance subnet, IPv4 and IPv6", "[submit][address]") {

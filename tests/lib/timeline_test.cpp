@@ -2,6 +2,7 @@
 #include <rapidcheck.h>
 
 #include <chrono>
+#include <fmt/format.h>
 
 #include "lib/instance_ref.hpp"
 #include "lib/sqlite_store.hpp"
@@ -71,19 +72,23 @@ TEST_CASE("RFC 3339 times parse with fractions and offsets", "[timeline]") {
     CHECK_FALSE(parse_rfc3339(bad));
   }
   CHECK(format_rfc3339(at(2024, 3, 5, 7, 8, 9) + Duration(42ms)) == "2024-03-05T07:08:09.042Z");
+  // Beyond what the clock can count, bounds saturate rather than wrap.
+  CHECK(*parse_rfc3339("2999-01-01T00:00:00Z") == Clock::time_point::max());
+  CHECK(*parse_rfc3339("1000-01-01T00:00:00Z") == Clock::time_point::min());
+  CHECK(*parse_rfc3339("2999-01-01T00:00:00Z") > *parse_rfc3339("2000-01-01T00:00:00Z"));
 }
 
 TEST_CASE("formatted times parse back to the same millisecond", "[timeline]") {
-  rc::prop("parse(format(t)) == t", [](uint32_t seconds, uint16_t millis) {
+  CHECK(rc::check("parse(format(t)) == t", [](uint32_t seconds, uint16_t millis) {
     auto t = Clock::time_point(std::chrono::seconds(seconds)) +
              std::chrono::duration_cast<Duration>(std::chrono::milliseconds(millis % 1000));
     auto back = parse_rfc3339(format_rfc3339(t));
     RC_ASSERT(back.has_value());
     RC_ASSERT(*back == t);
-  });
+  }));
 }
 
-TEST_CASE("--since and --until take a time or a duration before now", "[timeline]") {
+TEST_CASE("flags --since and --until take a time or a duration before now", "[timeline]") {
   auto now = at(2024, 6, 1, 12);
   CHECK(*parse_time_bound("10m", now, "--since") == at(2024, 6, 1, 11, 50));
   CHECK(*parse_time_bound("2h", now, "--since") == at(2024, 6, 1, 10));

@@ -10,7 +10,7 @@
 using nlohmann::json;
 namespace render = gaia::render;
 
-TEST_CASE("--set values are typed", "[overrides]") {
+TEST_CASE("flags --set values are typed", "[overrides]") {
   auto v = [](const std::string& text) {
     auto r = render::parse_override_value(text, "k");
     REQUIRE(r.has_value());
@@ -39,7 +39,7 @@ TEST_CASE("--set values are typed", "[overrides]") {
   CHECK_THAT(bad.error()[0].message, Catch::Contains("not valid JSON"));
 }
 
-TEST_CASE("--set keys nest on dots", "[overrides]") {
+TEST_CASE("flags --set keys nest on dots", "[overrides]") {
   auto r = render::parse_set("hdfs.replication=2");
   REQUIRE(r.has_value());
   CHECK(*r == json{{"hdfs", {{"replication", 2}}}});

@@ -1,0 +1,230 @@
+// End-to-end placement benchmark: submit-e2e-5k.
+//
+// The workload of schedule-basic-5k (5,000 nodes, 50,000 instances, same seed and
+// generator) placed the way `gaia submit` places it, with every placement committed to
+// a real SQLite store (lib/sqlite_store.hpp, default options: WAL, synchronous FULL)
+// in a temp dir:
+//
+//  1. The cluster (nodes, tenants, profile) is written through State::update.
+//  2. The apps arrive in 100 submissions of ~500 instances (whole apps), as in
+//     schedule-basic-5k's submissions. Each submission is plan_submit on the current
+//     state (instances created, scheduled with controllers/scheduler.hpp, addresses
+//     allocated, one Scheduled event per placement plus the app's events), then
+//     State::commit of the whole batch (one SQLite transaction, fsynced), under a fresh
+//     operation id. The state after the commit is carried to the next submission, as a
+//     long-running submitter would, so the figure is scheduling + deciding + committing.
+//     `placements_per_s` and the per-submission latency come from this stream.
+//  3. The store is then loaded back and checked: every instance Running on a node,
+//     with an address, and one event per placement.
+//  4. Five more submissions go through State::update exactly as cmd_submit.cpp does
+//     (load, plan_submit, commit, load again) on the full cluster, to show what one
+//     `gaia submit` costs once 50,000 instances exist (the loads dominate).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "bench/bench_cluster.hpp"
+#include "bench/bench_util.hpp"
+#include "controllers/submit.hpp"
+#include "lib/clock.hpp"
+#include "lib/hash.hpp"
+#include "lib/sqlite_store.hpp"
+#include "lib/state.hpp"
+
+namespace gaia::bench {
+namespace {
+
+constexpr uint64_t k_seed = 20240612;  // schedule-basic-5k's seed: the same workload.
+constexpr uint64_t k_late_seed = 20240614;
+constexpr int k_nodes = 5000;
+constexpr size_t k_instances = 50000;
+constexpr int k_submissions = 100;
+constexpr size_t k_late_instances = 2500;  // Five CLI-path submissions of ~500.
+constexpr int k_late_submissions = 5;
+
+AppToDeploy to_deploy(const GenApp& g) {
+  AppToDeploy d;
+  AppRecord& r = d.record;
+  r.tenant = g.tenant;
+  r.name = g.name;
+  r.version = "1.0.0";
+  r.workload.app = g.name;
+  r.workload.version = r.version;
+  r.workload.tenant = g.tenant;
+  r.workload.priority = g.roles.front().priority;
+  r.workload.roles = g.roles;
+  r.workload.hash = content_hash(g.name + "/1.0.0");
+  r.document = {{"apiVersion", "gaia/v1"}, {"kind", "App"}, {"metadata", {{"name", g.name}, {"version", r.version}}}};
+  r.spec_dir = "/synthetic/" + g.name;
+  return d;
+}
+
+// Whole apps in submissions of about `chunk` instances.
+std::vector<std::vector<AppToDeploy>> group(const std::vector<GenApp>& apps, size_t chunk) {
+  std::vector<std::vector<AppToDeploy>> out;
+  size_t in_current = chunk;
+  for (const auto& a : apps) {
+    if (in_current >= chunk) {
+      out.emplace_back();
+      in_current = 0;
+    }
+    out.back().push_back(to_deploy(a));
+    in_current += a.instances;
+  }
+  return out;
+}
+
+template <class T>
+T check(Result<T> r, const char* what) {
+  if (!r) throw std::runtime_error(fmt::format("{}: {}", what, format_diagnostics(r.error())));
+  return std::move(*r);
+}
+
+uintmax_t file_size_or_zero(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(p, ec);
+  return ec ? 0 : size;
+}
+
+Figures run_submit_e2e_5k() {
+  TempDir dir("gaia-bench-submit");
+  const auto db = dir.path() / "store.db";
+  auto opened = SqliteStore::open(db);
+  if (!opened) throw std::runtime_error("cannot open the store: " + opened.error().to_string());
+  SqliteStore& store = **opened;
+  SystemClock clock;
+  State state(store, clock);
+  size_t commits = 0, events = 0;
+
+  // 1. The cluster.
+  std::vector<Node> nodes = make_nodes(k_nodes);
+  double cluster_ms = time_ms([&] {
+    check(state.update(new_operation_id(clock),
+                       [&](const ClusterState&, Batch& b) -> Result<void> {
+                         b.put_nodes = nodes;
+                         b.put_tenants = make_tenants();
+                         b.profile = SchedulerProfile{};
+                         b.event("ClusterCreated", fmt::format("{} nodes", nodes.size()));
+                         return {};
+                       }),
+          "writing the cluster");
+  });
+  ++commits;
+  ++events;
+
+  // 2. The stream of submissions.
+  auto stream = group(make_apps(k_instances, k_seed), k_instances / k_submissions);
+  ClusterState current = check(state.load(), "loading the cluster");
+  std::vector<double> per_placement_us;
+  double plan_ms = 0, commit_ms = 0, cpu_before = cpu_ms();
+  size_t placed = 0, pending = 0;
+  Timer stream_wall;
+  for (auto& apps : stream) {
+    Timer t;
+    SubmitOutcome out;
+    plan_ms += time_ms([&] { out = plan_submit(current, apps); });
+    size_t batch_events = out.batch.events.size();
+    commit_ms += time_ms([&] {
+      if (!check(state.commit(current, std::move(out.batch), new_operation_id(clock)), "commit"))
+        throw std::runtime_error("commit conflict with no other writer");
+      // The next submission's base: the decided state at the revision just written.
+      current = std::move(out.after);
+      auto seq = store.get(keys::k_seq);
+      if (!seq || !*seq) throw std::runtime_error("the sequence key is missing after a commit");
+      current.seq_revision = (*seq)->mod_revision;
+      current.revision = (*seq)->mod_revision;
+    });
+    double ms = t.elapsed_ms();
+    ++commits;
+    events += batch_events;
+    placed += out.placed;
+    pending += out.pending;
+    if (out.placed) per_placement_us.push_back(ms * 1000.0 / static_cast<double>(out.placed));
+  }
+  double stream_ms = stream_wall.elapsed_ms();
+  double stream_cpu_ms = cpu_ms() - cpu_before;
+  if (placed != k_instances || pending != 0)
+    throw std::runtime_error(fmt::format("placed {} of {} instances, {} pending", placed, k_instances, pending));
+
+  // 3. Read it all back and check it.
+  ClusterState loaded;
+  double load_ms = time_ms([&] { loaded = check(state.load(), "loading the store"); });
+  size_t running = 0;
+  for (const auto& i : loaded.snapshot.instances)
+    if (i.state == InstanceState::Running && !i.node.empty() && !i.address.empty()) ++running;
+  if (running != k_instances || loaded.snapshot.instances.size() != k_instances)
+    throw std::runtime_error(fmt::format("the store holds {} instances, {} running with an address",
+                                         loaded.snapshot.instances.size(), running));
+  if (loaded.seq != static_cast<int64_t>(events))
+    throw std::runtime_error(fmt::format("{} events in the store, {} written", loaded.seq, events));
+  auto scheduled = check(state.events_after(0), "reading the timeline");
+  size_t scheduled_events = std::count_if(scheduled.begin(), scheduled.end(),
+                                          [](const TimelineEvent& e) { return e.reason == "Scheduled"; });
+  if (scheduled_events != k_instances)
+    throw std::runtime_error(fmt::format("{} Scheduled events for {} placements", scheduled_events, k_instances));
+
+  // 4. `gaia submit`'s own path on the full cluster.
+  WorkloadOptions late_options;
+  late_options.name_prefix = "late";
+  auto late = group(make_apps(k_late_instances, k_late_seed, late_options), k_late_instances / k_late_submissions);
+  std::vector<double> late_ms;
+  size_t late_placed = 0;
+  for (auto& apps : late) {
+    size_t placed_here = 0;
+    late_ms.push_back(time_ms([&] {
+      check(state.update(new_operation_id(clock),
+                         [&](const ClusterState& st, Batch& b) -> Result<void> {
+                           SubmitOutcome out = plan_submit(st, apps);
+                           placed_here = out.placed;
+                           events += out.batch.events.size();
+                           b = std::move(out.batch);
+                           return {};
+                         }),
+            "gaia submit path");
+    }));
+    ++commits;
+    late_placed += placed_here;
+  }
+
+  Figures out;
+  out["nodes"] = k_nodes;
+  out["instances"] = k_instances;
+  out["seed"] = k_seed;
+  out["store"] = "SQLite, WAL, synchronous FULL (defaults)";
+  out["cluster_write_ms"] = round3(cluster_ms);
+  out["submissions"] = stream.size();
+  out["placements"] = placed;
+  out["placements_per_s"] = round3(static_cast<double>(placed) * 1000.0 / stream_ms);
+  out["cpu_placements_per_s"] = round3(static_cast<double>(placed) * 1000.0 / stream_cpu_ms);
+  out["latency_basis"] = fmt::format(
+      "per submission ({} of ~{} instances, whole apps): plan_submit + State::commit wall time / its placements",
+      stream.size(), k_instances / k_submissions);
+  out["p50_us"] = round3(percentile(per_placement_us, 50));
+  out["p99_us"] = round3(percentile(per_placement_us, 99));
+  out["mean_us"] = round3(mean(per_placement_us));
+  out["stream_wall_ms"] = round3(stream_ms);
+  out["stream_cpu_ms"] = round3(stream_cpu_ms);
+  out["plan_ms"] = round3(plan_ms);
+  out["commit_ms"] = round3(commit_ms);
+  out["load_all_ms"] = round3(load_ms);
+  out["gaia_submit_path_submissions"] = late.size();
+  out["gaia_submit_path_placements"] = late_placed;
+  out["gaia_submit_path_p50_ms"] = round3(percentile(late_ms, 50));
+  out["gaia_submit_path_max_ms"] = round3(percentile(late_ms, 100));
+  out["gaia_submit_path_placements_per_s"] = round3(static_cast<double>(late_placed) * 1000.0 / (mean(late_ms) * static_cast<double>(late_ms.size())));
+  out["commits"] = commits;
+  out["events_written"] = events;
+  out["store_db_mb"] = round3(static_cast<double>(file_size_or_zero(db)) / 1048576.0);
+  out["store_wal_mb"] = round3(static_cast<double>(file_size_or_zero(db.string() + "-wal")) / 1048576.0);
+  out["cpu_ms"] = round3(cpu_ms());
+  return out;
+}
+
+const Registration k_submit_e2e_5k{"submit-e2e-5k",
+                                   "schedule-basic-5k's 50,000 instances placed with plan_submit and committed with "
+                                   "their events to a SQLite store in a temp dir, 100 submissions",
+                                   &run_submit_e2e_5k};
+
+}  // namespace
+}  // namespace gaia::bench

@@ -1,0 +1,179 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "spec/cluster_file.hpp"
+
+using namespace gaia;
+
+namespace {
+
+const Node& node(const spec::ClusterFile& f, const std::string& name) {
+  auto it = std::find_if(f.cluster.nodes.begin(), f.cluster.nodes.end(), [&](const Node& n) { return n.name == name; });
+  REQUIRE(it != f.cluster.nodes.end());
+  return *it;
+}
+
+Diagnostics errors_of(const std::string& text) {
+  auto r = spec::parse_cluster_file(text, "c.yaml");
+  REQUIRE_FALSE(r.has_value());
+  return r.error();
+}
+
+bool has_error(const Diagnostics& ds, int line, int col, const std::string& fragment) {
+  return std::any_of(ds.begin(), ds.end(), [&](const Diagnostic& d) {
+    return d.location.line == line && (col == 0 || d.location.column == col) &&
+           (d.message.find(fragment) != std::string::npos || d.path.find(fragment) != std::string::npos);
+  });
+}
+
+std::string dump(const Diagnostics& ds) { return format_diagnostics(ds); }
+
+}  // namespace
+
+TEST_CASE("cluster file: the big-data example", "[cluster_file]") {
+  auto f = spec::load_cluster_file(std::string(GAIA_SOURCE_DIR) + "/examples/clusters/bigdata-50.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  CHECK(f->cluster.name == "bigdata-50");
+  REQUIRE(f->cluster.nodes.size() == 50);
+  const Node& d14 = node(*f, "datanode-14");
+  CHECK(d14.address == "10.1.2.20");
+  CHECK(d14.instance_subnet == "10.102.0.0/24");
+  CHECK(d14.rack == "r2");
+  CHECK(d14.switch_ == "s2");
+  CHECK(d14.zone == "z1");
+  CHECK(d14.labels.at("disk") == "ssd");
+  CHECK(d14.labels.at("rack") == "r2");
+  CHECK(d14.capacity.cpu_millis == 32000);
+  CHECK(d14.capacity.memory_bytes == 128LL << 30);
+  REQUIRE(d14.volume_groups.size() == 2);
+  CHECK(d14.volume_groups[1].storage_class == "hdd");
+  CHECK(d14.volume_groups[1].size_bytes == 12LL << 40);
+  const Node& gpu = node(*f, "gpu-4");
+  CHECK(gpu.capacity.gpu == 4);
+  CHECK(gpu.labels.at("gpu-model") == "a100");
+  CHECK(gpu.zone == "z2");
+  CHECK(gpu.port_min == 30000);
+  std::set<std::string> racks, names;
+  for (const auto& n : f->cluster.nodes) {
+    racks.insert(n.rack);
+    names.insert(n.name);
+  }
+  CHECK(racks == std::set<std::string>{"r1", "r2", "r3"});
+  CHECK(names.size() == 50);
+  REQUIRE(f->cluster.tenants.size() == 2);
+  CHECK(f->cluster.tenants[1].name == "analytics");
+  CHECK(f->cluster.tenants[1].pool_selector.at("disk") == "ssd");
+  CHECK(f->cluster.tenants[1].quota.cpu_millis == 400000);
+  CHECK(f->cluster.profile.w_locality == 3);
+}
+
+TEST_CASE("cluster file: the IPv6 GPU pool example", "[cluster_file]") {
+  auto f = spec::load_cluster_file(std::string(GAIA_SOURCE_DIR) + "/examples/clusters/gpu-pool.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  CHECK(f->cluster.nodes.size() == 20);
+  const Node& a7 = node(*f, "a100-7");
+  CHECK(a7.address == "fd00:10:2::11");
+  CHECK(a7.instance_subnet == "fd00:20:2::/64");
+  CHECK(a7.rack == "r2");
+  CHECK(a7.switch_ == "leaf-2");
+  CHECK(node(*f, "a100-2").instance_subnet == "fd00:20:1:1::/64");
+  CHECK(f->cluster.profile.strategy == "stack");
+  CHECK(f->cluster.tenants[1].pool_selector.at("pool") == "ml");
+}
+
+TEST_CASE("cluster file: nodes without addresses are carved from the subnet", "[cluster_file]") {
+  auto f = spec::parse_cluster_file(R"(
+subnet: 10.9.0.0/16
+node_groups:
+  - {name: w, count: 2, capacity: {cpu: 4, memory: 8Gi}}
+nodes:
+  - {name: fixed, address: 10.9.0.1, capacity: {cpu: 4, memory: 8Gi}}
+)",
+                                    "c.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  CHECK(node(*f, "w-1").address == "10.9.0.2");  // 10.9.0.1 is taken by `fixed`.
+  CHECK(node(*f, "w-1").instance_subnet == "10.9.128.0/24");
+  CHECK(node(*f, "w-2").address == "10.9.0.3");
+  CHECK(node(*f, "fixed").instance_subnet == "10.9.130.0/24");
+  // A default tenant is always there.
+  REQUIRE(f->cluster.tenants.size() == 1);
+  CHECK(f->cluster.tenants[0].name == "default");
+}
+
+TEST_CASE("cluster file: every error is reported with its position", "[cluster_file]") {
+  auto ds = errors_of(R"(name: bad
+subnets:
+  - {cidr: 10.1.1.0/33, rack: r1}
+  - {cidr: 10.1.2.0/24}
+nodes:
+  - name: n1
+    capacity: {cpu: lots, memory: 8Gi, gpus: 1}
+    labels: {disk: "s s d"}
+    volume_groups:
+      - {name: v, class: nvme, size: 1Ti}
+    ports: 30000-20000
+  - name: Bad_Name
+    capacity: {cpu: 1}
+  - {name: n1, capacity: {cpu: 1, memory: 1Gi}}
+tenants:
+  - {name: t, quota: {cpu: 10}, pool: {gpu-model: h100}}
+scheduler:
+  strategy: balanced
+  weights: {locality: -1, colour: 2}
+extra: 1
+)");
+  INFO(dump(ds));
+  CHECK(has_error(ds, 3, 0, "prefix length"));
+  CHECK(has_error(ds, 4, 5, "no switch, rack or zone"));
+  CHECK(has_error(ds, 7, 21, "cpu"));
+  CHECK(has_error(ds, 7, 40, "unknown field 'gpus'"));
+  CHECK(has_error(ds, 8, 20, "bad label value"));
+  CHECK(has_error(ds, 10, 26, "unknown storage class 'nvme'"));
+  CHECK(has_error(ds, 11, 12, "30000-20000"));
+  CHECK(has_error(ds, 12, 11, "not a valid node name"));
+  CHECK(has_error(ds, 13, 15, "missing required field 'memory'"));
+  CHECK(has_error(ds, 18, 13, "unknown strategy"));
+  CHECK(has_error(ds, 19, 23, "locality"));
+  CHECK(has_error(ds, 19, 27, "unknown field 'colour'"));
+  CHECK(has_error(ds, 20, 1, "unknown field 'extra'"));
+  // "did you mean" for a near miss.
+  auto gpus = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& d) { return d.message.find("gpus") != std::string::npos; });
+  REQUIRE(gpus != ds.end());
+  CHECK(gpus->hint == "did you mean 'gpu'?");
+}
+
+TEST_CASE("cluster file: cross-node checks", "[cluster_file]") {
+  auto ds = errors_of(R"(nodes:
+  - {name: a, address: 10.0.0.1, instance_subnet: 10.5.0.0/16, capacity: {cpu: 1, memory: 1Gi}}
+  - {name: b, address: 10.0.0.1, instance_subnet: 10.5.3.0/24, capacity: {cpu: 1, memory: 1Gi}}
+  - {name: a, address: 10.5.9.9, instance_subnet: 10.6.0.0/24, capacity: {cpu: 1, memory: 1Gi}}
+tenants:
+  - {name: t, pool: {gpu-model: h100}}
+  - {name: t}
+)");
+  INFO(dump(ds));
+  CHECK(has_error(ds, 4, 0, "node name 'a' is used twice"));
+  CHECK(has_error(ds, 3, 0, "address 10.0.0.1 is used twice"));
+  CHECK(has_error(ds, 3, 0, "overlaps 10.5.0.0/16"));
+  CHECK(has_error(ds, 4, 0, "lies in the instance subnet 10.5.0.0/16"));
+  CHECK(has_error(ds, 7, 5, "tenant 't' is listed twice"));
+  CHECK(has_error(ds, 6, 5, "matches no node"));
+}
+
+TEST_CASE("cluster file: YAML syntax errors and empty files", "[cluster_file]") {
+  auto ds = errors_of("nodes:\n  - {name: a\n");
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].message.find("invalid YAML") != std::string::npos);
+  CHECK(ds[0].location.line > 0);
+  ds = errors_of("");
+  CHECK(ds[0].message.find("empty") != std::string::npos);
+  ds = errors_of("name: x\n");
+  CHECK(ds[0].message.find("no nodes") != std::string::npos);
+  ds = errors_of("node_groups:\n  - {name: g, count: 3, instance_subnets: 10.0.0.0/23, capacity: {cpu: 1, memory: 1Gi}}\n");
+  CHECK(ds[0].message.find("cannot hold 3 /24") != std::string::npos);
+}
