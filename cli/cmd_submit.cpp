@@ -16,18 +16,6 @@ namespace gaia::cli {
 
 namespace {
 
-// Submitting into a tenant the cluster does not define works (no quota, no pool) but is
-// usually a typo, so say so.
-void warn_unknown_tenant(const Globals& g, const ClusterState& st, const std::string& tenant) {
-  if (st.snapshot.tenants.empty()) return;
-  std::vector<std::string> names;
-  for (const auto& t : st.snapshot.tenants) {
-    if (t.name == tenant) return;
-    names.push_back(t.name);
-  }
-  std::fprintf(stderr, "%s tenant '%s' is not defined in the cluster (tenants: %s); it gets no quota and no node pool\n",
-               yellow(g, stderr, "warning:").c_str(), tenant.c_str(), fmt::format("{}", fmt::join(names, ", ")).c_str());
-}
 
 struct SubmitArgs {
   std::vector<std::string> dirs;

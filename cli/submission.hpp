@@ -68,4 +68,8 @@ nlohmann::json blockers_json(const std::vector<Blocker>& blockers);
 // "  0.frontend.web.default   Pending   0/3 nodes fit: 3 ResourceFit (memory)" lines.
 std::string format_blockers(const std::vector<Blocker>& blockers);
 
+// Warns on stderr when `tenant` is not defined in a cluster that defines tenants:
+// submitting there works (no quota, no pool) but is usually a typo.
+void warn_unknown_tenant(const Globals& g, const ClusterState& st, const std::string& tenant);
+
 }  // namespace gaia::cli
