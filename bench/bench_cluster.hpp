@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
+#include "controllers/submit.hpp"
 #include "lib/cluster.hpp"
 #include "lib/workload.hpp"
 
@@ -125,22 +126,9 @@ inline std::vector<GenApp> make_apps(size_t instances, uint64_t seed, const Work
   return apps;
 }
 
-// A pending instance of a role, labelled as controllers/submit.cpp labels them.
+// A pending instance of a role, labelled exactly as a submit labels them.
 inline Instance make_pending(const GenApp& app, const Role& role, int ordinal) {
-  Instance i;
-  i.tenant = app.tenant;
-  i.app = app.name;
-  i.role = role.name;
-  i.ordinal = ordinal;
-  i.request = role.resources;
-  i.priority = role.priority;
-  i.labels = role.labels;
-  i.labels["gaia.io/app"] = app.name;
-  i.labels["gaia.io/role"] = role.name;
-  i.labels["gaia.io/tenant"] = app.tenant;
-  i.labels["gaia.io/version"] = "1.0.0";
-  i.state = InstanceState::Pending;
-  return i;
+  return new_instance(app.tenant, app.name, "1.0.0", role, ordinal);
 }
 
 inline std::string role_key(const GenApp& app, const Role& role) {

@@ -386,23 +386,6 @@ struct Work {
   }
 };
 
-Instance make_instance(const AppRecord& app, const Role& role, int ordinal) {
-  Instance i;
-  i.tenant = app.tenant;
-  i.app = app.name;
-  i.role = role.name;
-  i.ordinal = ordinal;
-  i.request = role.resources;
-  i.priority = role.priority;
-  i.labels = role.labels;
-  i.labels["gaia.io/app"] = app.name;
-  i.labels["gaia.io/role"] = role.name;
-  i.labels["gaia.io/tenant"] = app.tenant;
-  i.labels["gaia.io/version"] = app.version;
-  i.state = InstanceState::Pending;
-  return i;
-}
-
 }  // namespace
 
 std::string allocate_address(const Node& node, const std::vector<Instance>& instances) {
@@ -583,7 +566,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       std::set<std::string> volume_names;
       for (const auto& v : role.volumes) volume_names.insert(v.name);
       for (int k = 0; k < role.replicas; ++k) {
-        Instance i = make_instance(rec, role, k);
+        Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
         if (auto old = old_volumes.find(i.key()); old != old_volumes.end())
           for (const auto& b : old->second)
             if (volume_names.count(b.volume)) i.volumes.push_back(b);
@@ -623,6 +606,24 @@ SubmitOutcome reschedule_pending(const ClusterState& state) {
   w.out.after = std::move(w.state);
   w.out.after.seq += static_cast<int64_t>(w.out.batch.events.size());
   return std::move(w.out);
+}
+
+Instance new_instance(const std::string& tenant, const std::string& app, const std::string& version,
+                      const Role& role, int ordinal) {
+  Instance i;
+  i.tenant = tenant;
+  i.app = app;
+  i.role = role.name;
+  i.ordinal = ordinal;
+  i.request = role.resources;
+  i.priority = role.priority;
+  i.labels = role.labels;
+  i.labels["gaia.io/app"] = app;
+  i.labels["gaia.io/role"] = role.name;
+  i.labels["gaia.io/tenant"] = tenant;
+  i.labels["gaia.io/version"] = version;
+  i.state = InstanceState::Pending;
+  return i;
 }
 
 }  // namespace gaia

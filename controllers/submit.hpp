@@ -91,4 +91,9 @@ void merge_batch(Batch& into, Batch more);
 // Whether every instance of the app is Running (or Succeeded), and it exists.
 bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name);
 
+// A pending instance of `role`, with the labels every instance carries (gaia.io/app,
+// role, tenant, version) on top of the role's own.
+Instance new_instance(const std::string& tenant, const std::string& app, const std::string& version,
+                      const Role& role, int ordinal);
+
 }  // namespace gaia
