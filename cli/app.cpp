@@ -22,12 +22,7 @@ int run(int argc, char** argv) {
       ->type_name("DIR");
   app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            return spec::is_dns_label(v) ? std::string()
-                                         : "tenant '" + v + "' is not a DNS label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)";
-          },
-          "DNS label"));
+      ->check(tenant_validator());
   app.add_option("--store", g.store, "SQLite store file (default: $GAIA_STORE, else the context's)")->type_name("PATH");
   app.add_option("--context", g.context, "Context to use instead of the current one")->type_name("NAME");
   app.add_option("--color", g.color, "Colour output: auto (terminal, not with NO_COLOR), always, never")

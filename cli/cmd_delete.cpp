@@ -87,7 +87,8 @@ void register_delete(CLI::App& app, Globals& g, int* code) {
       "  gaia delete shop/web                # tenant/app");
   auto a = std::make_shared<DeleteArgs>();
   cmd->add_option("APP", a->args, "App name (or tenant/app)")->required();
-  cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_flag("--cascade", a->cascade, "Also delete the apps that depend on it, dependents first");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_delete(g, *a); });

@@ -119,7 +119,8 @@ void register_endpoints(CLI::App& app, Globals& g, int* code) {
       "Names: <ordinal>.<role>.<app>.<tenant>.gaia per instance, <role>.<app>.<tenant>.gaia per role.");
   auto a = std::make_shared<EndpointsArgs>();
   cmd->add_option("APP", a->target, "APP or APP/ROLE")->required();
-  cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_endpoints(g, *a); });
 }

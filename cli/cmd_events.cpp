@@ -246,7 +246,8 @@ void register_events(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("--reason", a->reasons, "Only these reasons (comma list, e.g. Scheduled,Preempted)")
       ->type_name("REASONS");
   cmd->add_option("--type", a->type, "Only Normal or Warning events")->type_name("TYPE");
-  cmd->add_option("--tenant", a->tenant, "Only events of this tenant (default: all tenants)")->type_name("TENANT");
+  cmd->add_option("--tenant", a->tenant, "Only events of this tenant (default: all tenants)")->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_option("--op", a->op, "Only events of this operation id (printed by writing commands with -v)")
       ->type_name("ID");
   cmd->add_option("--since", a->since, "Events at or after this time: RFC 3339, or a duration ago (10m, 2h)")

@@ -118,7 +118,8 @@ void register_explain(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("--node", a->node, "Explain only this node: every failing filter and the score terms")
       ->type_name("NODE");
   cmd->add_option("--tenant", a->tenant, "Tenant for the app/role/ordinal shorthand (default: the global --tenant)")
-      ->type_name("TENANT");
+      ->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "json for the whole explanation as one JSON document")
       ->check(CLI::IsMember({"json"}));
   cmd->callback([&g, a, code] { *code = run_explain(g, *a); });

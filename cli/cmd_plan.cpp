@@ -54,7 +54,8 @@ void register_plan(CLI::App& app, Globals& g, int* code) {
       "  gaia plan examples/web -o json");
   auto a = std::make_shared<PlanArgs>();
   cmd->add_option("DIR", a->dirs, "App directories (or folders of them) submitted together")->required();
-  cmd->add_option("--tenant", a->tenant, "Tenant to plan in (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_option("--tenant", a->tenant, "Tenant to plan in (default: the global --tenant)")->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   a->flags.add_to(cmd);
   cmd->callback([&g, code, a] { *code = run_plan(g, *a); });

@@ -166,7 +166,8 @@ void register_submit(CLI::App& app, Globals& g, int* code) {
       "Exit codes: 0 submitted (instances may be pending without --wait), 1 error or --wait timed out.");
   auto a = std::make_shared<SubmitArgs>();
   cmd->add_option("DIR", a->dirs, "App directories (or folders of them) submitted together")->required();
-  cmd->add_option("--tenant", a->tenant, "Tenant to deploy in (default: the global --tenant)")->type_name("TENANT");
+  cmd->add_option("--tenant", a->tenant, "Tenant to deploy in (default: the global --tenant)")->type_name("TENANT")
+      ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--wait", a->wait, "Wait until every instance of the submitted apps runs (retrying pending ones)");
   cmd->add_option("--timeout", a->timeout, "How long --wait waits (e.g. 30s, 5m)")->capture_default_str();

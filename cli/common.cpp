@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include "spec/app_spec.hpp"
+
 #include <cstdlib>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -79,6 +81,16 @@ std::string relative_to_cwd(const std::string& file) {
 }
 
 }  // namespace
+
+CLI::Validator tenant_validator() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        return spec::is_dns_label(v)
+                   ? std::string()
+                   : "tenant '" + v + "' is not a DNS label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)";
+      },
+      "DNS label");
+}
 
 int report(const Globals& g, const Diagnostics& input) {
   Diagnostics ds = input;

@@ -33,6 +33,10 @@ struct Globals {
   bool use_color(std::FILE* stream) const;
 };
 
+// Checks a --tenant value is a DNS label, so a typo is a usage error (exit 2) rather
+// than names like "0.web.app.Bad Tenant.gaia" further down. Every --tenant uses it.
+CLI::Validator tenant_validator();
+
 // Prints diagnostics to stderr in the chosen format; returns k_error for convenience.
 int report(const Globals& g, const Diagnostics& ds);
 // "error: ..." line for a failure with no location.

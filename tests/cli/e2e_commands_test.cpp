@@ -640,3 +640,17 @@ TEST_CASE("e2e known bug: the output-limit hint names a flag that exists", "[.][
   if (r.err.find("--render-max-output") != std::string::npos)
     CHECK(s.gaia({"render", "big", "--render-max-output", "64"}).code != 2);
 }
+
+TEST_CASE("e2e every --tenant rejects a name that is not a DNS label as a usage error", "[e2e]") {
+  gaia::test::Scratch s;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--tenant", "Bad Tenant", "deps", "x"},
+                                             {"plan", "x", "--tenant", "Bad_T"},
+                                             {"submit", "x", "--tenant", "UPPER"},
+                                             {"delete", "x", "--tenant", "a.b"},
+                                             {"events", "--tenant", "-x-"}}) {
+    auto r = s.gaia(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("is not a DNS label"));
+  }
+}
