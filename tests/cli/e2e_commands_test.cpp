@@ -615,10 +615,9 @@ TEST_CASE("e2e env: --tenant renders into another tenant", "[e2e]") {
 }
 
 // ---------------------------------------------------------------------------------------
-// Known problems found while writing these tests (see the e2e report). Hidden from the
-// default run; run with "[e2e-known-bug]" once they are fixed, then drop the "[.]".
+// Problems found while writing these tests, now fixed: these keep them fixed.
 
-TEST_CASE("e2e known bug: global flags are accepted after the subcommand, as the docs show", "[.][e2e-known-bug]") {
+TEST_CASE("e2e fixed: global flags are accepted after the subcommand, as the docs show", "[e2e]") {
   Scratch s;
   copy_examples(s);
   // README, examples/README and `gaia deps --help` all write --repo after the command.
@@ -626,13 +625,13 @@ TEST_CASE("e2e known bug: global flags are accepted after the subcommand, as the
   CHECK(s.gaia({"render", "examples/web", "--repo", "examples"}).code == 0);
 }
 
-TEST_CASE("e2e known bug: an invalid --tenant is a usage error", "[.][e2e-known-bug]") {
+TEST_CASE("e2e fixed: an invalid --tenant is a usage error", "[e2e]") {
   Scratch s;
   copy_examples(s);
   CHECK(s.gaia({"--tenant", "Bad Tenant", "render", "examples/zookeeper"}).code != 0);
 }
 
-TEST_CASE("e2e known bug: the output-limit hint names a flag that exists", "[.][e2e-known-bug]") {
+TEST_CASE("e2e fixed: the output-limit hint names a flag that exists", "[e2e]") {
   Scratch s;
   write_output_app(s, "big", "local d(s, n) = if n == 0 then s else d(s + s, n - 1);", "d('x', 24)");
   auto r = s.gaia({"render", "big"});
