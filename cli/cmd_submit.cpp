@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/context.hpp"
+#include "cli/controller_loop.hpp"
 #include "cli/submission.hpp"
 #include "lib/timeline.hpp"
 
@@ -42,21 +43,17 @@ Result<WaitResult> wait_for(const Globals& g, Session& session, const std::strin
   size_t last_blocking = SIZE_MAX;
   auto sleep = std::chrono::milliseconds(100);
   for (;;) {
-    SubmitOutcome retry;
-    auto st = session.state->update(session.op, [&](const ClusterState& s, Batch& b) -> Result<void> {
-      retry = reschedule_pending(s);
-      b = retry.batch;
-      return {};
-    });
-    if (!st) return fail(st.error());
-    if (retry.changed()) {
-      w.placed += retry.placed;
-      if (print)
-        for (const auto& r : retry.others)
-          for (const auto& p : r.placed)
-            std::printf("  %s %s on %s%s\n", green(g, stdout, "placed").c_str(), p.instance.c_str(), p.node.c_str(),
-                        p.address.empty() ? "" : (" (" + p.address + ")").c_str());
-    }
+    // The controllers place what is pending, restart what failed and so on; their
+    // actions are this command's events too.
+    auto run = run_controllers(session);
+    if (!run) return fail(run.error());
+    const ClusterState* st = &run->state;
+    for (const auto& e : run->outcome.batch.events)
+      if (e.reason == "Scheduled") {
+        ++w.placed;
+        if (print)
+          std::printf("  %s %s %s\n", green(g, stdout, "placed").c_str(), e.instance.c_str(), e.message.c_str());
+      }
     w.blockers = blocking_instances(*st, tenant, apps);
     if (w.blockers.empty()) {
       w.done = true;

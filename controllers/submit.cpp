@@ -567,6 +567,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       for (const auto& v : role.volumes) volume_names.insert(v.name);
       for (int k = 0; k < role.replicas; ++k) {
         Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
+        i.hash = rec.workload.hash;
         if (auto old = old_volumes.find(i.key()); old != old_volumes.end())
           for (const auto& b : old->second)
             if (volume_names.count(b.volume)) i.volumes.push_back(b);

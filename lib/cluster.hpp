@@ -33,6 +33,9 @@ struct Node {
   std::vector<VolumeGroup> volume_groups;
   std::vector<std::string> cached_images;
   NodeState state = NodeState::Ready;
+  // Set by `gaia drain`: the node is cordoned and the migration controller moves its
+  // instances off in batches that keep each role's min_available.
+  bool draining = false;
   // Topology, filled from labels or the subnet table: "" when unknown.
   std::string zone, rack, switch_;
 
@@ -82,6 +85,19 @@ struct Instance {
   std::vector<VolumeBinding> volumes;
   std::string pending_reason;
   int restarts = 0, migrations = 0;
+  // Run-time facts the controllers keep (times in milliseconds since the epoch, 0 when
+  // unset): when the instance last started, when a failed one may restart next, and why
+  // it failed.
+  int64_t started_ms = 0;
+  int64_t restart_at_ms = 0;
+  std::string failure;
+  // Workload hash of the render the instance was created from; a rollout replaces the
+  // instances whose hash differs from their app's.
+  std::string hash;
+  // Observed usage (the sim backend's usage model); unset when not observed yet.
+  std::optional<Resources> usage;
+  // CPU usage above the node's capacity: throttled, reported, never killed for it.
+  bool throttled = false;
 
   // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
   std::string key() const;

@@ -21,7 +21,14 @@ void to_json(nlohmann::json& j, const Instance& i) {
                      {"pending_reason", i.pending_reason},
                      {"restarts", i.restarts},
                      {"migrations", i.migrations}};
+  // Run-time fields are written only when set, so records stay small and old ones load.
   if (i.reservation) j["reservation"] = *i.reservation;
+  if (i.started_ms) j["started_ms"] = i.started_ms;
+  if (i.restart_at_ms) j["restart_at_ms"] = i.restart_at_ms;
+  if (!i.failure.empty()) j["failure"] = i.failure;
+  if (!i.hash.empty()) j["hash"] = i.hash;
+  if (i.usage) j["usage"] = *i.usage;
+  if (i.throttled) j["throttled"] = true;
 }
 
 void from_json(const nlohmann::json& j, Instance& i) {
@@ -43,6 +50,13 @@ void from_json(const nlohmann::json& j, Instance& i) {
   i.migrations = j.value("migrations", d.migrations);
   if (j.contains("reservation")) i.reservation = j["reservation"].get<Resources>();
   else i.reservation.reset();
+  i.started_ms = j.value("started_ms", d.started_ms);
+  i.restart_at_ms = j.value("restart_at_ms", d.restart_at_ms);
+  i.failure = j.value("failure", d.failure);
+  i.hash = j.value("hash", d.hash);
+  if (j.contains("usage")) i.usage = j["usage"].get<Resources>();
+  else i.usage.reset();
+  i.throttled = j.value("throttled", d.throttled);
 }
 
 }  // namespace gaia

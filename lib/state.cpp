@@ -22,6 +22,9 @@ void to_json(nlohmann::json& j, const AppRecord& a) {
                      {"status", a.status},     {"workload", a.workload}, {"document", a.document},
                      {"dependencies", a.dependencies}, {"spec_dir", a.spec_dir}, {"source", a.source},
                      {"op", a.op},             {"created", a.created}, {"updated", a.updated}};
+  if (!a.scale.empty()) j["scale"] = a.scale;
+  if (!a.failed_roles.empty()) j["failed_roles"] = a.failed_roles;
+  if (!a.render_inputs.empty()) j["render_inputs"] = a.render_inputs;
 }
 
 void from_json(const nlohmann::json& j, AppRecord& a) {
@@ -38,6 +41,9 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
   a.op = j.value("op", d.op);
   a.created = j.value("created", d.created);
   a.updated = j.value("updated", d.updated);
+  a.scale = j.value("scale", d.scale);
+  a.failed_roles = j.value("failed_roles", d.failed_roles);
+  a.render_inputs = j.value("render_inputs", d.render_inputs);
 }
 
 void to_json(nlohmann::json& j, const TimelineEvent& e) {

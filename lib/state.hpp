@@ -30,6 +30,14 @@ struct AppRecord {
   std::vector<std::string> dependencies;   // Names (same tenant) this app imports from.
   std::string spec_dir;                    // Where the spec was read from.
   std::string source;                      // Apply source that owns it ("" for submit).
+  // Replicas set by `gaia scale`, by role; they beat the workload's count until the
+  // next submit or apply of a changed spec.
+  std::map<std::string, int> scale;
+  // Roles that exhausted retry_times, with the reason (the restart controller).
+  std::map<std::string, std::string> failed_roles;
+  // What the app was rendered with (overrides, jpaths, repository roots), so a config
+  // change can re-render it exactly as it was submitted.
+  nlohmann::json render_inputs = nlohmann::json::object();
   std::string op;                          // Operation that last changed it.
   std::string created, updated;            // RFC 3339 UTC.
 };

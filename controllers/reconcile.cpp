@@ -1,0 +1,63 @@
+#include "controllers/reconcile.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "controllers/submit.hpp"
+
+namespace gaia {
+
+namespace {
+
+// Places pending instances whose dependencies are ready: the scheduler as a controller.
+ControllerResult schedule_pending(const ClusterState& state, const ControllerContext&) {
+  auto out = reschedule_pending(state);
+  return ControllerResult{std::move(out.batch), 0};
+}
+
+}  // namespace
+
+const std::vector<NamedController>& default_controllers() {
+  static const std::vector<NamedController> controllers = {
+      {"scheduler", &schedule_pending},
+  };
+  return controllers;
+}
+
+ReconcileOutcome reconcile(const ClusterState& state, const ControllerContext& ctx,
+                           const std::vector<NamedController>& controllers, int max_passes) {
+  ReconcileOutcome out;
+  out.after = state;
+  std::vector<bool> active(controllers.size(), false);
+  out.converged = false;
+  for (int pass = 0; pass < max_passes; ++pass) {
+    ++out.passes;
+    bool changed = false;
+    int64_t wake = 0;
+    for (size_t c = 0; c < controllers.size(); ++c) {
+      auto r = controllers[c].fn(out.after, ctx);
+      if (r.wake_at_ms > 0) wake = wake == 0 ? r.wake_at_ms : std::min(wake, r.wake_at_ms);
+      if (r.batch.empty()) continue;
+      changed = true;
+      active[c] = true;
+      auto events = r.batch.events.size();
+      out.after = apply_batch(std::move(out.after), r.batch);
+      out.after.seq += static_cast<int64_t>(events);
+      merge_batch(out.batch, std::move(r.batch));
+    }
+    out.wake_at_ms = wake;
+    if (!changed) {
+      out.converged = true;
+      break;
+    }
+  }
+  for (size_t c = 0; c < controllers.size(); ++c)
+    if (active[c]) out.active.emplace_back(controllers[c].name);
+  return out;
+}
+
+int64_t to_millis(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace gaia

@@ -1,0 +1,75 @@
+#pragma once
+// The controller loop of DESIGN.md section 7. Each controller is a pure function of the
+// cluster state (and the time) returning the batch that moves the cluster toward its
+// goal; running it again on the result returns an empty batch. reconcile() runs them in
+// a fixed order on the state each previous one left, over and over until a whole pass
+// changes nothing (the sim backend starts placed instances at once, so one controller's
+// action often enables another's), and returns everything as one batch to commit.
+//
+// Controllers never sleep: one that waits for a time (a restart back-off, the end of a
+// start-up period) says when it wants to run again in `wake_at_ms`, and the caller
+// (`--wait`, `gaia controller run`) sleeps until then.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/state.hpp"
+
+namespace gaia {
+
+// Tunables of the run-time controllers (reclamation, runtime preemption, restarts).
+struct ControllerOptions {
+  // Reclamation (DESIGN.md section 6): a prod instance keeps its full request as its
+  // reservation for `startup_ms` after it started, then its reservation decays to its
+  // observed usage times (1 + margin); a usage spike above the reservation snaps it back
+  // to the request.
+  int64_t reclaim_startup_ms = 60'000;
+  double reclaim_margin = 0.2;
+  // Highest back-off between restarts, however many failures came before.
+  int64_t max_backoff_ms = 300'000;
+};
+
+struct ControllerContext {
+  int64_t now_ms = 0;  // Wall-clock milliseconds since the epoch.
+  ControllerOptions options;
+};
+
+struct ControllerResult {
+  Batch batch;
+  // Earliest time this controller wants to run again although nothing changed (0: only
+  // when something changes).
+  int64_t wake_at_ms = 0;
+};
+
+using ControllerFn = ControllerResult (*)(const ClusterState&, const ControllerContext&);
+
+struct NamedController {
+  std::string_view name;
+  ControllerFn fn;
+};
+
+// The controllers in the order one pass runs them: desired replicas first, then what
+// moves or restarts instances, then what reclaims and preempts at run time, and last
+// the scheduler that places whatever is pending.
+const std::vector<NamedController>& default_controllers();
+
+struct ReconcileOutcome {
+  Batch batch;          // Everything to commit, as one batch.
+  ClusterState after;   // `state` with `batch` applied.
+  int passes = 0;       // Passes run (the last one changed nothing when converged).
+  bool converged = true;  // False when max_passes ran out while still changing.
+  int64_t wake_at_ms = 0;  // Earliest wake-up any controller asked for (0: none).
+  std::vector<std::string> active;  // Names of the controllers that changed something.
+};
+
+ReconcileOutcome reconcile(const ClusterState& state, const ControllerContext& ctx,
+                           const std::vector<NamedController>& controllers = default_controllers(),
+                           int max_passes = 32);
+
+// Milliseconds since the epoch of a clock reading, the unit every controller works in.
+int64_t to_millis(std::chrono::system_clock::time_point t);
+
+}  // namespace gaia
