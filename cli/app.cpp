@@ -8,14 +8,13 @@
 
 namespace gaia::cli {
 
-int run(int argc, char** argv) {
-  CLI::App app{"gaia: use a whole cluster as one computer"};
+void build_app(CLI::App& app, Globals& g, int& code) {
+  app.name("gaia");
+  app.description("gaia: use a whole cluster as one computer");
   app.set_version_flag("--version", "gaia 0.1.0");
   app.require_subcommand(1);
   // Global flags may come before or after the command (`gaia deps DIR --repo R`).
   app.fallthrough(true);
-  app.footer("Run `gaia COMMAND --help` for a command's flags and examples. Exit codes: 0 ok, 1 error, 2 usage.");
-  Globals g;
   app.add_option("--repo", g.repo, "Spec repository folder (repeatable; default $GAIA_REPO, else the spec's parent)")
       ->type_name("DIR");
   app.add_option("-J,--jpath", g.jpath, "Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)")
@@ -32,7 +31,6 @@ int run(int argc, char** argv) {
   app.add_flag("-q,--quiet", g.quiet, "Print only errors and requested output");
   app.add_flag("-v,--verbose", g.verbose, "More detail on stderr (repeatable)");
 
-  int code = k_ok;
   register_init(app, g, &code);
   register_validate(app, g, &code);
   register_render(app, g, &code);
@@ -49,12 +47,42 @@ int run(int argc, char** argv) {
   register_delete(app, g, &code);
   register_status(app, g, &code);
   register_endpoints(app, g, &code);
+  register_apply(app, g, &code);
+  register_diff(app, g, &code);
+  register_scale(app, g, &code);
+  register_migrate(app, g, &code);
+  register_drain(app, g, &code);
+  register_rebalance(app, g, &code);
+  register_controller(app, g, &code);
+  register_config(app, g, &code);
+  register_label(app, g, &code);
+  register_sim(app, g, &code);
+  register_completion(app, g, &code);
+  // Set last: CLI11 copies a parent's footer into the subcommands created after it.
+  app.footer(
+      "Examples:\n"
+      "  gaia init hello && gaia validate hello\n"
+      "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
+      "  gaia submit examples/web --wait\n"
+      "  gaia get instances -o wide\n"
+      "  source <(gaia completion bash)             # tab completion for this shell\n"
+      "Run `gaia COMMAND --help` for a command's flags and examples; docs/cli.md has them all.\n"
+      "Exit codes: 0 ok, 1 error, 2 usage; see docs/cli.md for the commands that add more.");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app;
+  Globals g;
+  int code = k_ok;
+  build_app(app, g, code);
+  StepTimer total(g, "total");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? k_ok : k_usage;
+    return rc == 0 ? k_ok : usage_exit_code(app);
   }
+  total.stop(fmt::format("exit {}", code));
   return code;
 }
 

@@ -212,6 +212,10 @@ int run_show(const Globals& g, const ShowArgs& a) {
 void register_cluster(CLI::App& app, Globals& g, int* code) {
   auto* cmd = app.add_subcommand("cluster", "Create and inspect the cluster (nodes, tenants, scheduler profile)");
   cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
+      "  gaia cluster show");
 
   auto ca = std::make_shared<CreateArgs>();
   auto* create = cmd->add_subcommand("create", "Create the cluster from flags or a cluster file");
@@ -233,6 +237,7 @@ void register_cluster(CLI::App& app, Globals& g, int* code) {
   auto sa = std::make_shared<ShowArgs>();
   auto* show = cmd->add_subcommand("show", "Summary: nodes, capacity, allocation, tenants, scheduler profile");
   show->add_option("-o,--output", sa->output, "json or yaml instead of text")->check(CLI::IsMember({"json", "yaml"}));
+  show->footer("Examples:\n  gaia cluster show\n  gaia cluster show -o json | jq .nodes");
   show->callback([&g, sa, code] { *code = run_show(g, *sa); });
 }
 

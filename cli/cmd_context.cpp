@@ -108,27 +108,37 @@ int run_remove(const Globals& g, const ContextArgs& a) {
 void register_context(CLI::App& app, Globals& g, int* code) {
   auto* cmd = app.add_subcommand("context", "List and switch contexts (a store and a backend)");
   cmd->require_subcommand(0, 1);
-  cmd->footer("Without a subcommand: the list of contexts, the current one marked '*'.");
+  cmd->footer(
+      "Without a subcommand: the list of contexts, the current one marked '*'.\n"
+      "Examples:\n"
+      "  gaia context add staging --store /srv/gaia/staging.db\n"
+      "  gaia context use staging\n"
+      "  gaia --context default get nodes              # one command in another context");
   auto a = std::make_shared<ContextArgs>();
 
   auto* list = cmd->add_subcommand("list", "List contexts; the current one is marked '*'");
+  list->footer("Examples:\n  gaia context list\n  gaia context");
   list->callback([&g, code] { *code = run_list(g); });
 
   auto* current = cmd->add_subcommand("current", "Print the current context's name");
+  current->footer("Examples:\n  gaia context current");
   current->callback([&g, code] { *code = run_current(g); });
 
   auto* use = cmd->add_subcommand("use", "Make a context the current one");
   use->add_option("NAME", a->name, "Context name")->required();
+  use->footer("Examples:\n  gaia context use staging\n  gaia context use default");
   use->callback([&g, a, code] { *code = run_use(g, *a); });
 
   auto* add = cmd->add_subcommand("add", "Add a context");
   add->add_option("NAME", a->name, "Context name (a DNS label)")->required();
   add->add_option("--store", a->store, "SQLite store file (created on first use)")->required()->type_name("PATH");
   add->add_option("--backend", a->backend, "Where instances run (sim)")->capture_default_str();
+  add->footer("Examples:\n  gaia context add staging --store /srv/gaia/staging.db");
   add->callback([&g, a, code] { *code = run_add(g, *a); });
 
   auto* remove = cmd->add_subcommand("remove", "Forget a context (its store file is kept)");
   remove->add_option("NAME", a->name, "Context name")->required();
+  remove->footer("Examples:\n  gaia context remove staging                   # the store file stays");
   remove->callback([&g, a, code] { *code = run_remove(g, *a); });
 
   cmd->callback([cmd, &g, code] {

@@ -7,6 +7,7 @@
 
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
+#include "cli/propagate.hpp"
 #include "cli/table.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/quantity.hpp"
@@ -143,6 +144,9 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   field("Tenant", a->tenant);
   field("Version", a->version);
   field("Status", fmt::format("{} ({}/{} instances running)", a->status, running, desired));
+  std::vector<std::string> failed_roles;  // Roles that ran out of retry_times (the restart controller).
+  for (const auto& [role, why] : a->failed_roles) failed_roles.push_back(fmt::format("{}: {}", role, why));
+  field_lines("Failed roles", failed_roles);
   field("Priority", a->workload.priority.to_string());
   field("Spec", a->spec_dir.empty() ? "<unknown>" : a->spec_dir);
   if (!a->source.empty()) field("Source", a->source);
@@ -172,10 +176,24 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
       outputs.push_back(fmt::format("{} = {}", it.key(), it.value().is_string() ? it.value().get<std::string>()
                                                                                : it.value().dump()));
   field_lines("Outputs", outputs);
-  Table reads({"KIND", "KEY", "VALUE", "REVISION", "DEFAULTED"});
-  for (const auto& r : a->workload.reads)
-    reads.add_row({r.kind, r.key, r.value.is_string() ? r.value.get<std::string>() : r.value.dump(),
-                   std::to_string(r.revision), r.defaulted ? "yes" : "no"});
+  // Provenance: each config-center and label value the render used, the revision it
+  // read, and whether the center holds a different value now (then a config or label
+  // change did not reach this app: `gaia config set` re-renders readers of what it sets).
+  Table reads({"KIND", "KEY", "VALUE", "REVISION", "STATUS"});
+  auto centers = StoreConfigSource::load(*session.store);
+  std::optional<ConfigSnapshot> center_now;
+  if (centers) center_now = app_snapshot(*centers, *a);
+  for (const auto& r : a->workload.reads) {
+    std::string status = "-";
+    if (center_now) {
+      auto cur = read_now(r, *center_now);
+      if (read_holds(r, *center_now)) status = r.defaulted ? "default (key not set)" : "current";
+      else if (!cur) status = "stale: now unset";
+      else status = fmt::format("stale: now {} (revision {})", display_value(r.key, cur->value), cur->revision);
+    }
+    reads.add_row({r.kind, r.key, r.defaulted ? "(default) " + display_value(r.key, r.value) : display_value(r.key, r.value),
+                   r.defaulted ? "-" : std::to_string(r.revision), status});
+  }
   section("Config reads", reads);
   Table inst({"NAME", "ROLE", "NODE", "STATE", "ADDRESS", "REASON"});
   for (const auto& i : state.snapshot.instances)
@@ -213,6 +231,10 @@ int describe_instance(const Globals& g, Session& session, const ClusterState& st
   field("Priority", i->priority.to_string());
   field("Requests", resources_text(i->request));
   if (i->reservation) field("Reservation", resources_text(*i->reservation));
+  if (i->usage) field("Usage", resources_text(*i->usage) + (i->throttled ? " (cpu throttled)" : ""));
+  if (!i->failure.empty()) field("Last failure", i->failure + (i->internal_failure ? " (internal)" : ""));
+  if (i->restart_at_ms)
+    field("Restart at", format_rfc3339(Clock::time_point(std::chrono::milliseconds(i->restart_at_ms))));
   std::vector<std::string> ports;
   for (const auto& [pname, port] : i->ports) ports.push_back(fmt::format("{} -> {}", pname, port));
   field_lines("Ports", ports);

@@ -91,6 +91,8 @@ class FollowTable {
         line += std::string(m_width[c] - w + 3, ' ');
       }
       while (!line.empty() && line.back() == ' ') line.pop_back();
+      // On a terminal a long message is cut at its width, like cli::Table does.
+      if (m_options.truncate && m_options.max_width > 0) line = truncate_to_width(line, m_options.max_width);
       text += line + "\n";
     }
     m_header_done = true;
@@ -103,6 +105,7 @@ class FollowTable {
   bool m_wide;
   bool m_header_done = false;
   std::vector<size_t> m_width;
+  TableOptions m_options = table_options_for(stdout);
 };
 
 void print_table(const Globals& g, const std::vector<TimelineEvent>& events, bool wide) {

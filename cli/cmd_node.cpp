@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "cli/center_changes.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
 #include "cli/node_flags.hpp"
@@ -98,13 +99,18 @@ int run_label(const Globals& g, const NodeArgs& a) {
   if (!edits) return report(g, edits.error());
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  auto outcome = commit(**session, [&](const ClusterState& s) { return decide_node_label(s, names, *edits, a.overwrite); });
-  if (!outcome) return report(g, outcome.error());
+  // The same change as `gaia label set node` (cli/center_changes.hpp): apps that read
+  // these labels are re-rendered, and instances whose node no longer fits are moved.
+  auto outcome = std::make_shared<NodeOpOutcome>();
+  auto change = apply_center_change(**session, node_label_change(names, *edits, a.overwrite, outcome), false);
+  if (!change) return report(g, change.error());
   if (!g.quiet) {
     if (!outcome->changed) fmt::print("labels unchanged\n");
     for (const auto& n : outcome->nodes) fmt::print("node {} labeled\n", n);
   }
   print_retry(g, *outcome);
+  bool impact = !change->propagation.apps.empty() || !change->placement.empty() || !change->moved.empty();
+  if (!g.quiet && impact) fmt::print("{}", format_propagation(g, *change));
   return k_ok;
 }
 
@@ -124,8 +130,13 @@ int run_cordon(const Globals& g, const NodeArgs& a, bool cordon) {
 }  // namespace
 
 void register_node(CLI::App& app, Globals& g, int* code) {
-  auto* cmd = app.add_subcommand("node", "Add, remove, label, cordon and uncordon nodes");
+  auto* cmd = app.add_subcommand("node", "Add, remove, label, cordon, uncordon, fail and recover nodes");
   cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  gaia node add --nodes 2 --cpu 32 --memory 128Gi\n"
+      "  gaia node cordon node-3 && gaia drain node-3\n"
+      "  gaia node label node-3 disk=ssd");
   auto a = std::make_shared<NodeArgs>();
   a->flags.count = 1;
 
@@ -136,12 +147,16 @@ void register_node(CLI::App& app, Globals& g, int* code) {
   add->add_option("--rack", a->rack, "Rack label for the new nodes");
   add->add_option("--zone", a->zone, "Zone label for the new nodes");
   add->add_option("--switch", a->switch_, "Switch label for the new nodes");
-  add->footer("Example: gaia node add --nodes 2 --cpu 32 --memory 128Gi --ssd --rack r4 --name-prefix datanode");
+  add->footer(
+      "Examples:\n"
+      "  gaia node add --nodes 2 --cpu 32 --memory 128Gi --ssd --rack r4 --name-prefix datanode\n"
+      "  gaia node add --address 10.0.0.9 --instance-subnet 10.128.9.0/24");
   add->callback([&g, a, add, code] { *code = run_add(g, add, *a); });
 
   auto* remove = cmd->add_subcommand("remove", "Remove nodes (refuses while instances run there, unless --force)");
   remove->add_option("NODE", a->names, "Node names")->required();
   remove->add_flag("--force", a->force, "Remove anyway: its instances go back to pending and are retried elsewhere");
+  remove->footer("Examples:\n  gaia node remove node-7\n  gaia node remove node-7 node-8 --force     # instances are requeued");
   remove->callback([&g, a, code] { *code = run_remove(g, *a); });
 
   auto* label = cmd->add_subcommand("label", "Set (KEY=VALUE) or remove (KEY-) node labels");
@@ -153,11 +168,15 @@ void register_node(CLI::App& app, Globals& g, int* code) {
 
   auto* cordon = cmd->add_subcommand("cordon", "Stop placing new instances on nodes (running ones stay)");
   cordon->add_option("NODE", a->names, "Node names")->required();
+  cordon->footer("Examples:\n  gaia node cordon node-3\n  gaia node cordon node-3 node-4");
   cordon->callback([&g, a, code] { *code = run_cordon(g, *a, true); });
 
   auto* uncordon = cmd->add_subcommand("uncordon", "Open cordoned nodes again (then retry pending instances)");
   uncordon->add_option("NODE", a->names, "Node names")->required();
+  uncordon->footer("Examples:\n  gaia node uncordon node-3");
   uncordon->callback([&g, a, code] { *code = run_cordon(g, *a, false); });
+
+  register_node_faults(cmd, g, code);
 }
 
 }  // namespace gaia::cli

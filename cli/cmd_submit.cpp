@@ -5,11 +5,14 @@
 // instance and why.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
+#include "cli/propagate.hpp"
+#include "cli/progress.hpp"
 #include "cli/submission.hpp"
 #include "lib/timeline.hpp"
 
@@ -40,7 +43,7 @@ Result<WaitResult> wait_for(const Globals& g, Session& session, const std::strin
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + timeout;
   WaitResult w;
-  size_t last_blocking = SIZE_MAX;
+  ProgressLine progress(g, stdout, print);
   auto sleep = std::chrono::milliseconds(100);
   for (;;) {
     // The controllers place what is pending, restart what failed and so on; their
@@ -51,8 +54,7 @@ Result<WaitResult> wait_for(const Globals& g, Session& session, const std::strin
     for (const auto& e : run->outcome.batch.events)
       if (e.reason == "Scheduled") {
         ++w.placed;
-        if (print)
-          std::printf("  %s %s %s\n", green(g, stdout, "placed").c_str(), e.instance.c_str(), e.message.c_str());
+        progress.print(fmt::format("  {} {} {}", green(g, stdout, "placed"), e.instance, e.message));
       }
     w.blockers = blocking_instances(*st, tenant, apps);
     if (w.blockers.empty()) {
@@ -60,12 +62,13 @@ Result<WaitResult> wait_for(const Globals& g, Session& session, const std::strin
       return w;
     }
     if (Clock::now() >= deadline) return w;
-    if (print && w.blockers.size() != last_blocking) {
-      std::printf("  waiting for %zu instance(s) (%s)...\n", w.blockers.size(),
-                  w.blockers.size() == 1 ? w.blockers[0].reason.c_str() : "see `gaia get instances`");
-      std::fflush(stdout);
-      last_blocking = w.blockers.size();
-    }
+    // "12/40 instances running (28 waiting: 20 ResourceFit, 8 Dependency)".
+    size_t total = 0;
+    for (const auto& i : st->snapshot.instances)
+      if (i.tenant == tenant && std::ranges::find(apps, i.app) != apps.end()) ++total;
+    std::vector<Waiting> waiting;
+    for (const auto& b : w.blockers) waiting.push_back({b.state, b.reason});
+    progress.update(progress_summary(total - std::min(total, waiting.size()), total, waiting));
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     std::this_thread::sleep_for(std::min(sleep, std::max(left, std::chrono::milliseconds(1))));
     sleep = std::min(sleep * 2, std::chrono::milliseconds(1000));
@@ -84,7 +87,9 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;
-  auto sub = prepare_submission(g, tenant, a.dirs, a.flags, *s.state);
+  auto center = StoreConfigSource::load(*s.store);
+  if (!center) return report(g, center.error());
+  auto sub = prepare_submission(g, tenant, a.dirs, a.flags, *s.state, &*center);
   if (!sub) return report(g, sub.error());
 
   // The decision is recomputed inside decide(): if another process commits first, the
@@ -97,6 +102,11 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   });
   if (!committed) return report(g, committed.error());
   warn_unknown_tenant(g, *committed, tenant);
+  // The controllers run inline on the embedded default: they roll changed apps out in
+  // batches (controllers/rollout.hpp) and place what is pending.
+  auto inline_run = run_controllers(s);
+  if (!inline_run) return report(g, inline_run.error());
+  committed = inline_run->state;
 
   bool json = a.output == "json";
   OutcomeView view{.dry_run = false, .explain_scores = true};
@@ -105,6 +115,8 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
       std::fprintf(stderr, "%s the cluster has no nodes: create one with `gaia cluster create`\n",
                    yellow(g, stderr, "warning:").c_str());
     std::fputs(format_outcome(g, **sub, out, view).c_str(), stdout);
+    if (std::string summary = controller_summary(inline_run->outcome.batch); !summary.empty())
+      std::printf("%s %s\n", bold(g, stdout, "controllers:").c_str(), summary.c_str());
     if (out.changed()) std::printf("operation %s (see `gaia events --op %s`)\n", s.op.c_str(), s.op.c_str());
     std::fflush(stdout);
   }

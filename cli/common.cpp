@@ -2,6 +2,7 @@
 
 #include "spec/app_spec.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -128,6 +129,35 @@ int report(const Globals& g, const Diagnostics& input) {
 
 int report_error(const Globals& g, const std::string& message, const std::string& hint) {
   return report(g, Diagnostics{Diagnostic{{}, "", message, hint}});
+}
+
+bool verbose_at(const Globals& g, int level) { return !g.quiet && g.verbose >= level; }
+
+void log_verbose(const Globals& g, int level, const std::string& message) {
+  if (!verbose_at(g, level)) return;
+  std::string line = dim(g, stderr, message) + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+namespace {
+long long steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+StepTimer::StepTimer(const Globals& g, std::string what, int level)
+    : m_g(g), m_what(std::move(what)), m_level(level), m_start_ns(steady_ns()) {}
+
+StepTimer::~StepTimer() { stop(); }
+
+double StepTimer::elapsed_ms() const { return static_cast<double>(steady_ns() - m_start_ns) / 1e6; }
+
+void StepTimer::stop(const std::string& detail) {
+  if (m_stopped) return;
+  m_stopped = true;
+  if (!verbose_at(m_g, m_level)) return;
+  log_verbose(m_g, m_level, fmt::format("{}: {:.1f} ms{}", m_what, elapsed_ms(), detail.empty() ? "" : " (" + detail + ")"));
 }
 
 std::string bold(const Globals& g, std::FILE* s, const std::string& t) { return sgr(g, s, "1", t); }

@@ -14,7 +14,9 @@
 namespace gaia::cli {
 
 // Exit codes, documented in docs/cli.md.
-enum Exit : int { k_ok = 0, k_error = 1, k_usage = 2, k_changes = 3 };
+// `gaia diff` exits k_changes (2) when there are changes, like diff(1), and reports its
+// usage errors as k_error (usage_exit_code), so its 2 always means "changes".
+enum Exit : int { k_ok = 0, k_error = 1, k_usage = 2, k_changes = 2 };
 
 struct Globals {
   std::vector<std::string> repo;    // --repo, repeatable; else GAIA_REPO (':'-separated).
@@ -42,6 +44,31 @@ int report(const Globals& g, const Diagnostics& ds);
 // "error: ..." line for a failure with no location.
 int report_error(const Globals& g, const std::string& message, const std::string& hint = "");
 
+// -v and -vv: what the command does and how long it takes, on stderr. Level 1 (-v):
+// operation id, store open, reads and commits, render, total time; level 2 (-vv): every
+// store transaction and controller pass. --quiet silences them.
+bool verbose_at(const Globals& g, int level);
+void log_verbose(const Globals& g, int level, const std::string& message);
+
+// Measures one step and logs "<what>: 12.3 ms" at `level` when it goes out of scope
+// (or when stop() is called, with extra detail appended).
+class StepTimer {
+ public:
+  StepTimer(const Globals& g, std::string what, int level = 1);
+  ~StepTimer();
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+  double elapsed_ms() const;
+  void stop(const std::string& detail = "");
+
+ private:
+  const Globals& m_g;
+  std::string m_what;
+  int m_level;
+  long long m_start_ns;
+  bool m_stopped = false;
+};
+
 // Colour helpers: wrap text in an SGR sequence when colour is on.
 std::string bold(const Globals& g, std::FILE* s, const std::string& text);
 std::string green(const Globals& g, std::FILE* s, const std::string& text);
@@ -67,5 +94,22 @@ void register_submit(CLI::App& app, Globals& g, int* code);
 void register_delete(CLI::App& app, Globals& g, int* code);
 void register_status(CLI::App& app, Globals& g, int* code);
 void register_endpoints(CLI::App& app, Globals& g, int* code);
+void register_apply(CLI::App& app, Globals& g, int* code);
+void register_diff(CLI::App& app, Globals& g, int* code);
+// Exit code of a command-line parse error: k_usage, except k_error for `gaia diff`,
+// whose 2 means "there are changes" (cmd_diff.cpp).
+int usage_exit_code(const CLI::App& app);
+// `gaia completion SHELL` and the hidden `gaia __complete KIND PREFIX` (cmd_completion.cpp).
+void register_completion(CLI::App& app, Globals& g, int* code);
+void register_scale(CLI::App& app, Globals& g, int* code);
+void register_migrate(CLI::App& app, Globals& g, int* code);
+void register_drain(CLI::App& app, Globals& g, int* code);
+void register_rebalance(CLI::App& app, Globals& g, int* code);
+// `gaia node fail|recover` (cmd_migrate.cpp), added to the `node` command.
+void register_node_faults(CLI::App* node, Globals& g, int* code);
+void register_controller(CLI::App& app, Globals& g, int* code);
+void register_config(CLI::App& app, Globals& g, int* code);
+void register_label(CLI::App& app, Globals& g, int* code);
+void register_sim(CLI::App& app, Globals& g, int* code);
 
 }  // namespace gaia::cli

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/timed_store.hpp"
 #include "lib/sqlite_store.hpp"
 #include "lib/timeline.hpp"
 
@@ -72,31 +73,41 @@ Result<void> save_contexts(const ContextFile& f) {
   return {};
 }
 
-Result<std::unique_ptr<Session>> open_session(const Globals& g) {
+Result<ContextEntry> resolve_context(const Globals& g) {
   auto contexts = load_contexts();
   if (!contexts) return fail(contexts.error());
-  auto s = std::make_unique<Session>();
   std::string wanted = g.context.empty() ? contexts->current : g.context;
-  bool found = false;
+  const ContextEntry* found = nullptr;
   for (const auto& c : contexts->contexts)
-    if (c.name == wanted) {
-      s->context = c;
-      found = true;
-    }
+    if (c.name == wanted) found = &c;
   if (!found) {
     std::vector<std::string> names;
     for (const auto& c : contexts->contexts) names.push_back(c.name);
     return fail(Diagnostic{{}, "", fmt::format("no context named '{}'", wanted),
                            fmt::format("known contexts: {}; create one with `gaia context add`", fmt::join(names, ", "))});
   }
-  if (!g.store.empty()) s->context.store = g.store;
-  else if (const char* env = std::getenv("GAIA_STORE"); env && *env) s->context.store = env;
+  ContextEntry context = *found;
+  if (!g.store.empty()) context.store = g.store;
+  else if (const char* env = std::getenv("GAIA_STORE"); env && *env) context.store = env;
+  return context;
+}
+
+Result<std::unique_ptr<Session>> open_session(const Globals& g) {
+  auto context = resolve_context(g);
+  if (!context) return fail(context.error());
+  auto s = std::make_unique<Session>();
+  s->context = std::move(*context);
+  s->globals = &g;
   if (s->context.backend != "sim")
     return fail(Diagnostic{{}, "", fmt::format("backend '{}' is not available in this build", s->context.backend),
                            "use the sim backend (gaia context add NAME --backend sim)"});
+  StepTimer open_timer(g, fmt::format("store {} opened", s->context.store));
   auto store = SqliteStore::open(s->context.store);
   if (!store) return fail(store.error().to_diagnostic());
-  s->store = std::move(*store);
+  open_timer.stop(fmt::format("context {}", s->context.name));
+  // With -v every read and commit is timed; without it the store is used as it is.
+  if (verbose_at(g, 1)) s->store = std::make_unique<TimedStore>(g, std::move(*store));
+  else s->store = std::move(*store);
   // The retention set with `gaia events --retention` binds every process using the store.
   StateOptions options;
   auto retention = load_event_retention(*s->store);
@@ -104,7 +115,7 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   if (*retention) options.event_retention = **retention;
   s->state = std::make_unique<State>(*s->store, s->clock, options);
   s->op = new_operation_id(s->clock);
-  if (g.verbose > 0) fmt::print(stderr, "operation {}\n", s->op);
+  log_verbose(g, 1, fmt::format("operation {}", s->op));
   return s;
 }
 

@@ -39,7 +39,12 @@ struct Session {
   SystemClock clock;
   std::unique_ptr<State> state;
   std::string op;  // Operation id of this command.
+  const Globals* globals = nullptr;  // The command's flags (for -v logging); set by open_session.
 };
+
+// The context a command uses: --context, else the current one, with its store replaced
+// by --store or GAIA_STORE when given. Opens nothing.
+Result<ContextEntry> resolve_context(const Globals& g);
 
 // Opens the store of the current context (or --store / GAIA_STORE).
 Result<std::unique_ptr<Session>> open_session(const Globals& g);

@@ -5,29 +5,45 @@
 #include <algorithm>
 #include <thread>
 
+#include "cli/progress.hpp"
+#include "controllers/controller_options.hpp"
+
 namespace gaia::cli {
 
 Result<ControllerRun> run_controllers(Session& s, const ControllerOptions& options) {
   ControllerRun run;
+  // -vv: one line per controller run (each command's inline run, each --wait poll).
+  static const Globals k_silent;
+  StepTimer timer(s.globals ? *s.globals : k_silent, "controllers", 2);
   auto st = s.state->update(s.op, [&](const ClusterState& cs, Batch& b) -> Result<void> {
-    ControllerContext ctx{to_millis(s.clock.now()), options};
+    // Options stored with `gaia sim options` apply to every run, over the caller's.
+    ControllerContext ctx{to_millis(s.clock.now()), stored_controller_options(cs, options)};
     run.outcome = reconcile(cs, ctx);
     b = run.outcome.batch;
     return {};
   });
   if (!st) return fail(st.error());
+  if (s.globals)
+    timer.stop(fmt::format("{} pass(es), {} event(s){}", run.outcome.passes, run.outcome.batch.events.size(),
+                           run.outcome.active.empty() ? "" : fmt::format(" from {}", fmt::join(run.outcome.active, ", "))));
   run.state = std::move(*st);
   return run;
 }
 
-void print_controller_events(const Globals& g, const Batch& batch) {
-  if (g.quiet) return;
+std::vector<std::string> controller_event_lines(const Globals& g, const Batch& batch) {
+  std::vector<std::string> lines;
   for (const auto& e : batch.events) {
     std::string what = !e.instance.empty() ? e.instance : !e.node.empty() ? e.node : e.app;
     std::string reason = fmt::format("{:<12}", e.reason);
     reason = e.type == "Warning" ? yellow(g, stdout, reason) : green(g, stdout, reason);
-    std::printf("  %s %s %s\n", reason.c_str(), what.c_str(), e.message.c_str());
+    lines.push_back(fmt::format("  {} {} {}", reason, what, e.message));
   }
+  return lines;
+}
+
+void print_controller_events(const Globals& g, const Batch& batch) {
+  if (g.quiet) return;
+  for (const auto& line : controller_event_lines(g, batch)) std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 
@@ -36,17 +52,19 @@ Result<FollowResult> follow_controllers(const Globals& g, Session& s, const std:
   using Steady = std::chrono::steady_clock;
   auto deadline = Steady::now() + options.timeout;
   FollowResult f;
+  ProgressLine progress(g, stdout, options.print);
   auto poll = std::chrono::milliseconds(100);
   for (;;) {
     auto run = run_controllers(s, options.controller);
     if (!run) return fail(run.error());
     ++f.runs;
-    if (options.print) print_controller_events(g, run->outcome.batch);
+    for (const auto& line : controller_event_lines(g, run->outcome.batch)) progress.print(line);
     f.state = std::move(run->state);
     if (done(f.state)) {
       f.done = true;
       return f;
     }
+    progress.update(options.status ? options.status(f.state) : progress_summary(f.state));
     auto now = Steady::now();
     if (now >= deadline) return f;
     // Sleep until a controller's timer is due, but poll meanwhile: another process may

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cli/common.hpp"
 #include "cli/context.hpp"
@@ -27,10 +28,16 @@ Result<ControllerRun> run_controllers(Session& s, const ControllerOptions& optio
 // One line per event of `batch` ("  Scheduled  0.web.web.default  placed on n3 ...").
 void print_controller_events(const Globals& g, const Batch& batch);
 
+// The event lines print_controller_events prints, without printing them.
+std::vector<std::string> controller_event_lines(const Globals& g, const Batch& batch);
+
 struct FollowOptions {
   std::chrono::milliseconds timeout{300'000};
-  bool print = true;  // Progress lines on stdout.
+  bool print = true;  // Progress on stdout: events, and a status line (cli/progress.hpp).
   ControllerOptions controller;
+  // The status line while waiting; default: how many instances of the store run and
+  // why the others wait.
+  std::function<std::string(const ClusterState&)> status;
 };
 
 struct FollowResult {

@@ -103,12 +103,14 @@ Result<nlohmann::json> load_yaml_or_json(const std::string& file) {
   return render::yaml_to_json(ss.str(), file);
 }
 
-// Every prefix of a nested key path is a config key, so gaia.config('web') returns the
-// whole object and gaia.config('web.replicas') one value.
-void flatten_config(const nlohmann::json& value, const std::string& prefix, ConfigSnapshot& out, const std::string& source) {
-  if (!prefix.empty()) out.config[prefix] = ConfigValue{value, 0, source};
-  if (value.is_object())
-    for (const auto& [k, v] : value.items()) flatten_config(v, prefix.empty() ? k : prefix + "." + k, out, source);
+// The leaves of the file's nested `config:` mapping as entries: each beats the value at
+// its path, so the center's sibling keys stay visible (an empty mapping is a leaf too).
+void config_leaves(const nlohmann::json& value, const std::string& prefix, ConfigLayer& out, const std::string& source) {
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [k, v] : value.items()) config_leaves(v, prefix.empty() ? k : prefix + "." + k, out, source);
+    return;
+  }
+  if (!prefix.empty()) out.push_back(ConfigEntry{"file", prefix, value, 0, source});
 }
 
 }  // namespace
@@ -141,19 +143,18 @@ Result<InMemoryRunningApps> load_running(const std::string& file) {
   return running;
 }
 
-Result<ConfigSnapshot> load_config_file(const std::string& file) {
-  ConfigSnapshot snap;
-  if (file.empty()) return snap;
-  auto doc = load_yaml_or_json(file);
-  if (!doc) return fail(doc.error());
-  if (!doc->is_object())
+Result<ConfigFileLayer> parse_config_file(const nlohmann::json& document, const std::string& file) {
+  ConfigFileLayer layer;
+  layer.file = file;
+  layer.document = document;
+  if (!document.is_object())
     return fail(Diagnostic{{file}, "", "expected a mapping with `config:` and/or `labels:`", ""});
   Diagnostics errors;
   std::string source = "file:" + file;
-  for (const auto& [key, value] : doc->items()) {
+  for (const auto& [key, value] : document.items()) {
     if (key == "config") {
       if (!value.is_object()) errors.push_back({{file}, "config", "expected a mapping of keys to values", ""});
-      else flatten_config(value, "", snap, source);
+      else config_leaves(value, "", layer.config, source);
     } else if (key == "labels") {
       if (!value.is_object()) {
         errors.push_back({{file}, "labels", "expected kind -> name -> key -> value", ""});
@@ -167,7 +168,7 @@ Result<ConfigSnapshot> load_config_file(const std::string& file) {
         if (!names.is_object()) continue;
         for (const auto& [name, kv] : names.items()) {
           if (!kv.is_object()) continue;
-          for (const auto& [k, v] : kv.items()) snap.labels[kind][name][k] = ConfigValue{v, 0, source};
+          for (const auto& [k, v] : kv.items()) layer.labels[kind][name][k] = ConfigValue{v, 0, source};
         }
       }
     } else {
@@ -175,7 +176,32 @@ Result<ConfigSnapshot> load_config_file(const std::string& file) {
     }
   }
   if (!errors.empty()) return fail(std::move(errors));
+  return layer;
+}
+
+Result<ConfigFileLayer> load_config_file_layer(const std::string& file) {
+  if (file.empty()) return ConfigFileLayer{};
+  auto doc = load_yaml_or_json(file);
+  if (!doc) return fail(doc.error());
+  return parse_config_file(*doc, file);
+}
+
+ConfigSnapshot layered_snapshot(const StoreConfigSource* center, const std::string& tenant, const ConfigFileLayer& file) {
+  ConfigSnapshot snap;
+  std::vector<ConfigLayer> layers = center ? center->config_layers(tenant) : std::vector<ConfigLayer>{};
+  layers.push_back(file.config);
+  snap.config = resolve_config(layers);
+  if (center) snap.labels = center->labels_for(tenant);
+  for (const auto& [kind, names] : file.labels)
+    for (const auto& [name, kv] : names)
+      for (const auto& [k, v] : kv) snap.labels[kind][name][k] = v;
   return snap;
+}
+
+Result<ConfigSnapshot> load_config_file(const std::string& file) {
+  auto layer = load_config_file_layer(file);
+  if (!layer) return fail(layer.error());
+  return layered_snapshot(nullptr, "", *layer);
 }
 
 std::unique_ptr<render::RenderCache> open_render_cache(bool disabled) {
@@ -187,7 +213,7 @@ std::unique_ptr<render::RenderCache> open_render_cache(bool disabled) {
   return std::make_unique<render::DirectoryRenderCache>(base / "gaia" / "render");
 }
 
-Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f) {
+Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f, const StoreConfigSource* center) {
   render::ChainOptions opts;
   opts.base.jpaths = g.jpath_paths();
   opts.base.tenant = g.tenant;
@@ -199,9 +225,9 @@ Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& 
   auto overrides = render::build_overrides(values, f.sets);
   if (!overrides) errors.insert(errors.end(), overrides.error().begin(), overrides.error().end());
   else opts.root_overrides = *overrides;
-  auto config = load_config_file(f.config_file);
-  if (!config) errors.insert(errors.end(), config.error().begin(), config.error().end());
-  else opts.base.config = *config;
+  auto file = load_config_file_layer(f.config_file);
+  if (!file) errors.insert(errors.end(), file.error().begin(), file.error().end());
+  else opts.base.config = layered_snapshot(center, g.tenant, *file);
   if (!errors.empty()) return fail(std::move(errors));
   return opts;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "lib/config_center.hpp"
 #include "lib/config_source.hpp"
 #include "lib/running_apps.hpp"
 #include "render/cache.hpp"
@@ -48,11 +49,33 @@ Result<InMemoryRunningApps> load_running(const std::string& file);
 // key -> value) as the config and label centers' values.
 Result<ConfigSnapshot> load_config_file(const std::string& file);
 
+// A --config-file as a layer over the store's centers: its config leaves (each beats the
+// center's value at that path, and the center's other keys stay), its labels (each beats
+// the center's label), and the parsed document, which submit records in the app's
+// render inputs so a later re-render layers the same values.
+struct ConfigFileLayer {
+  std::string file;
+  nlohmann::json document = nlohmann::json::object();
+  ConfigLayer config;
+  std::map<std::string, std::map<std::string, std::map<std::string, ConfigValue>>> labels;
+};
+Result<ConfigFileLayer> load_config_file_layer(const std::string& file);
+// The same from a document already read (render inputs); `file` names it in errors.
+Result<ConfigFileLayer> parse_config_file(const nlohmann::json& document, const std::string& file);
+
+// What a tenant's renders see: the store's centers (when `center` is given) with the
+// file layer over them.
+ConfigSnapshot layered_snapshot(const StoreConfigSource* center, const std::string& tenant, const ConfigFileLayer& file);
+
 // The render cache under $XDG_CACHE_HOME/gaia/render (or ~/.cache/gaia/render).
 std::unique_ptr<render::RenderCache> open_render_cache(bool disabled);
 
-// Chain options from the globals and flags (jpaths, tenant, overrides, config).
-Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f);
+// Chain options from the globals and flags (jpaths, tenant, overrides, config). Renders
+// read the config and label centers from `center` (the store's, for submit and plan)
+// with --config-file layered over them (file beats center, for local testing); without
+// a center (render, validate: no cluster needed) only the file is read.
+Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f,
+                                           const StoreConfigSource* center = nullptr);
 
 // Shown paths: relative to the current directory when below it, else as given.
 std::string display_path(const std::filesystem::path& p);

@@ -8,6 +8,7 @@
 
 #include "cli/table.hpp"
 #include "controllers/explain.hpp"
+#include "controllers/rollout.hpp"
 #include "render/chain.hpp"
 
 namespace gaia::cli {
@@ -19,9 +20,37 @@ std::vector<std::string> Submission::app_names() const {
   return out;
 }
 
+namespace {
+
+// What cli/propagate.cpp needs to render an app again as it was submitted. The
+// --config-file is kept as its parsed document, so a re-render does not depend on the
+// file still being there.
+nlohmann::json render_inputs(const render::ChainOptions& options, const RenderFlags& flags,
+                             const spec::SpecRepository& repo, bool root) {
+  nlohmann::json jpaths = nlohmann::json::array(), roots = nlohmann::json::array();
+  for (const auto& p : options.base.jpaths) jpaths.push_back(p.string());
+  for (const auto& p : repo.roots()) roots.push_back(p.string());
+  nlohmann::json in = {
+      {"overrides", root ? options.root_overrides : nlohmann::json::object()},
+      {"jpaths", jpaths},
+      {"repo", roots},
+      {"limits",
+       {{"timeout_ms", options.base.timeout_ms},
+        {"max_output_bytes", options.base.max_output_bytes},
+        {"memory_limit_bytes", options.base.memory_limit_bytes}}},
+  };
+  if (!flags.config_file.empty()) {
+    auto layer = load_config_file_layer(flags.config_file);
+    if (layer) in["config_file"] = {{"path", flags.config_file}, {"document", layer->document}};
+  }
+  return in;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const std::string& tenant,
                                                        const std::vector<std::string>& dirs, const RenderFlags& flags,
-                                                       const RunningApps& running) {
+                                                       const RunningApps& running, const StoreConfigSource* center) {
   auto s = std::make_unique<Submission>();
   s->tenant = tenant;
   auto expanded = expand_spec_paths(dirs);
@@ -44,7 +73,7 @@ Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const s
 
   Globals scoped = g;
   scoped.tenant = tenant;
-  auto options = chain_options(scoped, flags);
+  auto options = chain_options(scoped, flags, center);
   if (!options) return fail(options.error());
   auto cache = open_render_cache(flags.no_cache);
   auto chain = render::render_chain(s->plan, *options, cache.get());
@@ -66,6 +95,8 @@ Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const s
     a.record.document = it->second.document;
     for (const auto& e : node.dependencies) a.record.dependencies.push_back(s->plan.nodes[e.node].name);
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
+    bool root = std::find(s->plan.roots.begin(), s->plan.roots.end(), i) != s->plan.roots.end();
+    a.record.render_inputs = render_inputs(*options, flags, s->repo, root);
     s->apps.push_back(std::move(a));
   }
   return s;
@@ -79,8 +110,15 @@ std::vector<Blocker> blocking_instances(const ClusterState& state, const std::st
       out.push_back({name, "Missing", "the app is no longer in the store (deleted while waiting?)"});
       continue;
     }
+    const AppRecord* app = state.find_app(tenant, name);
     for (const auto& i : state.snapshot.instances) {
       if (i.tenant != tenant || i.app != name) continue;
+      if (instance_outdated(i, *app)) {
+        out.push_back({i.key(), std::string(instance_state_name(i.state)),
+                       fmt::format("runs workload {}, the app is at {}: waiting for the rollout to replace it",
+                                   i.hash.empty() ? "?" : i.hash.substr(0, 12), app->workload.hash.substr(0, 12))});
+        continue;
+      }
       if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) continue;
       std::string reason = i.pending_reason;
       if (reason.empty())
@@ -163,7 +201,8 @@ nlohmann::json report_json(const AppReport& r, const std::map<std::string, std::
     preempted.push_back({{"victim", p.victim}, {"node", p.node}, {"preemptor", p.preemptor}});
   return {{"tenant", r.tenant},   {"name", r.name},         {"version", r.version},     {"action", r.action},
           {"ready", r.ready},     {"instances", r.instances}, {"running", r.running}, {"placed", placed},
-          {"pending", pending},   {"preempted", preempted}, {"removed", r.removed}};
+          {"pending", pending},   {"preempted", preempted}, {"removed", r.removed},
+          {"rolling", r.rolling}};
 }
 
 }  // namespace
@@ -195,12 +234,17 @@ std::string format_outcome(const Globals& g, const Submission& s, const SubmitOu
     apps.add_row({r.name, r.version, "reuse", "-", r.ready ? "Ready (running, reused)" : "Pending (running, reused)"});
   for (const auto& r : out.apps) {
     std::string action = r.action;
-    if (r.action == "update" && !r.removed.empty()) action += fmt::format(" ({} replaced)", r.removed.size());
+    if (r.action == "update") {
+      std::vector<std::string> parts;
+      if (!r.rolling.empty()) parts.push_back(fmt::format("{} to roll out", r.rolling.size()));
+      if (!r.removed.empty()) parts.push_back(fmt::format("{} removed", r.removed.size()));
+      if (!parts.empty()) action += fmt::format(" ({})", fmt::join(parts, ", "));
+    }
     apps.add_row({r.name, r.version, action, std::to_string(r.instances), app_state(r)});
   }
   for (const auto& r : out.others)
     apps.add_row({r.name, r.version.empty() ? "-" : r.version, r.action, std::to_string(r.instances), app_state(r)});
-  text += apps.render();
+  text += apps.render(table_options_for(stdout));
 
   auto terms = view.explain_scores && placements(out) <= 200 ? score_terms(out) : std::map<std::string, std::string>{};
   Table placed({"INSTANCE", "NODE", "ADDRESS", "SCORE", "WHY"});
@@ -237,15 +281,15 @@ std::string format_outcome(const Globals& g, const Submission& s, const SubmitOu
   };
   if (!placed.empty()) {
     heading(view.dry_run ? "\nwould place:" : "\nplaced:");
-    text += indent(placed.render());
+    text += indent(placed.render(indented_table_options(stdout, 2)));
   }
   if (!preempted.empty()) {
     heading(view.dry_run ? "\nwould preempt:" : "\npreempted:");
-    text += indent(preempted.render());
+    text += indent(preempted.render(indented_table_options(stdout, 2)));
   }
   if (!pending.empty()) {
     heading(view.dry_run ? "\nwould stay pending:" : "\npending:");
-    text += indent(pending.render());
+    text += indent(pending.render(indented_table_options(stdout, 2)));
   }
   text += "\n";
   if (!out.changed()) {

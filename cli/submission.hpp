@@ -38,10 +38,15 @@ struct Submission {
 };
 
 // Resolves DIRS in `tenant` against `running`, renders the chain, and builds the
-// records. All errors are collected and carry the spec locations.
+// records. Renders read the config and label centers from `center` (the store's; see
+// chain_options), and each record keeps the inputs it was rendered with (render_inputs:
+// overrides for the roots, jpaths, repository roots, limits, the --config-file layer) so
+// a config change can re-render it the same way (cli/propagate.hpp). All errors are
+// collected and carry the spec locations.
 Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const std::string& tenant,
                                                        const std::vector<std::string>& dirs, const RenderFlags& flags,
-                                                       const RunningApps& running);
+                                                       const RunningApps& running,
+                                                       const StoreConfigSource* center = nullptr);
 
 // One instance that keeps a submission from being complete, and why.
 struct Blocker {
@@ -49,8 +54,9 @@ struct Blocker {
 };
 
 // Instances of the named apps of `tenant` that are not running, with their reasons
-// (which filter rejected them, the dependency they wait for, who preempted them), and
-// apps that are missing altogether.
+// (which filter rejected them, the dependency they wait for, who preempted them),
+// running instances of an older render still waiting for the rollout to replace them,
+// and apps that are missing altogether.
 std::vector<Blocker> blocking_instances(const ClusterState& state, const std::string& tenant,
                                         const std::vector<std::string>& apps);
 

@@ -79,6 +79,12 @@ TableOptions table_options_for(std::FILE* stream) {
   return o;
 }
 
+TableOptions indented_table_options(std::FILE* stream, size_t indent) {
+  TableOptions o = table_options_for(stream);
+  if (o.max_width > 0) o.max_width = o.max_width > indent ? o.max_width - indent : 1;
+  return o;
+}
+
 Table::Table(std::vector<std::string> headers) : m_headers(std::move(headers)) {}
 
 void Table::add_row(std::vector<std::string> cells) {
@@ -97,13 +103,15 @@ std::string Table::render(const TableOptions& options) const {
     size_t total = kGap * (n - 1);
     for (size_t w : width) total += w;
     // Narrow the widest column one step at a time: long free-text columns (labels,
-    // reasons) give way first, short ones (state, counts) stay whole.
+    // reasons) give way first, short ones (state, counts) stay whole. A column stops at
+    // its floor (its header, at least kMinColumn); the next widest then gives way.
+    std::vector<size_t> floor(n);
+    for (size_t c = 0; c < n; ++c) floor[c] = std::min(width[c], std::max(kMinColumn, display_width(m_headers[c])));
     while (total > options.max_width) {
-      size_t widest = 0;
-      for (size_t c = 1; c < n; ++c)
-        if (width[c] > width[widest]) widest = c;
-      size_t floor = std::max(kMinColumn, std::min(display_width(m_headers[widest]), width[widest]));
-      if (width[widest] <= floor) break;
+      size_t widest = n;
+      for (size_t c = 0; c < n; ++c)
+        if (width[c] > floor[c] && (widest == n || width[c] > width[widest])) widest = c;
+      if (widest == n) break;  // Every column is at its floor: the line stays too long.
       --width[widest];
       --total;
     }

@@ -20,6 +20,8 @@ struct TableOptions {
 // The options for writing to `stream`: truncation and the terminal width on a tty
 // (ioctl, else $COLUMNS), no limit otherwise.
 TableOptions table_options_for(std::FILE* stream);
+// The same for a table printed `indent` columns in from the left margin.
+TableOptions indented_table_options(std::FILE* stream, size_t indent);
 
 // Display width of `s`: code points, not bytes, and SGR colour sequences count zero.
 size_t display_width(std::string_view s);

@@ -3,6 +3,14 @@
 #include <algorithm>
 #include <chrono>
 
+#include "controllers/migration.hpp"
+#include "controllers/placement.hpp"
+#include "controllers/replicas.hpp"
+#include "controllers/rollout.hpp"
+#include "controllers/reclamation.hpp"
+#include "controllers/restart.hpp"
+#include "controllers/runtime_preemption.hpp"
+#include "controllers/sim_usage.hpp"
 #include "controllers/submit.hpp"
 
 namespace gaia {
@@ -19,6 +27,14 @@ ControllerResult schedule_pending(const ClusterState& state, const ControllerCon
 
 const std::vector<NamedController>& default_controllers() {
   static const std::vector<NamedController> controllers = {
+      {"replicas", &reconcile_replicas},
+      {"rollout", &rollout_controller},
+      {"placement", &placement_controller},
+      {"migration", &reconcile_migration},
+      {"sim_usage", &observe_sim_usage},
+      {"restart", &restart_failed},
+      {"runtime_preemption", &preempt_at_runtime},
+      {"reclamation", &reclaim_reservations},
       {"scheduler", &schedule_pending},
   };
   return controllers;

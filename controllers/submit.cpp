@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "controllers/rollout.hpp"
 #include "controllers/scheduler.hpp"
 
 namespace gaia {
@@ -40,12 +41,16 @@ std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
 // Readiness of every app in one pass over the instances.
 struct Readiness {
   std::unordered_map<std::string, std::pair<size_t, size_t>> counts;  // app id -> (instances, running)
+  // App id -> instances still on an older workload (a rollout is under way).
+  std::unordered_map<std::string, size_t> outdated;
 
   explicit Readiness(const ClusterState& s) {
     for (const auto& i : s.snapshot.instances) {
-      auto& c = counts[app_id(i.tenant, i.app)];
+      std::string id = app_id(i.tenant, i.app);
+      auto& c = counts[id];
       ++c.first;
       if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) ++c.second;
+      if (auto a = s.apps.find(id); a != s.apps.end() && instance_outdated(i, a->second)) ++outdated[id];
     }
   }
   bool ready(const ClusterState& s, const std::string& tenant, const std::string& name) const {
@@ -53,12 +58,28 @@ struct Readiness {
     if (!a) return false;
     auto it = counts.find(app_id(tenant, name));
     if (it != counts.end() && it->second.first > 0) return it->second.first == it->second.second;
-    // An app with no instances is ready only if it asks for none (all roles at zero).
-    for (const auto& r : a->workload.roles)
-      if (r.replicas > 0) return false;
+    // An app with no instances is ready only if it asks for none (all roles at zero,
+    // counting `gaia scale` overrides).
+    for (const auto& r : a->workload.roles) {
+      auto scaled = a->scale.find(r.name);
+      if ((scaled != a->scale.end() ? scaled->second : r.replicas) > 0) return false;
+    }
     return true;
   }
 };
+
+// The app's status from its instances. A role that exhausted retry_times keeps the app
+// Failed until a changed spec is submitted (the restart controller sets it; see
+// controllers/restart.hpp). While instances of an older render remain, the app is
+// Updating (controllers/rollout.hpp).
+std::string status_of(const ClusterState& state, const Readiness& r, const AppRecord& a) {
+  auto old = r.outdated.find(app_id(a.tenant, a.name));
+  size_t outdated = old == r.outdated.end() ? 0 : old->second;
+  return !a.failed_roles.empty()              ? "Failed"
+         : outdated > 0                       ? "Updating"
+         : r.ready(state, a.tenant, a.name) ? "Ready"
+                                              : "Pending";
+}
 
 std::string waiting_reason(const std::vector<std::string>& not_ready, const ClusterState& s, const std::string& tenant) {
   std::vector<std::string> parts;
@@ -76,6 +97,38 @@ struct NearIndex {
   std::unordered_map<std::string, Example> domain[4];  // node, switch, rack, zone
   size_t located = 0;
 };
+
+// Records where `x` lives (if placed with a known address) in the index.
+void add_near_example(NearIndex& index, const Instance& x, const TopologyTable& topology) {
+  if (x.node.empty() || x.address.empty()) return;
+  auto parsed = parse_address(x.address);
+  if (!parsed) return;
+  auto m = topology.longest_match(*parsed);
+  if (!m) return;
+  const TopologyEntry& e = *m->value;
+  NearIndex::Example ex{x.key(), x.address, e.node};
+  const std::string* values[4] = {&e.node, &e.switch_, &e.rack, &e.zone};
+  for (int t = 0; t < 4; ++t)
+    if (!values[t]->empty()) index.domain[t].try_emplace(*values[t], ex);
+  ++index.located;
+}
+
+// How close `node` is to the instances of the `near` role in `index`: the closest
+// shared domain (node, switch, rack, zone) and an instance found there.
+std::string format_locality(const NearIndex& index, const std::string& near, const Node& node) {
+  if (index.located == 0) return fmt::format("no {} instance with a known address yet", near);
+  static constexpr const char* kLevels[] = {"same node", "same switch", "same rack", "same zone"};
+  const std::string* mine[4] = {&node.name, &node.switch_, &node.rack, &node.zone};
+  for (int t = 0; t < 4; ++t) {
+    if (mine[t]->empty()) continue;
+    auto hit = index.domain[t].find(*mine[t]);
+    if (hit == index.domain[t].end()) continue;
+    const auto& ex = hit->second;
+    return fmt::format("{}{} as {} ({} on {})", kLevels[t], t == 0 ? "" : " " + *mine[t], ex.key, ex.address, ex.node);
+  }
+  const auto& any = index.domain[0].begin()->second;
+  return fmt::format("no {} instance in its zone, rack or switch (one is {} on {})", near, any.key, any.node);
+}
 
 struct Work {
   ClusterState state;
@@ -185,17 +238,8 @@ struct Work {
 
   void add_near(NearIndex& index, const Instance& x) {
     if (x.node.empty() || x.address.empty()) return;
-    auto parsed = parse_address(x.address);
-    if (!parsed) return;
     if (!topology) topology = node_topology(state.snapshot.nodes);
-    auto m = topology->longest_match(*parsed);
-    if (!m) return;
-    const TopologyEntry& e = *m->value;
-    NearIndex::Example ex{x.key(), x.address, e.node};
-    const std::string* values[4] = {&e.node, &e.switch_, &e.rack, &e.zone};
-    for (int t = 0; t < 4; ++t)
-      if (!values[t]->empty()) index.domain[t].try_emplace(*values[t], ex);
-    ++index.located;
+    add_near_example(index, x, *topology);
   }
 
   NearIndex& near_index(const std::string& tenant, const std::string& app, const std::string& role) {
@@ -218,18 +262,7 @@ struct Work {
     auto slash = near.find('/');
     if (slash == std::string::npos) return "";
     const NearIndex& index = near_index(i.tenant, near.substr(0, slash), near.substr(slash + 1));
-    if (index.located == 0) return fmt::format("no {} instance with a known address yet", near);
-    static constexpr const char* kLevels[] = {"same node", "same switch", "same rack", "same zone"};
-    const std::string* mine[4] = {&node.name, &node.switch_, &node.rack, &node.zone};
-    for (int t = 0; t < 4; ++t) {
-      if (mine[t]->empty()) continue;
-      auto hit = index.domain[t].find(*mine[t]);
-      if (hit == index.domain[t].end()) continue;
-      const auto& ex = hit->second;
-      return fmt::format("{}{} as {} ({} on {})", kLevels[t], t == 0 ? "" : " " + *mine[t], ex.key, ex.address, ex.node);
-    }
-    const auto& any = index.domain[0].begin()->second;
-    return fmt::format("no {} instance in its zone, rack or switch (one is {} on {})", near, any.key, any.node);
+    return format_locality(index, near, node);
   }
 
   // Applies a scheduling decision to the working state and records it.
@@ -298,8 +331,9 @@ struct Work {
     auto it = state.apps.find(app_id(tenant, name));
     if (it == state.apps.end()) return;
     bool ready = r.ready(state, tenant, name);
-    std::string status = ready ? "Ready" : "Pending";
+    std::string status = status_of(state, r, it->second);
     if (it->second.status == status) return;
+    std::string previous = it->second.status;
     it->second.status = status;
     auto& v = out.batch.put_apps;
     bool found = false;
@@ -311,6 +345,22 @@ struct Work {
     if (!found) {
       v.push_back(it->second);
       v.back().op.clear();  // The commit stamps the operation making this change.
+    }
+    if (previous == "Updating") {
+      auto& done = out.batch.event("RolledOut", fmt::format("every instance runs workload {}",
+                                                            it->second.workload.hash.substr(0, 12)));
+      done.tenant = tenant;
+      done.app = name;
+    }
+    if (status == "Updating") {
+      auto old = r.outdated.find(app_id(tenant, name));
+      size_t outdated = old == r.outdated.end() ? 0 : old->second;
+      auto& e = out.batch.event(
+          "RollingOut", fmt::format("{} instance(s) of an older render are replaced in batches keeping min_available",
+                                    outdated));
+      e.tenant = tenant;
+      e.app = name;
+      return;
     }
     auto& e = out.batch.event(ready ? "AppReady" : "AppPending",
                               ready ? "every instance is running" : "some instances are not running yet",
@@ -333,6 +383,19 @@ struct Work {
         bool victim = requeued.count(key) > 0;
         if (!victim && scope && !scope->count(app_id(i.tenant, i.app))) continue;
         if (attempted.count(key) && !victim) continue;
+        // A stateful instance whose volume sits on a down node can only go back there:
+        // it waits for the node rather than failing every filter on every pass.
+        if (!i.volumes.empty()) {
+          std::string wait = waiting_for_volume_node(state, i);
+          if (!wait.empty()) {
+            if (i.pending_reason != wait) {
+              i.pending_reason = wait;
+              put_instance(i);
+              event(i, "Waiting", wait, "Warning");
+            }
+            continue;
+          }
+        }
         std::vector<std::string> not_ready;
         if (const AppRecord* a = state.find_app(i.tenant, i.app))
           for (const auto& dep : a->dependencies)
@@ -415,6 +478,34 @@ TopologyTable node_topology(const std::vector<Node>& nodes) {
   return table;
 }
 
+std::string waiting_for_volume_node(const ClusterState& state, const Instance& i) {
+  for (const auto& b : i.volumes) {
+    const Node* n = state.find_node(b.node);
+    if (n && n->state == NodeState::Down) return fmt::format("waiting for node {} (holds volume {})", b.node, b.volume);
+  }
+  return "";
+}
+
+std::string locality_text(const ClusterState& state, const Instance& i, const Node& node) {
+  auto role = state.snapshot.roles.find(fmt::format("{}/{}/{}", i.tenant, i.app, i.role));
+  if (role == state.snapshot.roles.end() || role->second.near.empty()) return "";
+  const std::string& near = role->second.near;
+  auto slash = near.find('/');
+  if (slash == std::string::npos) return "";
+  std::string near_app = near.substr(0, slash), near_role = near.substr(slash + 1);
+  TopologyTable topology = node_topology(state.snapshot.nodes);
+  NearIndex index;
+  for (const auto& x : state.snapshot.instances)
+    if (x.tenant == i.tenant && x.app == near_app && x.role == near_role) add_near_example(index, x, topology);
+  return format_locality(index, near, node);
+}
+
+std::string app_status(const ClusterState& state, const std::string& tenant, const std::string& name) {
+  const AppRecord* a = state.find_app(tenant, name);
+  if (!a) return "";
+  return status_of(state, Readiness(state), *a);
+}
+
 bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name) {
   return Readiness(state).ready(state, tenant, name);
 }
@@ -461,23 +552,40 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
     if (puts.count(i.key())) instances.push_back(i);
   state.snapshot.instances = std::move(instances);
   if (batch.profile) state.snapshot.profile = *batch.profile;
+  if (batch.sim_usage) state.sim_usage = *batch.sim_usage;
+  for (const auto& [name, value] : batch.put_settings) state.settings[name] = value;
   state.seq += static_cast<int64_t>(batch.events.size());
   return state;
 }
 
 void merge_batch(Batch& into, Batch more) {
+  // Indexed by key: reconcile() merges every controller's batch on every pass, and a
+  // batch touching every instance (the sim usage model's first run) made a linear
+  // search per put quadratic in the cluster size.
   auto merge_keyed = [](auto& puts, auto& dels, auto& more_puts, auto& more_dels, auto key_of) {
-    for (const auto& d : more_dels) {
-      std::erase_if(puts, [&](const auto& p) { return key_of(p) == d; });
-      if (std::find(dels.begin(), dels.end(), d) == dels.end()) dels.push_back(d);
+    using Key = std::decay_t<decltype(key_of(puts.front()))>;
+    if (!more_dels.empty()) {
+      std::set<Key> gone(more_dels.begin(), more_dels.end());
+      std::erase_if(puts, [&](const auto& p) { return gone.count(key_of(p)) > 0; });
+      std::set<Key> known(dels.begin(), dels.end());
+      for (const auto& d : more_dels)
+        if (known.insert(d).second) dels.push_back(d);
     }
+    if (more_puts.empty()) return;
+    std::map<Key, size_t> at;
+    for (size_t k = 0; k < puts.size(); ++k) at.emplace(key_of(puts[k]), k);
+    std::set<Key> put_keys;
     for (auto& p : more_puts) {
-      auto k = key_of(p);
-      std::erase(dels, k);
-      auto it = std::find_if(puts.begin(), puts.end(), [&](const auto& x) { return key_of(x) == k; });
-      if (it != puts.end()) *it = std::move(p);
-      else puts.push_back(std::move(p));
+      Key k = key_of(p);
+      if (auto it = at.find(k); it != at.end()) {
+        puts[it->second] = std::move(p);
+      } else {
+        at.emplace(k, puts.size());
+        puts.push_back(std::move(p));
+      }
+      put_keys.insert(std::move(k));
     }
+    if (!dels.empty()) std::erase_if(dels, [&](const auto& d) { return put_keys.count(d) > 0; });
   };
   merge_keyed(into.put_instances, into.delete_instances, more.put_instances, more.delete_instances,
               [](const Instance& i) { return i.key(); });
@@ -488,6 +596,8 @@ void merge_batch(Batch& into, Batch more) {
   std::vector<std::string> no_tenant_deletes, none;
   merge_keyed(into.put_tenants, no_tenant_deletes, more.put_tenants, none, [](const Tenant& t) { return t.name; });
   if (more.profile) into.profile = std::move(more.profile);
+  if (more.sim_usage) into.sim_usage = std::move(more.sim_usage);
+  for (auto& [name, value] : more.put_settings) into.put_settings[name] = std::move(value);
   for (auto& e : more.events) into.events.push_back(std::move(e));
 }
 
@@ -500,7 +610,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     AppRecord rec = to_deploy.record;
     std::string id = app_id(rec.tenant, rec.name);
     submitted.insert(id);
-    w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, 0, 0, false});
+    w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, {}, 0, 0, false});
     AppReport& report = w.out.apps.back();
     const AppRecord* existing = w.state.find_app(rec.tenant, rec.name);
     if (existing && existing->workload.hash == rec.workload.hash && existing->version == rec.version) {
@@ -510,26 +620,50 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
           report.pending.push_back({i.key(), i.pending_reason});
       continue;
     }
-    // Volumes of the previous render's instances, so stateful instances keep their data.
-    std::map<std::string, std::vector<VolumeBinding>> old_volumes;
+    // Ordinals (by role) the app already has and keeps.
+    std::set<std::pair<std::string, int>> kept_ordinals;
     if (existing) {
       report.action = "update";
-      // Replace the instances of the previous render: a rolling update belongs to the
-      // controllers; a submit of a changed spec starts the new instances afresh.
+      // A changed app keeps its instances: the rollout controller replaces the outdated
+      // ones in batches that keep each role's min_available (controllers/rollout.hpp),
+      // stateful ones with their volumes. Only what the new render no longer has goes
+      // now: roles it dropped and ordinals beyond its replica counts. When the roles
+      // render exactly as before (only config reads' revisions moved, say), the
+      // instances already run the new workload and just take its hash.
+      bool same_roles = roles_unchanged(*existing, rec);
+      std::map<std::string, int> wanted;
+      for (const auto& role : rec.workload.roles) wanted[role.name] = role.replicas;
       // Read the addresses in use before the loop below moves instances out.
       w.ensure_used();
       std::vector<Instance> kept;
       for (auto& i : w.state.snapshot.instances) {
-        if (i.tenant == rec.tenant && i.app == rec.name) {
-          w.out.batch.delete_instances.push_back(i.key());
-          report.removed.push_back(i.key());
-          w.release_address(i);
-          if (!i.volumes.empty()) old_volumes[i.key()] = i.volumes;
-          w.event(i, "Replaced", fmt::format("removed for version {} (workload {})", rec.version,
-                                             rec.workload.hash.substr(0, 12)));
-        } else {
+        if (i.tenant != rec.tenant || i.app != rec.name) {
           kept.push_back(std::move(i));
+          continue;
         }
+        auto want = wanted.find(i.role);
+        if (want != wanted.end() && i.ordinal < want->second) {
+          kept_ordinals.insert({i.role, i.ordinal});
+          if (i.hash != rec.workload.hash) {
+            if (same_roles) {
+              i.hash = rec.workload.hash;
+              w.put_instance(i);
+            } else {
+              report.rolling.push_back(i.key());
+            }
+          }
+          kept.push_back(std::move(i));
+          continue;
+        }
+        w.out.batch.delete_instances.push_back(i.key());
+        report.removed.push_back(i.key());
+        w.release_address(i);
+        w.event(i, "Removed",
+                want == wanted.end()
+                    ? fmt::format("role {} is not in version {} (workload {})", i.role, rec.version,
+                                  rec.workload.hash.substr(0, 12))
+                    : fmt::format("beyond the {} replica(s) of version {} (workload {})", want->second, rec.version,
+                                  rec.workload.hash.substr(0, 12)));
       }
       w.state.snapshot.instances = std::move(kept);
       w.reindex();
@@ -563,21 +697,17 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       if (!readiness.ready(w.state, rec.tenant, d)) not_ready.push_back(d);
     std::vector<std::string> keys;
     for (const auto& role : rec.workload.roles) {
-      std::set<std::string> volume_names;
-      for (const auto& v : role.volumes) volume_names.insert(v.name);
       for (int k = 0; k < role.replicas; ++k) {
+        if (kept_ordinals.count({role.name, k})) continue;
         Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
         i.hash = rec.workload.hash;
-        if (auto old = old_volumes.find(i.key()); old != old_volumes.end())
-          for (const auto& b : old->second)
-            if (volume_names.count(b.volume)) i.volumes.push_back(b);
         if (!not_ready.empty()) i.pending_reason = waiting_reason(not_ready, w.state, rec.tenant);
         keys.push_back(i.key());
         w.put_instance(i);
         w.add_instance(std::move(i));
       }
     }
-    if (!not_ready.empty()) {
+    if (!not_ready.empty() && !keys.empty()) {
       for (const auto& k : keys) report.pending.push_back({k, w.find(k)->pending_reason});
       auto& e = w.out.batch.event("Waiting", waiting_reason(not_ready, w.state, rec.tenant), "Warning");
       e.tenant = rec.tenant;

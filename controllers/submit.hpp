@@ -38,7 +38,9 @@ struct AppReport {
   std::vector<PlacedReport> placed;
   std::vector<PendingReport> pending;
   std::vector<PreemptedReport> preempted;  // Instances of this app that were evicted.
-  std::vector<std::string> removed;  // Instances of the previous render deleted or replaced.
+  std::vector<std::string> removed;  // Instances of the previous render deleted (dropped roles, ordinals).
+  // Instances of the previous render the rollout controller replaces in batches.
+  std::vector<std::string> rolling;
   size_t instances = 0, running = 0;  // After the submission.
   bool ready = false;
 };
@@ -58,9 +60,11 @@ struct SubmitOutcome {
 // ready (all instances running), and started (the sim backend starts a placed instance
 // at once). Preemption victims go back to pending and are retried at once. Apps already
 // running with the same version and workload hash are left as they are ("unchanged");
-// a changed app has its instances replaced (stateful ones keep their volumes). Every
-// step becomes a timeline event. Instance addresses come from the node's instance
-// subnet.
+// a changed app gets its new record and keeps its instances, which the rollout
+// controller then replaces in batches (controllers/rollout.hpp; stateful ones keep their
+// volumes); only dropped roles and ordinals beyond the new replica counts are removed
+// here, and new ordinals are created and placed. Every step becomes a timeline event.
+// Instance addresses come from the node's instance subnet.
 SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps);
 
 // Retries scheduling of every pending instance whose dependencies are ready (after a
@@ -87,6 +91,25 @@ ClusterState apply_batch(ClusterState state, const Batch& batch);
 // Appends `more` to `into` as one batch: later puts of a key replace earlier ones, a
 // put cancels an earlier delete of its key and a delete drops an earlier put of it.
 void merge_batch(Batch& into, Batch more);
+
+// "waiting for node n3 (holds volume data)" when a volume of the instance is bound to a
+// node that is down, so it can only run there again; "" otherwise. Pending instances in
+// that state are left alone by reschedule_pending (with this reason) until the node
+// recovers or the binding is dropped (`gaia migrate --force`, `gaia node fail
+// --move-stateful`).
+std::string waiting_for_volume_node(const ClusterState& state, const Instance& i);
+
+// How close `node` is to the data of the role `i` names in `near` ("same rack r2 as
+// 0.datanode.hdfs.default (10.64.1.2 on n5)"), found as a submit finds it (through the
+// topology table from the near instances' addresses); "" for roles without `near`. What
+// PlacedReport.locality holds, for reports of moves (drain, node failure, migrate).
+std::string locality_text(const ClusterState& state, const Instance& i, const Node& node);
+
+// The status the scheduler gives the app from its instances: Failed (a role exhausted
+// retry_times), Updating (instances of an older render remain), Ready (every instance
+// runs) or Pending; "" for an unknown app. Controllers that change an app's instances
+// set this status, so they never disagree with the scheduler about it.
+std::string app_status(const ClusterState& state, const std::string& tenant, const std::string& name);
 
 // Whether every instance of the app is Running (or Succeeded), and it exists.
 bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name);

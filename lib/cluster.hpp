@@ -98,6 +98,12 @@ struct Instance {
   std::optional<Resources> usage;
   // CPU usage above the node's capacity: throttled, reported, never killed for it.
   bool throttled = false;
+  // Whether `failure` was gaia's own (say the node agent crashed): restarting after it
+  // does not spend the role's retry_times.
+  bool internal_failure = false;
+  // When the reservation last snapped back to the request after a usage spike (0:
+  // never); reclamation lowers it again only a start-up period later.
+  int64_t snapped_back_ms = 0;
 
   // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
   std::string key() const;

@@ -29,6 +29,8 @@ void to_json(nlohmann::json& j, const Instance& i) {
   if (!i.hash.empty()) j["hash"] = i.hash;
   if (i.usage) j["usage"] = *i.usage;
   if (i.throttled) j["throttled"] = true;
+  if (i.internal_failure) j["internal_failure"] = true;
+  if (i.snapped_back_ms) j["snapped_back_ms"] = i.snapped_back_ms;
 }
 
 void from_json(const nlohmann::json& j, Instance& i) {
@@ -57,6 +59,8 @@ void from_json(const nlohmann::json& j, Instance& i) {
   if (j.contains("usage")) i.usage = j["usage"].get<Resources>();
   else i.usage.reset();
   i.throttled = j.value("throttled", d.throttled);
+  i.internal_failure = j.value("internal_failure", d.internal_failure);
+  i.snapped_back_ms = j.value("snapped_back_ms", d.snapped_back_ms);
 }
 
 }  // namespace gaia

@@ -15,6 +15,7 @@ std::string tenant(const std::string& name) { return "tenants/" + name; }
 std::string app(const std::string& tenant, const std::string& name) { return "apps/" + tenant + "/" + name; }
 std::string instance(const Instance& i) { return "instances/" + i.key(); }
 std::string event(int64_t seq) { return fmt::format("events/{:020d}", seq); }
+std::string setting(const std::string& name) { return "settings/" + name; }
 }  // namespace keys
 
 void to_json(nlohmann::json& j, const AppRecord& a) {
@@ -95,7 +96,8 @@ const Node* ClusterState::find_node(const std::string& name) const {
 
 bool Batch::empty() const {
   return put_nodes.empty() && delete_nodes.empty() && put_tenants.empty() && put_apps.empty() && delete_apps.empty() &&
-         put_instances.empty() && delete_instances.empty() && !profile && events.empty();
+         put_instances.empty() && delete_instances.empty() && !profile && !sim_usage && put_settings.empty() &&
+         events.empty();
 }
 
 TimelineEvent& Batch::event(std::string reason, std::string message, std::string type) {
@@ -142,10 +144,13 @@ Result<ClusterState> State::load() {
     auto instances = m_store.range("instances/");
     auto seq = m_store.get(keys::k_seq);
     auto profile = m_store.get(keys::k_profile);
-    for (auto* r : {&nodes, &tenants, &apps, &instances})
+    auto sim_usage = m_store.get(keys::k_sim_usage);
+    auto settings = m_store.range("settings/");
+    for (auto* r : {&nodes, &tenants, &apps, &instances, &settings})
       if (!*r) return fail(store_diag(r->error()));
     if (!seq) return fail(store_diag(seq.error()));
     if (!profile) return fail(store_diag(profile.error()));
+    if (!sim_usage) return fail(store_diag(sim_usage.error()));
     auto after = m_store.revision();
     if (!after) return fail(store_diag(after.error()));
     if (*after != *before) continue;
@@ -169,6 +174,13 @@ Result<ClusterState> State::load() {
         return fail(Diagnostic{{}, keys::k_profile, fmt::format("corrupt scheduler profile: {}", e.what()), ""});
       }
     }
+    try {
+      if (*sim_usage) st.sim_usage = nlohmann::json::parse((*sim_usage)->value).get<SimUsageModel>();
+      for (const auto& kv : *settings) st.settings[kv.key.substr(9)] = nlohmann::json::parse(kv.value);
+    } catch (const std::exception& e) {
+      return fail(Diagnostic{{}, "sim/usage, settings/", fmt::format("corrupt record in the store: {}", e.what()),
+                             "the store was modified by something other than gaia; restore it from a backup"});
+    }
     return st;
   }
   return fail(Diagnostic{{}, "", "the store kept changing while it was read", "retry; many writers are active"});
@@ -191,6 +203,8 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), nlohmann::json(i).dump()});
   for (const auto& k : batch.delete_instances) txn.deletes.push_back({"instances/" + k});
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});
+  if (batch.sim_usage) txn.puts.push_back({keys::k_sim_usage, nlohmann::json(*batch.sim_usage).dump()});
+  for (const auto& [name, value] : batch.put_settings) txn.puts.push_back({keys::setting(name), value.dump()});
   int64_t seq = base.seq;
   for (auto& e : batch.events) {
     e.seq = ++seq;

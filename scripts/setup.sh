@@ -10,6 +10,9 @@ PACKAGES=(
   libboost-dev libboost-filesystem-dev catch2 libfmt-dev libsqlite3-dev
   nlohmann-json3-dev librapidcheck-dev libbenchmark-dev libxxhash-dev
   libcpp-httplib-dev libspdlog-dev sqlite3
+  # The completion tests run the generated scripts in each shell; `script` (bsdutils)
+  # gives the terminal tests a pseudo-terminal.
+  zsh fish bsdutils
 )
 
 missing=()

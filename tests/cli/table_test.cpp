@@ -56,3 +56,12 @@ TEST_CASE("table: not a terminal means no limit and no truncation", "[table]") {
   CHECK_FALSE(o.truncate);
   std::fclose(f);
 }
+
+TEST_CASE("table: a column at its floor lets the next widest give way", "[table]") {
+  // INSTANCE-SUBNET cannot go below its header; LABELS, narrower at first, must still
+  // shrink for the table to fit.
+  Table t({"INSTANCE-SUBNET", "LABELS"});
+  t.add_row({"10.0.128.0/24", "disk=ssd,zone=z1"});
+  std::string out = t.render(TableOptions{25, true});
+  CHECK(out == "INSTANCE-SUBNET   LABELS\n10.0.128.0/24     disk=s…\n");
+}

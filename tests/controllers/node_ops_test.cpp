@@ -176,7 +176,7 @@ TEST_CASE("node ops: label arguments are checked kubectl-style", "[node_ops]") {
   CHECK_FALSE(parse_label_edits({}).has_value());
 }
 
-TEST_CASE("node ops: cordon keeps instances; uncordon retries pending ones", "[node_ops]") {
+TEST_CASE("node ops: cordon keeps instances, uncordon retries pending ones", "[node_ops]") {
   ClusterState s = with_pending_app(1);
   s.snapshot.nodes = {make_node("n1", 8, 16, 1)};
   auto cordoned = decide_node_cordon(s, {"n1"}, true);

@@ -129,7 +129,7 @@ TEST_CASE("a sys instance that fits nowhere even with preemption stays pending",
         "0/2 nodes fit: 2 ResourceFit (cpu); preemption: no node where evicting lower-priority instances makes room");
 }
 
-TEST_CASE("sys preempts prod; a fixed port holder is evicted", "[preemption]") {
+TEST_CASE("sys preempts prod, a fixed port holder is evicted", "[preemption]") {
   ClusterBuilder b;
   b.node("n1", 8000, 32);
   b.role("t1", "shop", "edge", res(1000, 1), kProd).ports = {Port{"http", 443, "TCP"}};

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "controllers/app_delete.hpp"
+#include "controllers/reconcile.hpp"
 #include "controllers/submit.hpp"
 #include "lib/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
@@ -225,7 +226,7 @@ TEST_CASE("resubmitting an unchanged spec changes nothing", "[submit]") {
   CHECK(again.apps[1].running == 2);
 }
 
-TEST_CASE("an update replaces the instances and commits cleanly to a real store", "[submit]") {
+TEST_CASE("an update rolls the instances out and commits cleanly to a real store", "[submit]") {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("gaia-submit-test-{}", std::random_device{}());
   auto store = SqliteStore::open(dir / "gaia.db");
   REQUIRE(store);
@@ -257,19 +258,30 @@ TEST_CASE("an update replaces the instances and commits cleanly to a real store"
     volume_node[i.key()] = i.volumes[0].node;
   }
 
-  // Version 2 drops a replica and changes the request: instances 0 and 1 are replaced
-  // (same keys: put, not deleted), 2 is removed.
+  // Version 2 drops a replica and changes the request: 2 is removed at once, instances
+  // 0 and 1 stay until the rollout controller replaces them (same keys: put, not
+  // deleted).
   data.replicas = 2;
   data.resources = res(700, 1);
   auto v2 = make_app("db", {data}, {}, "2.0.0");
   auto second = plan_submit(*s1, {v2});
   check_batch_consistent(second.batch);
   CHECK(second.apps[0].action == "update");
-  CHECK(second.apps[0].removed.size() == 3);
+  CHECK(second.apps[0].removed == std::vector<std::string>{"2.data.db.default"});
+  CHECK(second.apps[0].rolling.size() == 2);
   CHECK(has_event(second.batch, "Updated", "db"));
   auto ok = st.commit(*s1, second.batch, "op-2");
   REQUIRE(ok);
   REQUIRE(*ok);
+  auto rolling = st.load();
+  REQUIRE(rolling);
+  CHECK(rolling->find_app("default", "db")->status == "Updating");
+  for (const auto& i : rolling->snapshot.instances) CHECK(i.request.cpu_millis == 500);
+  auto rollout = reconcile(*rolling, ControllerContext{});
+  REQUIRE(rollout.converged);
+  check_batch_consistent(rollout.batch);
+  CHECK(has_event(rollout.batch, "RolledOut", "db"));
+  REQUIRE(st.commit(*rolling, rollout.batch, "op-3").value());
   auto s2 = st.load();
   REQUIRE(s2);
   REQUIRE(s2->snapshot.instances.size() == 2);
@@ -290,9 +302,11 @@ TEST_CASE("an update never hands out an address another app holds", "[submit][ad
   auto first = plan_submit(state, {make_app("alpha", {make_role("a", 2, res(100, 1))}),
                                    make_app("beta", {make_role("b", 2, res(100, 1))})});
   auto after = apply_batch(state, first.batch);
-  // beta changes: its instances are replaced while alpha's keep their addresses.
+  // beta changes: its instances are rolled out while alpha's keep their addresses.
   auto update = plan_submit(after, {make_app("beta", {make_role("b", 3, res(200, 1))}, {}, "2.0.0")});
-  auto next = apply_batch(after, update.batch);
+  auto next = reconcile(apply_batch(after, update.batch), ControllerContext{}).after;
+  for (const auto& i : next.snapshot.instances)
+    if (i.app == "beta") CHECK(i.request.cpu_millis == 200);
   REQUIRE(next.snapshot.instances.size() == 5);
   std::set<std::string> seen;
   for (const auto& i : next.snapshot.instances) {

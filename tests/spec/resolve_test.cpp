@@ -74,7 +74,7 @@ std::string errors_text(const Result<Plan>& r) {
 
 }  // namespace
 
-TEST_CASE("a running app satisfying the range is reused; else the repository's is deployed", "[resolve]") {
+TEST_CASE("a running app satisfying the range is reused, else the repository's is deployed", "[resolve]") {
   SpecRepository repo;
   repo.add(app("zookeeper", "3.6.4"));
   repo.add(app("zookeeper", "3.8.1"));

@@ -1,0 +1,70 @@
+#include "cli/timed_store.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace gaia::cli {
+
+namespace {
+
+// Runs `f` and adds its duration in milliseconds to `total`.
+template <class F>
+auto timed(double& total, F&& f) {
+  auto start = std::chrono::steady_clock::now();
+  auto result = f();
+  total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace
+
+TimedStore::TimedStore(const Globals& g, std::unique_ptr<Store> inner) : m_g(g), m_inner(std::move(inner)) {}
+
+TimedStore::~TimedStore() {
+  log_verbose(m_g, 1,
+              fmt::format("store: {} read(s) in {:.1f} ms, {} commit(s) in {:.1f} ms{}", m_reads, m_read_ms, m_commits,
+                          m_txn_ms, m_conflicts ? fmt::format(", {} conflict(s) re-decided", m_conflicts) : ""));
+}
+
+StoreResult<std::optional<KeyValue>> TimedStore::get(std::string_view key) {
+  ++m_reads;
+  return timed(m_read_ms, [&] { return m_inner->get(key); });
+}
+
+StoreResult<std::vector<KeyValue>> TimedStore::range(std::string_view prefix, size_t limit) {
+  ++m_reads;
+  return timed(m_read_ms, [&] { return m_inner->range(prefix, limit); });
+}
+
+StoreResult<int64_t> TimedStore::revision() {
+  ++m_reads;
+  return timed(m_read_ms, [&] { return m_inner->revision(); });
+}
+
+StoreResult<TxnResult> TimedStore::txn(const Txn& t) {
+  double ms = 0;
+  auto r = timed(ms, [&] { return m_inner->txn(t); });
+  m_txn_ms += ms;
+  if (r && r->succeeded) ++m_commits;
+  else if (r) ++m_conflicts;
+  std::string outcome = !r ? "failed" : r->succeeded ? fmt::format("committed at revision {}", r->revision)
+                                                     : "conflict (another writer was first)";
+  log_verbose(m_g, 2,
+              fmt::format("store txn: {} compare(s), {} put(s), {} delete(s): {} in {:.1f} ms", t.compares.size(),
+                          t.puts.size(), t.deletes.size(), outcome, ms));
+  return r;
+}
+
+StoreResult<std::vector<Event>> TimedStore::changes_since(int64_t from_revision, std::string_view prefix,
+                                                          size_t limit) {
+  ++m_reads;
+  return timed(m_read_ms, [&] { return m_inner->changes_since(from_revision, prefix, limit); });
+}
+
+StoreResult<void> TimedStore::compact(int64_t revision) { return m_inner->compact(revision); }
+StoreResult<int64_t> TimedStore::grant(std::chrono::seconds ttl) { return m_inner->grant(ttl); }
+StoreResult<void> TimedStore::keep_alive(int64_t lease) { return m_inner->keep_alive(lease); }
+StoreResult<void> TimedStore::revoke(int64_t lease) { return m_inner->revoke(lease); }
+
+}  // namespace gaia::cli

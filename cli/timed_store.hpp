@@ -1,0 +1,37 @@
+#pragma once
+// A Store that times what it forwards, for `-v`: when the session ends it reports how
+// many reads and commits the command made and how long they took; with `-vv` it also
+// logs every transaction as it happens. Only used when -v is given, so the normal path
+// pays nothing.
+
+#include <memory>
+
+#include "cli/common.hpp"
+#include "lib/store.hpp"
+
+namespace gaia::cli {
+
+class TimedStore final : public Store {
+ public:
+  TimedStore(const Globals& g, std::unique_ptr<Store> inner);
+  ~TimedStore() override;
+
+  StoreResult<std::optional<KeyValue>> get(std::string_view key) override;
+  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) override;
+  StoreResult<int64_t> revision() override;
+  StoreResult<TxnResult> txn(const Txn& txn) override;
+  StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
+                                                size_t limit = 0) override;
+  StoreResult<void> compact(int64_t revision) override;
+  StoreResult<int64_t> grant(std::chrono::seconds ttl) override;
+  StoreResult<void> keep_alive(int64_t lease) override;
+  StoreResult<void> revoke(int64_t lease) override;
+
+ private:
+  const Globals& m_g;
+  std::unique_ptr<Store> m_inner;
+  int m_reads = 0, m_commits = 0, m_conflicts = 0;
+  double m_read_ms = 0, m_txn_ms = 0;
+};
+
+}  // namespace gaia::cli

@@ -1,0 +1,90 @@
+#include "controllers/placement.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "controllers/context.hpp"
+#include "controllers/filters.hpp"
+
+namespace gaia {
+
+namespace {
+
+bool occupies(const Instance& i) {
+  return !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running);
+}
+
+// The first required-placement rule `node` breaks for `role` (and the tenant's pool), or
+// "" when it satisfies them all. Same rules and wording as the scheduler's filters.
+std::string broken_rule(const Role& role, const Tenant* tenant, const Node& node) {
+  auto check = [&](const std::map<std::string, std::string>& want, const std::string& what) -> std::string {
+    for (const auto& [k, v] : want) {
+      auto it = node.labels.find(k);
+      if (it != node.labels.end() && it->second == v) continue;
+      return it == node.labels.end() ? fmt::format("{} needs label {}={}, node has no {}", what, k, v, k)
+                                     : fmt::format("{} needs label {}={}, node has {}={}", what, k, v, k, it->second);
+    }
+    return "";
+  };
+  if (tenant)
+    if (auto why = check(tenant->pool_selector, fmt::format("tenant {} pool", tenant->name)); !why.empty()) return why;
+  if (auto why = check(role.node_selector, "node_selector"); !why.empty()) return why;
+  for (const auto& t : role.required_affinity)
+    if (t.target == AffinityTerm::Target::Node && !sched::labels_match(t.match, node.labels))
+      return fmt::format("required node affinity {} is not satisfied", sched::describe_requirements(t.match));
+  return "";
+}
+
+}  // namespace
+
+std::vector<PlacementViolation> placement_violations(const ClusterState& state) {
+  std::unordered_map<std::string, const Node*> nodes;
+  for (const auto& n : state.snapshot.nodes) nodes[n.name] = &n;
+  std::unordered_map<std::string, const Tenant*> tenants;
+  for (const auto& t : state.snapshot.tenants) tenants[t.name] = &t;
+  std::vector<PlacementViolation> out;
+  for (const auto& i : state.snapshot.instances) {
+    if (!occupies(i)) continue;
+    auto n = nodes.find(i.node);
+    if (n == nodes.end()) continue;  // A removed node is the migration controller's business.
+    auto role = state.snapshot.roles.find(i.tenant + "/" + i.app + "/" + i.role);
+    if (role == state.snapshot.roles.end()) continue;
+    auto t = tenants.find(i.tenant);
+    std::string why = broken_rule(role->second, t == tenants.end() ? nullptr : t->second, *n->second);
+    if (why.empty()) continue;
+    bool pinned = false;
+    for (const auto& v : i.volumes)
+      if (v.node == i.node) pinned = true;
+    out.push_back(PlacementViolation{i.key(), i.node, fmt::format("node {} no longer fits: {}", i.node, why), pinned});
+  }
+  return out;
+}
+
+ControllerResult placement_controller(const ClusterState& state, const ControllerContext&) {
+  ControllerResult out;
+  auto violations = placement_violations(state);
+  if (violations.empty()) return out;
+  std::unordered_map<std::string, const Instance*> by_key;
+  for (const auto& i : state.snapshot.instances) by_key[i.key()] = &i;
+  for (const auto& v : violations) {
+    if (v.pinned) continue;
+    Instance moved = *by_key.at(v.instance);
+    moved.node.clear();
+    moved.address.clear();
+    moved.ports.clear();
+    moved.state = InstanceState::Pending;
+    moved.started_ms = 0;
+    moved.pending_reason = v.reason;
+    out.batch.put_instances.push_back(moved);
+    auto& e = out.batch.event("Displaced", fmt::format("moved off {}: {}", v.node, v.reason), "Warning");
+    e.tenant = moved.tenant;
+    e.app = moved.app;
+    e.role = moved.role;
+    e.instance = v.instance;
+    e.node = v.node;
+  }
+  return out;
+}
+
+}  // namespace gaia

@@ -1,0 +1,124 @@
+#include "controllers/runtime_preemption.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "controllers/filters.hpp"
+#include "controllers/runtime_util.hpp"
+
+namespace gaia {
+
+namespace {
+
+// What an instance counts for on its node: observed usage, else its request.
+const Resources& used(const Instance& i) { return i.usage ? *i.usage : i.request; }
+
+// Lowest priority first; among equals the most recently started (the least work lost),
+// then by key so the order is total.
+bool kill_before(const Instance* a, const Instance* b) {
+  if (a->priority != b->priority) return a->priority < b->priority;
+  if (a->started_ms != b->started_ms) return a->started_ms > b->started_ms;
+  return a->key() < b->key();
+}
+
+TimelineEvent& instance_event(Batch& b, const Instance& i, std::string reason, std::string message, std::string type) {
+  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
+  e.tenant = i.tenant;
+  e.app = i.app;
+  e.role = i.role;
+  e.instance = i.key();
+  e.node = i.node;
+  return e;
+}
+
+}  // namespace
+
+ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerContext&) {
+  ControllerResult out;
+  std::unordered_map<std::string, std::vector<const Instance*>> on_node;
+  for (const auto& i : state.snapshot.instances)
+    if (running_on_node(i)) on_node[i.node].push_back(&i);
+
+  std::set<std::string> killed;
+  std::set<std::string> throttle;
+  std::unordered_map<std::string, int64_t> node_cpu;  // Usage of what was not killed.
+  for (const auto& n : state.snapshot.nodes) {
+    auto it = on_node.find(n.name);
+    // What runs on a down node is the migration controller's business.
+    if (it == on_node.end() || n.state == NodeState::Down) continue;
+    auto members = it->second;
+    std::sort(members.begin(), members.end(), kill_before);
+
+    int64_t memory = 0;
+    for (const Instance* i : members) memory += used(*i).memory_bytes;
+    if (n.capacity.memory_bytes > 0 && memory > n.capacity.memory_bytes) {
+      int64_t before = memory;
+      for (const Instance* v : members) {
+        if (memory <= n.capacity.memory_bytes) break;
+        if (v->priority.band != Band::Nonprod || !v->priority.preemptible) continue;
+        memory -= used(*v).memory_bytes;
+        killed.insert(v->key());
+        Instance x = *v;
+        std::string pressure = fmt::format("node {} out of memory (usage {} > capacity {})", n.name,
+                                           sched::format_size(before), sched::format_size(n.capacity.memory_bytes));
+        if (v->usage && v->usage->memory_bytes > v->request.memory_bytes) {
+          x.state = InstanceState::Failed;
+          x.failure = fmt::format("out of memory: used {} of {} requested", sched::format_size(v->usage->memory_bytes),
+                                  sched::format_size(v->request.memory_bytes));
+          x.internal_failure = false;
+          x.restart_at_ms = 0;
+          x.usage.reset();
+          x.throttled = false;
+          instance_event(out.batch, *v, "OOMKilled", fmt::format("{}; killed: {}", pressure, x.failure), "Warning");
+        } else {
+          requeue_instance(x, fmt::format("killed: node {} out of memory", n.name));
+          instance_event(out.batch, *v, "Preempted",
+                         fmt::format("killed: {}; lowest-priority nonprod work goes first; back in the queue", pressure),
+                         "Warning");
+        }
+        out.batch.put_instances.push_back(std::move(x));
+      }
+    }
+
+    int64_t cpu = 0;
+    for (const Instance* i : members)
+      if (!killed.count(i->key())) cpu += used(*i).cpu_millis;
+    node_cpu[n.name] = cpu;
+    for (const Instance* i : members) {
+      if (n.capacity.cpu_millis <= 0 || cpu <= n.capacity.cpu_millis) break;
+      if (killed.count(i->key())) continue;
+      throttle.insert(i->key());
+      cpu -= used(*i).cpu_millis;
+    }
+  }
+
+  for (const auto& i : state.snapshot.instances) {
+    if (killed.count(i.key())) continue;
+    bool want = throttle.count(i.key()) > 0;
+    if (want == i.throttled) continue;
+    Instance x = i;
+    x.throttled = want;
+    out.batch.put_instances.push_back(x);
+    // A stopped instance simply is not throttled any more; that needs no event.
+    if (!running_on_node(i)) continue;
+    int64_t cpu = node_cpu[i.node];
+    const Node* n = state.find_node(i.node);
+    int64_t cap = n ? n->capacity.cpu_millis : 0;
+    if (want)
+      instance_event(out.batch, i, "Throttled",
+                     fmt::format("node {} cpu usage {} > capacity {}: throttled (cpu shortage never kills)", i.node,
+                                 sched::format_millis(cpu), sched::format_millis(cap)),
+                     "Warning");
+    else
+      instance_event(out.batch, i, "Unthrottled",
+                     fmt::format("node {} has cpu to spare again (usage {} of {})", i.node, sched::format_millis(cpu),
+                                 sched::format_millis(cap)),
+                     "Normal");
+  }
+  return out;
+}
+
+}  // namespace gaia
