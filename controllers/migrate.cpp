@@ -67,6 +67,12 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   i->pending_reason.clear();
   i->failure.clear();
   i->started_ms = now_ms;
+  // A moved instance starts afresh: its reservation is its request again until the
+  // start-up period passes on the new node, and the old node's usage does not follow it.
+  i->reservation.reset();
+  i->usage.reset();
+  i->throttled = false;
+  i->snapped_back_ms = 0;
   if (count) ++i->migrations;
   std::string msg = fmt::format("moved {}to {} ({}), address {}", from.empty() ? "" : "from " + from + " ", p.node, why,
                                 i->address.empty() ? "none" : i->address);
