@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "controllers/replicas.hpp"
 #include "lib/cluster_layout.hpp"
 #include "lib/codec.hpp"
 #include "lib/quantity.hpp"
@@ -83,7 +84,7 @@ std::map<std::string, std::string> app_labels(const AppRecord& a) {
 
 std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a) {
   int running = 0, desired = 0;
-  for (const auto& r : a.workload.roles) desired += r.replicas;
+  for (const auto& r : a.workload.roles) desired += desired_replicas(a, r);  // `gaia scale` wins.
   for (const auto& i : state.snapshot.instances)
     if (i.tenant == a.tenant && i.app == a.name &&
         (i.state == InstanceState::Running || i.state == InstanceState::Succeeded))

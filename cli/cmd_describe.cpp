@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "controllers/replicas.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
 #include "cli/propagate.hpp"
@@ -166,7 +167,7 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   field_lines("Dependents", dependents);
   Table roles({"ROLE", "KIND", "REPLICAS", "CPU", "MEMORY", "GPU", "DISK", "PRIORITY", "IMAGE"});
   for (const auto& r : a->workload.roles)
-    roles.add_row({r.name, r.kind, std::to_string(r.replicas), format_cpu(r.resources.cpu_millis),
+    roles.add_row({r.name, r.kind, std::to_string(desired_replicas(*a, r)), format_cpu(r.resources.cpu_millis),
                    format_bytes(r.resources.memory_bytes), std::to_string(r.resources.gpu),
                    format_bytes(r.resources.disk_bytes), r.priority.to_string(), r.image.empty() ? "-" : r.image});
   section("Roles", roles);
