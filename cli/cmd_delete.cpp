@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
+#include "cli/controller_loop.hpp"
 #include "controllers/app_delete.hpp"
 
 namespace gaia::cli {
@@ -41,6 +42,9 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
+  // Every mutating command runs the controllers once after its own change; what they do
+  // is on the timeline under this command's operation id.
+  if (auto run = run_controllers(s); !run) return report(g, run.error());
 
   if (a.output == "json") {
     nlohmann::json deleted = nlohmann::json::array(), placed = nlohmann::json::array(),

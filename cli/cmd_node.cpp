@@ -8,6 +8,7 @@
 #include "cli/center_changes.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
+#include "cli/controller_loop.hpp"
 #include "cli/node_flags.hpp"
 
 namespace gaia::cli {
@@ -36,6 +37,9 @@ Result<NodeOpOutcome> commit(Session& session, const Decide& decide) {
     return {};
   });
   if (!result) return fail(result.error());
+  // Every mutating command runs the controllers once after its own change; what they do
+  // is on the timeline under this command's operation id.
+  if (auto run = run_controllers(session); !run) return fail(run.error());
   return outcome;
 }
 
