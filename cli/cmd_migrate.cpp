@@ -6,6 +6,7 @@
 // loaded state (the change applied in memory, then reconcile()) and writes nothing.
 #include <fmt/format.h>
 
+#include "controllers/controller_options.hpp"
 #include "cli/controller_loop.hpp"
 #include "cli/migration_view.hpp"
 #include "controllers/migrate.hpp"
@@ -153,6 +154,8 @@ int run_node_change(const Globals& g, const NodeCmdArgs& a, Decide decide, const
     if (!st) return report(g, st.error());
     auto change = checked(*st);
     if (!change) return report(g, change.error());
+    // The options `gaia sim options` stored, as the real run reads them.
+    ctx.options = stored_controller_options(*st);
     WhatIf w = what_if(*st, change->batch, ctx);
     // A repeated drain shows what the running drain still has to do.
     if (!change->changed && what == "drain") w = report_moves(*st, {a.node}, w.outcome.after, w.outcome.batch);

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <set>
 
+#include "controllers/controller_options.hpp"
 #include "cli/controller_loop.hpp"
 #include "cli/migration_view.hpp"
 #include "controllers/replicas.hpp"
@@ -191,6 +192,8 @@ int run_scale(const Globals& g, const ScaleArgs& a) {
     auto d = decide(*st, g.tenant, a.target, *change);
     if (!d) return report(g, d.error());
     ClusterState changed = apply_batch(*st, d->batch);
+    // The options `gaia sim options` stored, as the real run reads them.
+    ctx.options = stored_controller_options(*st);
     auto outcome = reconcile(changed, ctx);
     if (json) {
       nlohmann::json j{{"app", d->app}, {"role", d->role}, {"from", d->from}, {"to", d->to}, {"dry_run", true},

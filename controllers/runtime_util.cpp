@@ -31,8 +31,9 @@ std::string cpu_memory_text(const Resources& r) {
 void sync_app_status(const ClusterState& after, const std::string& tenant, const std::string& app, Batch& batch) {
   const AppRecord* a = after.find_app(tenant, app);
   if (!a) return;
-  bool ready = app_ready(after, tenant, app);
-  std::string status = !a->failed_roles.empty() ? "Failed" : ready ? "Ready" : "Pending";
+  // The scheduler's own rule (Failed, Updating, Ready, Pending), so the two never flip
+  // an app's status back and forth during a rollout.
+  std::string status = app_status(after, tenant, app);
   if (a->status == status) return;
   auto it = std::find_if(batch.put_apps.begin(), batch.put_apps.end(),
                          [&](const AppRecord& x) { return x.tenant == tenant && x.name == app; });
@@ -42,8 +43,10 @@ void sync_app_status(const ClusterState& after, const std::string& tenant, const
     it = batch.put_apps.end() - 1;
   }
   it->status = status;
-  // A Failed status comes with its own Failed event from the restart controller.
-  if (status == "Failed") return;
+  // A Failed status comes with its own Failed event from the restart controller, and
+  // Updating with the rollout's RollingOut event.
+  if (status == "Failed" || status == "Updating") return;
+  bool ready = status == "Ready";
   auto& e = batch.event(ready ? "AppReady" : "AppPending",
                         ready ? "every instance is running" : "some instances are not running yet",
                         ready ? "Normal" : "Warning");
