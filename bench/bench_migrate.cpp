@@ -105,7 +105,7 @@ void check(const ClusterState& s) {
   size_t subject_running = 0;
   for (const auto& i : s.snapshot.instances) {
     if (i.node == k_subject) throw std::runtime_error(i.key() + " is still on " + k_subject);
-    if (i.app == "subject" && i.state == InstanceState::Running) ++subject_running;
+    if (i.app == "subject" && occupies_node(i)) ++subject_running;
     if (i.node.empty()) continue;
     used[i.node].cpu_millis += i.request.cpu_millis;
     used[i.node].memory_bytes += i.request.memory_bytes;

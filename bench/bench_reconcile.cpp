@@ -52,8 +52,14 @@ ClusterState build() {
   }
   auto placed = plan_submit(s, apps);
   if (placed.pending != 0) throw std::runtime_error(fmt::format("{} instances pending after setup", placed.pending));
-  // Converge once, so run-time bookkeeping (start times, reservations) is in place and
-  // what follows measures steady state.
+  // The backend started everything it was asked to (what the runner records from its
+  // observation); converge once, so run-time bookkeeping (start times, reservations) is
+  // in place and what follows measures steady state.
+  for (auto& i : placed.after.snapshot.instances)
+    if (i.state == InstanceState::Placed) {
+      i.state = InstanceState::Running;
+      i.started_ms = k_now;
+    }
   auto settled = reconcile(placed.after, ControllerContext{k_now, {}});
   if (!settled.converged) throw std::runtime_error("setup did not converge");
   return std::move(settled.after);
@@ -61,7 +67,8 @@ ClusterState build() {
 
 void check_settled(const ClusterState& s) {
   for (const auto& i : s.snapshot.instances)
-    if (i.state != InstanceState::Running)
+    // Controllers bind (Placed); only an observation of the backend makes an instance Running.
+    if (i.state != InstanceState::Running && i.state != InstanceState::Placed)
       throw std::runtime_error(fmt::format("{} is {} after reconcile", i.key(), instance_state_name(i.state)));
 }
 

@@ -14,7 +14,7 @@
 //     operation id. The state after the commit is carried to the next submission, as a
 //     long-running submitter would, so the figure is scheduling + deciding + committing.
 //     `placements_per_s` and the per-submission latency come from this stream.
-//  3. The store is then loaded back and checked: every instance Running on a node,
+//  3. The store is then loaded back and checked: every instance bound (Placed) to a node,
 //     with an address, and one event per placement.
 //  4. Five more submissions go through State::update exactly as cmd_submit.cpp does
 //     (load, plan_submit, commit, load again) on the full cluster, to show what one
@@ -152,7 +152,7 @@ Figures run_submit_e2e_5k() {
   double load_ms = time_ms([&] { loaded = check(state.load(), "loading the store"); });
   size_t running = 0;
   for (const auto& i : loaded.snapshot.instances)
-    if (i.state == InstanceState::Running && !i.node.empty() && !i.address.empty()) ++running;
+    if (i.state == InstanceState::Placed && !i.node.empty() && !i.address.empty()) ++running;
   if (running != k_instances || loaded.snapshot.instances.size() != k_instances)
     throw std::runtime_error(fmt::format("the store holds {} instances, {} running with an address",
                                          loaded.snapshot.instances.size(), running));

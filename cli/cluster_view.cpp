@@ -87,7 +87,7 @@ std::pair<int, int> app_instance_counts(const ClusterState& state, const AppReco
   for (const auto& r : a.workload.roles) desired += desired_replicas(a, r);  // `gaia scale` wins.
   for (const auto& i : state.snapshot.instances)
     if (i.tenant == a.tenant && i.app == a.name &&
-        (i.state == InstanceState::Running || i.state == InstanceState::Succeeded))
+        (serving(i)))
       ++running;
   return {running, desired};
 }

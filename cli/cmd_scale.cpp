@@ -166,7 +166,7 @@ bool role_settled(const ClusterState& st, const Decision& d) {
   for (const auto& i : st.snapshot.instances) {
     if (i.tenant != d.tenant || i.app != d.app || i.role != d.role) continue;
     ++total;
-    if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) ++running;
+    if (serving(i)) ++running;
   }
   return total == d.to && running == d.to;
 }

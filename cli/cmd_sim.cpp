@@ -1,10 +1,10 @@
 // gaia sim: the sim backend's knobs. `gaia sim usage` edits the usage model (what each
-// instance uses, as a fraction of its request, with spikes) that the usage observer turns
-// into observed usage; `gaia sim fail` makes a running instance exit; `gaia sim options`
+// copy uses, as a fraction of its request, with spikes) that the sim backend reports as
+// observed usage; `gaia sim fail` makes a running copy exit or fail; `gaia sim options`
 // tunes the run-time controllers (reclamation start-up and margin, restart back-off cap).
-// Each commits its change with an event, then runs the controllers inline; --wait
-// follows them. The decisions live in controllers/ (plan_instance_failure, the
-// controllers themselves); this file parses, loads, commits and prints.
+// Each records its change with an event, then runs the controllers inline (observing
+// the backend first, so they see what the change did); --wait follows them. The sim's
+// world lives in lib/sim_backend.hpp; this file parses, calls it, commits and prints.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "cli/migration_view.hpp"
 #include "cli/table.hpp"
 #include "controllers/controller_options.hpp"
-#include "controllers/restart.hpp"
+#include "lib/sim_backend.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/timeline.hpp"
 #include "spec/suggest.hpp"
@@ -54,6 +54,17 @@ struct Follow {
   bool wait = false;
   std::string timeout = "5m";
 };
+
+// The session's backend as the sim, or an error for contexts with another backend.
+Result<SimBackend*> sim_of(Session& s) {
+  auto* sim = dynamic_cast<SimBackend*>(s.backend.get());
+  if (!sim)
+    return fail(Diagnostic{{}, "", fmt::format("context {} uses the {} backend, not sim", s.context.name, s.backend->name()),
+                           "`gaia sim` drives the simulated cluster only; switch with `gaia context use`"});
+  return sim;
+}
+
+Diagnostics backend_diag(const BackendError& e) { return {Diagnostic{{}, "", e.to_string(), ""}}; }
 
 // Runs the controllers inline once the command's change is committed, printing what
 // they did.
@@ -139,10 +150,10 @@ struct UsageChange {
 
 // The new model and its event, from the loaded state. All user errors surface here,
 // before anything is written.
-Result<UsageChange> decide_usage(const ClusterState& st, const Globals& g, const UsageArgs& a, int64_t now_ms,
-                                 int64_t spike_ms) {
+Result<UsageChange> decide_usage(const ClusterState& st, const SimUsageModel& current, const Globals& g,
+                                 const UsageArgs& a, int64_t now_ms, int64_t spike_ms) {
   UsageChange c;
-  c.model = st.sim_usage;
+  c.model = current;
   if (a.clear && a.target.empty() && !a.all) {
     c.changed = !c.model.rules.empty();
     c.model.rules.clear();
@@ -180,21 +191,23 @@ Result<UsageChange> decide_usage(const ClusterState& st, const Globals& g, const
 }
 
 int run_usage_list(const Globals& g, Session& s, const UsageArgs& a) {
-  auto st = s.state->load();
-  if (!st) return report(g, st.error());
+  auto sim = sim_of(s);
+  if (!sim) return report(g, sim.error());
+  auto model = (*sim)->usage_model();
+  if (!model) return report(g, backend_diag(model.error()));
   int64_t now = to_millis(s.clock.now());
   if (a.output == "json") {
-    nlohmann::json j = st->sim_usage;
+    nlohmann::json j = *model;
     std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  if (st->sim_usage.empty()) {
+  if (model->empty()) {
     if (!g.quiet) std::printf("no usage model: usage is not observed (set one with `gaia sim usage APP --cpu F --memory F`)\n");
     return k_ok;
   }
   Table t({"TARGET", "CPU", "MEMORY", "SPIKE"});
   auto cell = [](const std::optional<double>& f) { return f ? percent_text(*f) : std::string("-"); };
-  for (const auto& [key, r] : st->sim_usage.rules)
+  for (const auto& [key, r] : model->rules)
     t.add_row({key == "*" ? "* (default)" : key, cell(r.base.cpu), cell(r.base.memory), spike_text(r, now)});
   std::fputs(t.render(table_options_for(stdout)).c_str(), stdout);
   return k_ok;
@@ -264,13 +277,16 @@ int run_usage(const Globals& g, const UsageArgs& a) {
   if (a.list) return run_usage_list(g, s, a);
 
   int64_t now = to_millis(s.clock.now());
+  auto sim = sim_of(s);
+  if (!sim) return report(g, sim.error());
+  auto current = (*sim)->usage_model();
+  if (!current) return report(g, backend_diag(current.error()));
   UsageChange change;
   auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
-    auto c = decide_usage(st, g, a, now, spike_ms);
+    auto c = decide_usage(st, *current, g, a, now, spike_ms);
     if (!c) return fail(c.error());
     change = std::move(*c);
     if (!change.changed) return {};
-    b.sim_usage = change.model;
     auto& e = b.event("UsageModel", change.summary);
     e.tenant = change.target.tenant;
     e.app = change.target.app;
@@ -279,6 +295,8 @@ int run_usage(const Globals& g, const UsageArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
+  if (change.changed)
+    if (auto set = (*sim)->set_usage_model(change.model); !set) return report(g, backend_diag(set.error()));
   bool json = a.output == "json";
   if (!json && !g.quiet) fmt::print("{}{}\n", change.summary, change.changed ? "" : " (unchanged)");
   auto run = run_after(g, s, !json);
@@ -298,6 +316,7 @@ struct FailArgs {
   std::string instance;
   std::string reason;
   bool internal = false;
+  std::optional<int> exit_code;  // Exit with this code instead of failing.
   Follow follow;
   std::string output = "text";
 };
@@ -309,14 +328,22 @@ int run_fail(const Globals& g, const FailArgs& a) {
   Session& s = **session;
   std::string key = instance_key_from_ref(a.instance, g.tenant);
   std::string reason = !a.reason.empty() ? a.reason : a.internal ? "node agent crashed" : "exited with code 1 (gaia sim fail)";
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
-    if (auto d = unknown_instance(st, a.instance, key)) return fail(*d);
-    auto planned = plan_instance_failure(st, key, reason, a.internal);
-    if (!planned) return fail(planned.error());
-    b = std::move(*planned);
-    return {};
-  });
-  if (!committed) return report(g, committed.error());
+  auto sim = sim_of(s);
+  if (!sim) return report(g, sim.error());
+  auto st0 = s.state->load();
+  if (!st0) return report(g, st0.error());
+  if (auto d = unknown_instance(*st0, a.instance, key)) return report(g, Diagnostics{*d});
+  if (const Instance* i = st0->find_instance(key); !i || i->state != InstanceState::Running)
+    return report(g, Diagnostics{Diagnostic{{}, "INSTANCE",
+                                fmt::format("instance {} is {}, not running: only a running instance can fail", key,
+                                            i ? instance_state_name(i->state) : "unknown"),
+                                "pick a Running instance from `gaia get instances`"}});
+  // The copy ends in the simulated cluster; the controllers learn of it by observing
+  // the backend, exactly as they would of a real crash.
+  if (a.exit_code) reason = a.reason.empty() ? fmt::format("exited with code {}", *a.exit_code) : a.reason;
+  auto ended = a.exit_code ? (*sim)->end_copy(key, *a.exit_code, *a.exit_code == 0 ? "" : reason, a.internal)
+                           : (*sim)->end_copy(key, a.internal ? 0 : 1, reason, a.internal);
+  if (!ended) return report(g, backend_diag(ended.error()));
   bool json = a.output == "json";
   if (!json && !g.quiet)
     fmt::print("{} failed: {}{}\n", key, reason, a.internal ? " (internal: does not count against retry_times)" : "");
@@ -326,7 +353,7 @@ int run_fail(const Globals& g, const FailArgs& a) {
   auto done = [&](const ClusterState& st) {
     const Instance* i = st.find_instance(key);
     if (!i) return true;
-    if (i->state == InstanceState::Running) return true;
+    if (serving(*i)) return true;
     const AppRecord* app = st.find_app(i->tenant, i->app);
     return app && app->failed_roles.count(i->role) > 0;
   };
@@ -480,6 +507,8 @@ void register_sim(CLI::App& app, Globals& g, int* code) {
   auto fa = std::make_shared<FailArgs>();
   failc->add_option("INSTANCE", fa->instance, "Instance key, DNS name, or app/role/ordinal")->required();
   failc->add_option("--reason", fa->reason, "Why it exited (shown in events and describe)");
+  failc->add_option("--exit-code", fa->exit_code,
+                    "Exit with this code instead (0 finishes a batch instance: Succeeded)")->type_name("N");
   failc->add_flag("--internal", fa->internal, "A failure of gaia itself (node agent crash): does not spend retry_times");
   add_follow(failc, fa->follow, "Follow the controllers until the instance runs again or its role fails");
   failc->add_option("-o,--output", fa->output, "text or json")->check(CLI::IsMember({"text", "json"}));

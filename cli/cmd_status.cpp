@@ -47,8 +47,7 @@ int run_status(const Globals& g, const StatusArgs& a) {
   std::map<std::string, int> instance_states;
   for (const auto& i : st->snapshot.instances) {
     ++instance_states[std::string(instance_state_name(i.state))];
-    bool occupies = !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running ||
-                                        i.state == InstanceState::Terminating);
+    bool occupies = occupies_node(i);
     const Node* n = occupies ? st->find_node(i.node) : nullptr;
     if (!n || n->state == NodeState::Down) continue;
     allocated.cpu_millis += i.request.cpu_millis;

@@ -107,6 +107,7 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   auto inline_run = run_controllers(s);
   if (!inline_run) return report(g, inline_run.error());
   committed = inline_run->state;
+  refresh_reports(out, *committed);
 
   bool json = a.output == "json";
   OutcomeView view{.dry_run = false, .explain_scores = true};

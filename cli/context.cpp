@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/timed_store.hpp"
+#include "lib/sim_backend.hpp"
 #include "lib/sqlite_store.hpp"
 #include "lib/timeline.hpp"
 
@@ -114,6 +115,9 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   if (!retention) return fail(retention.error());
   if (*retention) options.event_retention = **retention;
   s->state = std::make_unique<State>(*s->store, s->clock, options);
+  // The one place a backend implementation is picked (docs/backends.md). The sim keeps
+  // its simulated world in the same store, under sim/.
+  s->backend = std::make_unique<SimBackend>(s->store.get());
   s->op = new_operation_id(s->clock);
   log_verbose(g, 1, fmt::format("operation {}", s->op));
   return s;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "lib/backend.hpp"
 #include "lib/clock.hpp"
 #include "lib/state.hpp"
 #include "lib/store.hpp"
@@ -38,6 +39,7 @@ struct Session {
   std::unique_ptr<Store> store;
   SystemClock clock;
   std::unique_ptr<State> state;
+  std::unique_ptr<Backend> backend;  // Where instances run: the context's backend.
   std::string op;  // Operation id of this command.
   const Globals* globals = nullptr;  // The command's flags (for -v logging); set by open_session.
 };

@@ -7,6 +7,7 @@
 
 #include "cli/progress.hpp"
 #include "controllers/controller_options.hpp"
+#include "ops/cycle.hpp"
 
 namespace gaia::cli {
 
@@ -15,14 +16,20 @@ Result<ControllerRun> run_controllers(Session& s, const ControllerOptions& optio
   // -vv: one line per controller run (each command's inline run, each --wait poll).
   static const Globals k_silent;
   StepTimer timer(s.globals ? *s.globals : k_silent, "controllers", 2);
-  auto st = s.state->update(s.op, [&](const ClusterState& cs, Batch& b) -> Result<void> {
-    // Options stored with `gaia sim options` apply to every run, over the caller's.
-    ControllerContext ctx{to_millis(s.clock.now()), stored_controller_options(cs, options)};
-    run.outcome = reconcile(cs, ctx);
-    b = run.outcome.batch;
-    return {};
-  });
-  if (!st) return fail(st.error());
+  // Options stored with `gaia sim options` apply to every run, over the caller's.
+  auto current = s.state->load();
+  if (!current) return fail(current.error());
+  ops::CycleOptions copts;
+  copts.controller = stored_controller_options(*current, options);
+  auto cycle = ops::run_cycle(*s.state, *s.backend, s.clock, s.op, copts);
+  if (!cycle) return fail(cycle.error());
+  run.outcome.batch = std::move(cycle->batch);
+  run.outcome.passes = cycle->rounds;
+  run.outcome.converged = cycle->converged;
+  run.outcome.wake_at_ms = cycle->wake_at_ms;
+  run.outcome.active = std::move(cycle->active);
+  run.held = std::move(cycle->held);
+  auto st = std::optional<ClusterState>(std::move(cycle->state));
   if (s.globals)
     timer.stop(fmt::format("{} pass(es), {} event(s){}", run.outcome.passes, run.outcome.batch.events.size(),
                            run.outcome.active.empty() ? "" : fmt::format(" from {}", fmt::join(run.outcome.active, ", "))));

@@ -18,9 +18,12 @@ namespace gaia::cli {
 struct ControllerRun {
   ClusterState state;          // The state after the run (committed).
   ReconcileOutcome outcome;    // What the controllers decided (batch already committed).
+  // Bound instances the backend was not asked to start yet, and why.
+  std::vector<std::pair<std::string, std::string>> held;
 };
 
-// One reconcile of the store, committed atomically (re-decided on a conflicting write).
+// One cycle of observe -> reconcile -> commit -> actuate against the session's backend
+// (ops/cycle.hpp); each commit is atomic and re-decided on a conflicting write.
 // The run's events carry the session's operation id, so `gaia events --op` shows what a
 // command caused, controllers included.
 Result<ControllerRun> run_controllers(Session& s, const ControllerOptions& options = {});

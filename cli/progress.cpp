@@ -110,7 +110,7 @@ std::string progress_summary(const ClusterState& state, const std::function<bool
   for (const auto& i : state.snapshot.instances) {
     if (keep && !keep(i)) continue;
     ++total;
-    if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) {
+    if (serving(i)) {
       ++running;
       continue;
     }

@@ -56,15 +56,6 @@ std::string_view topo_name(int topo) {
 
 bool NodeIx::port_used(int p) const { return std::binary_search(ports.begin(), ports.end(), p); }
 
-bool occupies_node(const Instance& inst) {
-  if (inst.node.empty()) return false;
-  switch (inst.state) {
-    case InstanceState::Placed:
-    case InstanceState::Running:
-    case InstanceState::Terminating: return true;
-    default: return false;
-  }
-}
 
 ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
   const auto& sn = snapshot;

@@ -113,7 +113,5 @@ class ClusterIndex {
   std::unordered_map<std::string, std::vector<int>> m_nodes_by_image;
 };
 
-// Whether an instance holds node resources in this snapshot state.
-bool occupies_node(const Instance& inst);
 
 }  // namespace gaia::sched

@@ -1,3 +1,4 @@
+#include "controllers/lifecycle.hpp"
 #include "controllers/migrate.hpp"
 
 #include <fmt/format.h>
@@ -13,26 +14,7 @@ namespace gaia {
 
 namespace {
 
-void put_instance(Batch& b, const Instance& i) {
-  std::string key = i.key();
-  for (auto& x : b.put_instances)
-    if (x.key() == key) {
-      x = i;
-      return;
-    }
-  b.put_instances.push_back(i);
-}
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, const std::string& node, std::string reason,
-                              std::string message, std::string type = "Normal") {
-  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = node;
-  return e;
-}
 
 int migrate_limit(const ClusterState& state, const Instance& i) {
   auto it = state.snapshot.roles.find(i.tenant + "/" + i.app + "/" + i.role);
@@ -61,18 +43,12 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   // Allocated while the instance still counts on its old node, so its old address
   // there is not mistaken for one in use on the new node.
   i->address = node ? allocate_address(*node, state.snapshot.instances) : "";
-  i->node = p.node;
+  // A moved instance starts afresh (bind_instance resets what was learnt on the old
+  // node): its reservation is its request again until the start-up period passes on the
+  // new node, and the old node's usage does not follow it. The backend starts the new
+  // copy; a stateful one only once the old copy has stopped (controllers/lifecycle.hpp).
+  bind_instance(*i, p.node);
   i->ports = p.ports;
-  i->state = InstanceState::Running;  // The sim backend starts a placed instance at once.
-  i->pending_reason.clear();
-  i->failure.clear();
-  i->started_ms = now_ms;
-  // A moved instance starts afresh: its reservation is its request again until the
-  // start-up period passes on the new node, and the old node's usage does not follow it.
-  i->reservation.reset();
-  i->usage.reset();
-  i->throttled = false;
-  i->snapped_back_ms = 0;
   if (count) ++i->migrations;
   std::string msg = fmt::format("moved {}to {} ({}), address {}", from.empty() ? "" : "from " + from + " ", p.node, why,
                                 i->address.empty() ? "none" : i->address);
@@ -80,21 +56,17 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   if (!copied.empty()) msg += fmt::format("; volume {} copied from {}", fmt::join(copied, ", "), from);
   if (node)
     if (std::string near = locality_text(state, *i, *node); !near.empty()) msg += "; " + near;
-  put_instance(batch, *i);
-  instance_event(batch, *i, p.node, "Migrated", msg);
+  batch.put_instance(*i);
+  batch.instance_event_at(*i, p.node, "Migrated", msg);
   return *i;
 }
 
 void evict_victim(ClusterState& state, Batch& batch, const Preemption& p) {
   Instance* v = state.find_instance(p.victim);
   if (!v) return;
-  v->node.clear();
-  v->address.clear();
-  v->ports.clear();
-  v->state = InstanceState::Pending;
-  v->pending_reason = fmt::format("preempted by {} on {}", p.preemptor, p.node);
-  put_instance(batch, *v);
-  instance_event(batch, *v, p.node, "Preempted",
+  evict_instance(*v, fmt::format("preempted by {} on {}", p.preemptor, p.node));
+  batch.put_instance(*v);
+  batch.instance_event_at(*v, p.node, "Preempted",
                  fmt::format("evicted from {} to make room for {} (higher priority)", p.node, p.preemptor), "Warning");
 }
 
@@ -203,7 +175,7 @@ Result<MigrateOutcome> plan_migrate(const ClusterState& state, const MigrateRequ
       const Node* n = state.find_node(v.node);
       return n && n->state == NodeState::Down;
     });
-    instance_event(out.batch, *x, old_node, "VolumeLost",
+    out.batch.instance_event_at(*x, old_node, "VolumeLost",
                    fmt::format("volume {} left on a down node (--force): it starts with empty volumes", fmt::join(dropped, ", ")),
                    "Warning");
   }

@@ -1,3 +1,4 @@
+#include "controllers/lifecycle.hpp"
 #include "controllers/migration.hpp"
 
 #include <fmt/format.h>
@@ -22,16 +23,6 @@ const Role* role_of(const ClusterState& state, const Instance& i) {
   return it == state.snapshot.roles.end() ? nullptr : &it->second;
 }
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, const std::string& node, std::string reason,
-                              std::string message, std::string type = "Normal") {
-  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = node;
-  return e;
-}
 
 TimelineEvent& node_event(Batch& b, const std::string& node, std::string reason, std::string message,
                           std::string type = "Normal") {
@@ -42,13 +33,7 @@ TimelineEvent& node_event(Batch& b, const std::string& node, std::string reason,
 
 // Takes an instance off its node: pending, without address or ports. Volume bindings
 // stay unless the caller drops them.
-void unplace(Instance& i, std::string reason) {
-  i.node.clear();
-  i.address.clear();
-  i.ports.clear();
-  i.state = InstanceState::Pending;
-  i.pending_reason = std::move(reason);
-}
+void unplace(Instance& i, std::string reason, bool node_down) { evict_instance(i, std::move(reason), node_down); }
 
 std::vector<std::string> volume_names_on(const Instance& i, const std::string& node) {
   std::vector<std::string> out;
@@ -116,7 +101,7 @@ std::vector<const Instance*> drain_batch(const ClusterState& state, const Node& 
   for (const Instance* c : candidates) {
     Instance& t = trial.instances[at.at(c->key())];
     std::erase_if(t.volumes, [&](const VolumeBinding& v) { return v.node == node.name; });
-    unplace(t, "");
+    unplace(t, "", true);  // A trial: the instance is simply off its node.
     keys.push_back(c->key());
   }
   Decision d = schedule(trial, keys);
@@ -186,20 +171,20 @@ ControllerResult reconcile_migration(const ClusterState& state, const Controller
         moved.address.clear();
         moved.ports.clear();
         b.put_instances.push_back(moved);
-        instance_event(b, moved, node, "Evicted", fmt::format("node {} is down; the instance stays failed", node),
+        b.instance_event_at(moved, node, "Evicted", fmt::format("node {} is down; the instance stays failed", node),
                        "Warning");
         continue;
       }
       if (!held.empty()) {
-        unplace(moved, waiting_for_volume_node(state, i));
-        instance_event(b, moved, node, "Evicted",
+        unplace(moved, waiting_for_volume_node(state, i), true);
+        b.instance_event_at(moved, node, "Evicted",
                        fmt::format("node {} is down; waiting for it: it holds volume {} (`gaia migrate {} --force` "
                                    "starts it elsewhere with empty volumes)",
                                    node, fmt::join(held, ", "), i.key()),
                        "Warning");
       } else {
-        unplace(moved, fmt::format("node {} is down; requeued", node));
-        instance_event(b, moved, node, "Evicted", fmt::format("node {} is down; requeued to run elsewhere", node),
+        unplace(moved, fmt::format("node {} is down; requeued", node), true);
+        b.instance_event_at(moved, node, "Evicted", fmt::format("node {} is down; requeued to run elsewhere", node),
                        "Warning");
       }
       b.put_instances.push_back(std::move(moved));
@@ -227,13 +212,13 @@ ControllerResult reconcile_migration(const ClusterState& state, const Controller
       Instance moved = *i;
       auto held = volume_names_on(*i, n->name);
       std::erase_if(moved.volumes, [&](const VolumeBinding& v) { return v.node == n->name; });
-      unplace(moved, fmt::format("moving off draining node {}", n->name));
+      unplace(moved, fmt::format("moving off draining node {}", n->name), false);
       ++moved.migrations;
       const Role* role = role_of(state, *i);
       std::string msg = fmt::format("moving off {} (draining); migration {} of {}", n->name, moved.migrations,
                                     role ? role->migrate_times : Role{}.migrate_times);
       if (!held.empty()) msg += fmt::format("; volume {} is copied to its new node", fmt::join(held, ", "));
-      instance_event(b, moved, n->name, "Migrated", msg);
+      b.instance_event_at(moved, n->name, "Migrated", msg);
       b.put_instances.push_back(std::move(moved));
     }
   }
@@ -305,7 +290,7 @@ Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string
     if (dropped.state == InstanceState::Pending) dropped.pending_reason = "volume binding dropped; requeued";
     out.batch.put_instances.push_back(dropped);
     out.dropped.push_back(i.key());
-    instance_event(out.batch, i, name, "VolumeLost",
+    out.batch.instance_event_at(i, name, "VolumeLost",
                    fmt::format("volume {} on {} dropped (--move-stateful): it starts elsewhere with empty volumes",
                                fmt::join(held, ", "), name),
                    "Warning");

@@ -1,3 +1,4 @@
+#include "controllers/lifecycle.hpp"
 #include "controllers/node_ops.hpp"
 
 #include <algorithm>
@@ -11,21 +12,8 @@
 
 namespace gaia {
 
-bool occupies_node(const Instance& i) {
-  return !i.node.empty() &&
-         (i.state == InstanceState::Placed || i.state == InstanceState::Running || i.state == InstanceState::Terminating);
-}
-
 namespace {
 
-void put_instance(Batch& b, const Instance& i) {
-  for (auto& x : b.put_instances)
-    if (x.key() == i.key()) {
-      x = i;
-      return;
-    }
-  b.put_instances.push_back(i);
-}
 
 TimelineEvent& node_event(Batch& b, const std::string& node, std::string reason, std::string message,
                           std::string type = "Normal") {
@@ -52,20 +40,10 @@ void displace(Instance& i, const std::string& reason) {
   i.address.clear();
   i.ports.clear();
   std::erase_if(i.volumes, [&](const VolumeBinding& v) { return v.node == node; });
-  i.state = InstanceState::Pending;
-  i.pending_reason = reason;
+  // The node is gone, and its copies with it.
+  evict_instance(i, reason, true);
 }
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, const std::string& node, std::string reason,
-                              std::string message, std::string type) {
-  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = node;
-  return e;
-}
 
 // Retries every pending instance on the state as it will be after `out.batch`, and adds
 // the result to the batch and the report.
@@ -143,9 +121,9 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
       std::string node = i.node;
       displace(moved, "cluster recreated");
       moved.volumes.clear();
-      put_instance(b, moved);
+      b.put_instance(moved);
       if (!node.empty()) {
-        instance_event(b, moved, node, "Displaced", fmt::format("taken off {}: the cluster was recreated", node),
+        b.instance_event_at(moved, node, "Displaced", fmt::format("taken off {}: the cluster was recreated", node),
                        "Warning");
         out.displaced.push_back(moved.key());
       }
@@ -232,12 +210,12 @@ Result<NodeOpOutcome> decide_node_remove(const ClusterState& state, const std::v
     if (on_node) {
       displace(moved, fmt::format("node {} was removed", node));
       out.displaced.push_back(moved.key());
-      instance_event(out.batch, moved, node, "Displaced", fmt::format("taken off {}: the node was removed", node),
+      out.batch.instance_event_at(moved, node, "Displaced", fmt::format("taken off {}: the node was removed", node),
                      "Warning");
     } else {
       std::erase_if(moved.volumes, [&](const VolumeBinding& v) { return removing.count(v.node) > 0; });
     }
-    put_instance(out.batch, moved);
+    out.batch.put_instance(moved);
   }
   for (const Node* n : *found) {
     out.batch.delete_nodes.push_back(n->name);

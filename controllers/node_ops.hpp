@@ -57,7 +57,5 @@ Result<NodeOpOutcome> decide_node_label(const ClusterState& state, const std::ve
 // then pending instances are retried). Nodes already in that state are left alone.
 Result<NodeOpOutcome> decide_node_cordon(const ClusterState& state, const std::vector<std::string>& names, bool cordon);
 
-// Whether an instance holds resources on its node (placed and not finished).
-bool occupies_node(const Instance& i);
 
 }  // namespace gaia

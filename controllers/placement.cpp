@@ -1,3 +1,4 @@
+#include "controllers/lifecycle.hpp"
 #include "controllers/placement.hpp"
 
 #include <fmt/format.h>
@@ -11,9 +12,7 @@ namespace gaia {
 
 namespace {
 
-bool occupies(const Instance& i) {
-  return !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running);
-}
+bool occupies(const Instance& i) { return occupies_node(i); }
 
 // The first required-placement rule `node` breaks for `role` (and the tenant's pool), or
 // "" when it satisfies them all. Same rules and wording as the scheduler's filters.
@@ -70,12 +69,7 @@ ControllerResult placement_controller(const ClusterState& state, const Controlle
   for (const auto& v : violations) {
     if (v.pinned) continue;
     Instance moved = *by_key.at(v.instance);
-    moved.node.clear();
-    moved.address.clear();
-    moved.ports.clear();
-    moved.state = InstanceState::Pending;
-    moved.started_ms = 0;
-    moved.pending_reason = v.reason;
+    evict_instance(moved, v.reason);
     out.batch.put_instances.push_back(moved);
     auto& e = out.batch.event("Displaced", fmt::format("moved off {}: {}", v.node, v.reason), "Warning");
     e.tenant = moved.tenant;

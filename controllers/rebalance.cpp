@@ -165,7 +165,7 @@ struct Planner {
       std::string node_name = opt.node->name;  // `opt` points into `work`, replaced below.
       Instance* p = next.find_instance(key);
       p->node = node_name;
-      p->state = InstanceState::Running;
+      p->state = InstanceState::Placed;
       work = std::move(next);
       merge_batch(plan.batch, std::move(batch));
       for (auto& m : moves) {

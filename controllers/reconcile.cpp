@@ -10,7 +10,6 @@
 #include "controllers/reclamation.hpp"
 #include "controllers/restart.hpp"
 #include "controllers/runtime_preemption.hpp"
-#include "controllers/sim_usage.hpp"
 #include "controllers/submit.hpp"
 
 namespace gaia {
@@ -31,7 +30,6 @@ const std::vector<NamedController>& default_controllers() {
       {"rollout", &rollout_controller},
       {"placement", &placement_controller},
       {"migration", &reconcile_migration},
-      {"sim_usage", &observe_sim_usage},
       {"restart", &restart_failed},
       {"runtime_preemption", &preempt_at_runtime},
       {"reclamation", &reclaim_reservations},

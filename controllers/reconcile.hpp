@@ -3,8 +3,10 @@
 // cluster state (and the time) returning the batch that moves the cluster toward its
 // goal; running it again on the result returns an empty batch. reconcile() runs them in
 // a fixed order on the state each previous one left, over and over until a whole pass
-// changes nothing (the sim backend starts placed instances at once, so one controller's
-// action often enables another's), and returns everything as one batch to commit.
+// changes nothing (one controller's action often enables another's), and returns
+// everything as one batch to commit. Controllers never talk to a backend: what runs
+// reaches them as instance states written from observations (controllers/lifecycle.hpp),
+// and the runner (ops/runner.hpp) starts and stops copies after the commit.
 //
 // Controllers never sleep: one that waits for a time (a restart back-off, the end of a
 // start-up period) says when it wants to run again in `wake_at_ms`, and the caller

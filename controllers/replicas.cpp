@@ -13,15 +13,6 @@ namespace gaia {
 
 namespace {
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, std::string reason, std::string message) {
-  auto& e = b.event(std::move(reason), std::move(message));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = i.node;
-  return e;
-}
 
 struct RoleKey {
   std::string_view tenant, app, role;
@@ -71,7 +62,7 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
       for (const Instance* i : have) {
         if (i->ordinal < want) break;
         b.delete_instances.push_back(i->key());
-        instance_event(b, *i, "ScaledDown",
+        b.instance_event(*i, "ScaledDown",
                        fmt::format("removed: role {} scaled to {} replica(s){}", role.name, want, volume_note(*i)));
         shrunk.insert(id);
       }
@@ -81,7 +72,7 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
         Instance i = new_instance(app.tenant, app.name, app.version, role, k);
         i.hash = app.workload.hash;
         i.pending_reason = fmt::format("created by scale to {} replica(s)", want);
-        instance_event(b, i, "ScaledUp", fmt::format("created: role {} scaled to {} replica(s)", role.name, want));
+        b.instance_event(i, "ScaledUp", fmt::format("created: role {} scaled to {} replica(s)", role.name, want));
         b.put_instances.push_back(std::move(i));
       }
     }

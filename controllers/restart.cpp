@@ -17,16 +17,6 @@ std::string duration_text(int64_t ms) {
   return fmt::format("{}ms", ms);
 }
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, std::string reason, std::string message,
-                              std::string type = "Normal") {
-  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = i.node;
-  return e;
-}
 
 }  // namespace
 
@@ -63,7 +53,7 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
       a.status = "Failed";
       a.op.clear();
       apps[app_key] = std::move(a);
-      instance_event(out.batch, i, "Failed", fmt::format("role {} failed: {}", i.role, reason), "Warning");
+      out.batch.instance_event(i, "Failed", fmt::format("role {} failed: {}", i.role, reason), "Warning");
       if (i.restart_at_ms) {
         Instance x = i;
         x.restart_at_ms = 0;
@@ -79,7 +69,7 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
       x.restart_at_ms = ctx.now_ms + backoff;
       changed = true;
       if (backoff > 0)
-        instance_event(out.batch, i, "BackOff",
+        out.batch.instance_event(i, "BackOff",
                        i.internal_failure
                            ? fmt::format("restarting in {} after an internal failure (not counted against retry_times)",
                                          duration_text(backoff))
@@ -94,7 +84,7 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
       requeue_instance(x, fmt::format("restarting after failure: {}", failure.empty() ? "exited" : failure));
       x.failure = failure;  // Kept as the last failure, for `gaia describe`.
       std::string after_backoff = backoff > 0 ? fmt::format(" after {} back-off", duration_text(backoff)) : "";
-      instance_event(out.batch, i, "Restarted",
+      out.batch.instance_event(i, "Restarted",
                      internal ? fmt::format("restarted{} after an internal failure on {} (not counted; {} of {} "
                                             "restarts used); back in the queue",
                                             after_backoff, node, x.restarts, role.retry_times)
@@ -134,7 +124,7 @@ Result<Batch> plan_instance_failure(const ClusterState& state, const std::string
   x.usage.reset();
   x.throttled = false;
   b.put_instances.push_back(x);
-  instance_event(b, *i, "Failed",
+  b.instance_event(*i, "Failed",
                  internal ? fmt::format("internal failure: {} (gaia's own fault: does not count against retry_times)",
                                         reason)
                           : fmt::format("exited: {}", reason),

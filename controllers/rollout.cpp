@@ -13,7 +13,7 @@ namespace gaia {
 
 namespace {
 
-bool is_running(const Instance& i) { return i.state == InstanceState::Running || i.state == InstanceState::Succeeded; }
+bool is_running(const Instance& i) { return serving(i); }
 
 std::string short_hash(const std::string& h) { return h.substr(0, 12); }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "controllers/filters.hpp"
+#include "controllers/lifecycle.hpp"
 #include "controllers/runtime_util.hpp"
 
 namespace gaia {
@@ -24,15 +25,6 @@ bool kill_before(const Instance* a, const Instance* b) {
   return a->key() < b->key();
 }
 
-TimelineEvent& instance_event(Batch& b, const Instance& i, std::string reason, std::string message, std::string type) {
-  auto& e = b.event(std::move(reason), std::move(message), std::move(type));
-  e.tenant = i.tenant;
-  e.app = i.app;
-  e.role = i.role;
-  e.instance = i.key();
-  e.node = i.node;
-  return e;
-}
 
 }  // namespace
 
@@ -72,10 +64,10 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
           x.restart_at_ms = 0;
           x.usage.reset();
           x.throttled = false;
-          instance_event(out.batch, *v, "OOMKilled", fmt::format("{}; killed: {}", pressure, x.failure), "Warning");
+          out.batch.instance_event(*v, "OOMKilled", fmt::format("{}; killed: {}", pressure, x.failure), "Warning");
         } else {
-          requeue_instance(x, fmt::format("killed: node {} out of memory", n.name));
-          instance_event(out.batch, *v, "Preempted",
+          evict_instance(x, fmt::format("killed: node {} out of memory", n.name));
+          out.batch.instance_event(*v, "Preempted",
                          fmt::format("killed: {}; lowest-priority nonprod work goes first; back in the queue", pressure),
                          "Warning");
         }
@@ -108,12 +100,12 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
     const Node* n = state.find_node(i.node);
     int64_t cap = n ? n->capacity.cpu_millis : 0;
     if (want)
-      instance_event(out.batch, i, "Throttled",
+      out.batch.instance_event(i, "Throttled",
                      fmt::format("node {} cpu usage {} > capacity {}: throttled (cpu shortage never kills)", i.node,
                                  sched::format_millis(cpu), sched::format_millis(cap)),
                      "Warning");
     else
-      instance_event(out.batch, i, "Unthrottled",
+      out.batch.instance_event(i, "Unthrottled",
                      fmt::format("node {} has cpu to spare again (usage {} of {})", i.node, sched::format_millis(cpu),
                                  sched::format_millis(cap)),
                      "Normal");

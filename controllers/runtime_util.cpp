@@ -35,6 +35,7 @@ void sync_app_status(const ClusterState& after, const std::string& tenant, const
   // an app's status back and forth during a rollout.
   std::string status = app_status(after, tenant, app);
   if (a->status == status) return;
+  std::string previous = a->status;
   auto it = std::find_if(batch.put_apps.begin(), batch.put_apps.end(),
                          [&](const AppRecord& x) { return x.tenant == tenant && x.name == app; });
   if (it == batch.put_apps.end()) {
@@ -47,6 +48,7 @@ void sync_app_status(const ClusterState& after, const std::string& tenant, const
   // Updating with the rollout's RollingOut event.
   if (status == "Failed" || status == "Updating") return;
   bool ready = status == "Ready";
+  if (!ready && previous == "Deploying") return;  // Still starting: not worth a warning.
   auto& e = batch.event(ready ? "AppReady" : "AppPending",
                         ready ? "every instance is running" : "some instances are not running yet",
                         ready ? "Normal" : "Warning");

@@ -1,5 +1,5 @@
 #pragma once
-// Small pieces the run-time controllers (sim_usage, restart, runtime_preemption,
+// Small pieces the run-time controllers (lifecycle, restart, runtime_preemption,
 // reclamation) share: sending an instance back to the queue with its run-time facts
 // reset, the text of a cpu/memory amount in events, and keeping an app's status in step
 // with what they did to its instances.

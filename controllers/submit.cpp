@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "controllers/lifecycle.hpp"
 #include "controllers/rollout.hpp"
 #include "controllers/scheduler.hpp"
 
@@ -40,7 +41,10 @@ std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
 
 // Readiness of every app in one pass over the instances.
 struct Readiness {
-  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;  // app id -> (instances, running)
+  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;  // app id -> (instances, serving)
+  // App id -> instances bound to a node or serving: a dependent is placed once all of
+  // its dependency's instances are, and started once they all serve.
+  std::unordered_map<std::string, size_t> bound;
   // App id -> instances still on an older workload (a rollout is under way).
   std::unordered_map<std::string, size_t> outdated;
 
@@ -49,7 +53,8 @@ struct Readiness {
       std::string id = app_id(i.tenant, i.app);
       auto& c = counts[id];
       ++c.first;
-      if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) ++c.second;
+      if (serving(i)) ++c.second;
+      if (serving(i) || i.state == InstanceState::Placed) ++bound[id];
       if (auto a = s.apps.find(id); a != s.apps.end() && instance_outdated(i, a->second)) ++outdated[id];
     }
   }
@@ -65,6 +70,14 @@ struct Readiness {
       if ((scaled != a->scale.end() ? scaled->second : r.replicas) > 0) return false;
     }
     return true;
+  }
+  // Every instance of the app is placed or serving (or it asks for none).
+  bool placed(const ClusterState& s, const std::string& tenant, const std::string& name) const {
+    std::string id = app_id(tenant, name);
+    auto it = counts.find(id);
+    if (it == counts.end() || it->second.first == 0) return ready(s, tenant, name);
+    auto b = bound.find(id);
+    return s.find_app(tenant, name) && b != bound.end() && b->second == it->second.first;
   }
 };
 
@@ -85,7 +98,7 @@ std::string waiting_reason(const std::vector<std::string>& not_ready, const Clus
   std::vector<std::string> parts;
   for (const auto& d : not_ready)
     parts.push_back(s.find_app(tenant, d) ? d : d + " (not deployed)");
-  return fmt::format("waiting for dependency {} to be ready", fmt::join(parts, ", "));
+  return fmt::format("waiting for dependency {} to be placed", fmt::join(parts, ", "));
 }
 
 // Where the instances of one role live, found by looking their addresses up in the
@@ -271,13 +284,11 @@ struct Work {
       Instance* v = find(p.victim);
       if (!v) continue;
       std::string node = v->node;
-      release_address(*v);
       near_cache.erase(v->tenant + "/" + v->app + "/" + v->role);
-      v->node.clear();
-      v->address.clear();
-      v->ports.clear();
-      v->state = InstanceState::Pending;
-      v->pending_reason = fmt::format("preempted by {} on {}", p.preemptor, node);
+      // A stateful victim keeps its node (and address) until its copy has stopped.
+      Instance before = *v;
+      evict_instance(*v, fmt::format("preempted by {} on {}", p.preemptor, node));
+      if (v->node.empty()) release_address(before);
       put_instance(*v);
       auto& e = event(*v, "Preempted",
                       fmt::format("evicted from {} to make room for {} (higher priority)", node, p.preemptor), "Warning");
@@ -291,13 +302,10 @@ struct Work {
       if (!i) continue;
       auto ni = node_index.find(p.node);
       const Node* node = ni == node_index.end() ? nullptr : &state.snapshot.nodes[ni->second];
-      i->node = p.node;
+      bind_instance(*i, p.node);
       i->ports = p.ports;
       for (const auto& b : p.volumes) i->volumes.push_back(b);
-      i->pending_reason.clear();
       i->address = node ? take_address(*node) : "";
-      // The sim backend starts a placed instance at once.
-      i->state = InstanceState::Running;
       if (auto c = near_cache.find(i->tenant + "/" + i->app + "/" + i->role); c != near_cache.end()) add_near(c->second, *i);
       put_instance(*i);
       std::string near = node ? locality(*i, *node) : "";
@@ -362,6 +370,9 @@ struct Work {
       e.app = name;
       return;
     }
+    // A new app waits for its instances to start: not worth a warning (the scheduler's
+    // FailedScheduling events say what cannot be placed).
+    if (!ready && previous == "Deploying") return;
     auto& e = out.batch.event(ready ? "AppReady" : "AppPending",
                               ready ? "every instance is running" : "some instances are not running yet",
                               ready ? "Normal" : "Warning");
@@ -399,7 +410,7 @@ struct Work {
         std::vector<std::string> not_ready;
         if (const AppRecord* a = state.find_app(i.tenant, i.app))
           for (const auto& dep : a->dependencies)
-            if (!r.ready(state, i.tenant, dep)) not_ready.push_back(dep);
+            if (!r.placed(state, i.tenant, dep)) not_ready.push_back(dep);
         if (!not_ready.empty()) {
           std::string reason = waiting_reason(not_ready, state, i.tenant);
           if (i.pending_reason != reason) {
@@ -506,6 +517,18 @@ std::string app_status(const ClusterState& state, const std::string& tenant, con
   return status_of(state, Readiness(state), *a);
 }
 
+void refresh_reports(SubmitOutcome& out, const ClusterState& state) {
+  Readiness r(state);
+  auto totals = [&](AppReport& rep) {
+    auto it = r.counts.find(app_id(rep.tenant, rep.name));
+    rep.instances = it == r.counts.end() ? 0 : it->second.first;
+    rep.running = it == r.counts.end() ? 0 : it->second.second;
+    rep.ready = r.ready(state, rep.tenant, rep.name);
+  };
+  for (auto& rep : out.apps) totals(rep);
+  for (auto& rep : out.others) totals(rep);
+}
+
 bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name) {
   return Readiness(state).ready(state, tenant, name);
 }
@@ -552,7 +575,6 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
     if (puts.count(i.key())) instances.push_back(i);
   state.snapshot.instances = std::move(instances);
   if (batch.profile) state.snapshot.profile = *batch.profile;
-  if (batch.sim_usage) state.sim_usage = *batch.sim_usage;
   for (const auto& [name, value] : batch.put_settings) state.settings[name] = value;
   state.seq += static_cast<int64_t>(batch.events.size());
   return state;
@@ -596,7 +618,6 @@ void merge_batch(Batch& into, Batch more) {
   std::vector<std::string> no_tenant_deletes, none;
   merge_keyed(into.put_tenants, no_tenant_deletes, more.put_tenants, none, [](const Tenant& t) { return t.name; });
   if (more.profile) into.profile = std::move(more.profile);
-  if (more.sim_usage) into.sim_usage = std::move(more.sim_usage);
   for (auto& [name, value] : more.put_settings) into.put_settings[name] = std::move(value);
   for (auto& e : more.events) into.events.push_back(std::move(e));
 }
@@ -694,7 +715,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     Readiness readiness(w.state);
     std::vector<std::string> not_ready;
     for (const auto& d : rec.dependencies)
-      if (!readiness.ready(w.state, rec.tenant, d)) not_ready.push_back(d);
+      if (!readiness.placed(w.state, rec.tenant, d)) not_ready.push_back(d);
     std::vector<std::string> keys;
     for (const auto& role : rec.workload.roles) {
       for (int k = 0; k < role.replicas; ++k) {

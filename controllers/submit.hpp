@@ -74,6 +74,11 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
 // a settled cluster yields an empty batch.
 SubmitOutcome reschedule_pending(const ClusterState& state);
 
+// Recounts each report's instances, running instances and readiness on `state` (the
+// cluster after the runner started what the submission placed), so what a command
+// prints is what runs when it returns.
+void refresh_reports(SubmitOutcome& out, const ClusterState& state);
+
 // Allocates the lowest free address of the node's instance subnet (IPv4 or IPv6), or
 // "" when the node has no subnet or it is full. The network address (and for IPv4 the
 // broadcast address) is never handed out.

@@ -55,6 +55,10 @@ struct Tenant {
   std::map<std::string, std::string> pool_selector;  // Node labels required for its instances.
 };
 
+// The lifecycle (docs/backends.md): Pending -> Placed (bound to a node, start asked of
+// the backend) -> Running (observed ready) -> Succeeded (a batch copy exited 0) or
+// Failed (with a reason); Terminating while a stateful instance's copy is being stopped
+// before it may move, after which it is Pending again.
 enum class InstanceState { Pending, Placed, Running, Failed, Succeeded, Terminating };
 std::string_view instance_state_name(InstanceState s);
 
@@ -104,12 +108,28 @@ struct Instance {
   // When the reservation last snapped back to the request after a usage spike (0:
   // never); reclamation lowers it again only a start-up period later.
   int64_t snapped_back_ms = 0;
+  // Raised each time the instance is bound to a node, so a copy the backend reports is
+  // known to belong to the current placement or to an earlier one (lib/backend.hpp).
+  int64_t generation = 0;
+  // Exit code of the last copy that exited (Failed or Succeeded); 0 otherwise.
+  int exit_code = 0;
 
   // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
   std::string key() const;
   Resources reserved() const { return reservation.value_or(request); }
   std::string dns_name() const { return key() + ".gaia"; }
 };
+
+// Whether the instance does its work: running, or a batch instance that finished.
+inline bool serving(const Instance& i) {
+  return i.state == InstanceState::Running || i.state == InstanceState::Succeeded;
+}
+
+// Whether the instance holds resources on its node: bound, running, or still stopping.
+inline bool occupies_node(const Instance& i) {
+  return !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running ||
+                             i.state == InstanceState::Terminating);
+}
 
 // Scheduler profile: weights of the score plugins (0 disables one).
 struct SchedulerProfile {

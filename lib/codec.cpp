@@ -31,6 +31,8 @@ void to_json(nlohmann::json& j, const Instance& i) {
   if (i.throttled) j["throttled"] = true;
   if (i.internal_failure) j["internal_failure"] = true;
   if (i.snapped_back_ms) j["snapped_back_ms"] = i.snapped_back_ms;
+  if (i.generation) j["generation"] = i.generation;
+  if (i.exit_code) j["exit_code"] = i.exit_code;
 }
 
 void from_json(const nlohmann::json& j, Instance& i) {
@@ -61,6 +63,8 @@ void from_json(const nlohmann::json& j, Instance& i) {
   i.throttled = j.value("throttled", d.throttled);
   i.internal_failure = j.value("internal_failure", d.internal_failure);
   i.snapped_back_ms = j.value("snapped_back_ms", d.snapped_back_ms);
+  i.generation = j.value("generation", d.generation);
+  i.exit_code = j.value("exit_code", d.exit_code);
 }
 
 }  // namespace gaia

@@ -96,7 +96,7 @@ const Node* ClusterState::find_node(const std::string& name) const {
 
 bool Batch::empty() const {
   return put_nodes.empty() && delete_nodes.empty() && put_tenants.empty() && put_apps.empty() && delete_apps.empty() &&
-         put_instances.empty() && delete_instances.empty() && !profile && !sim_usage && put_settings.empty() &&
+         put_instances.empty() && delete_instances.empty() && !profile && put_settings.empty() &&
          events.empty();
 }
 
@@ -107,6 +107,31 @@ TimelineEvent& Batch::event(std::string reason, std::string message, std::string
   e.type = std::move(type);
   events.push_back(std::move(e));
   return events.back();
+}
+
+TimelineEvent& Batch::instance_event(const Instance& i, std::string reason, std::string message, std::string type) {
+  return instance_event_at(i, i.node, std::move(reason), std::move(message), std::move(type));
+}
+
+TimelineEvent& Batch::instance_event_at(const Instance& i, const std::string& node, std::string reason,
+                                        std::string message, std::string type) {
+  auto& e = event(std::move(reason), std::move(message), std::move(type));
+  e.tenant = i.tenant;
+  e.app = i.app;
+  e.role = i.role;
+  e.instance = i.key();
+  e.node = node;
+  return e;
+}
+
+void Batch::put_instance(const Instance& i) {
+  std::string key = i.key();
+  for (auto& x : put_instances)
+    if (x.key() == key) {
+      x = i;
+      return;
+    }
+  put_instances.push_back(i);
 }
 
 State::State(Store& store, const Clock& clock, StateOptions options)
@@ -144,13 +169,11 @@ Result<ClusterState> State::load() {
     auto instances = m_store.range("instances/");
     auto seq = m_store.get(keys::k_seq);
     auto profile = m_store.get(keys::k_profile);
-    auto sim_usage = m_store.get(keys::k_sim_usage);
     auto settings = m_store.range("settings/");
     for (auto* r : {&nodes, &tenants, &apps, &instances, &settings})
       if (!*r) return fail(store_diag(r->error()));
     if (!seq) return fail(store_diag(seq.error()));
     if (!profile) return fail(store_diag(profile.error()));
-    if (!sim_usage) return fail(store_diag(sim_usage.error()));
     auto after = m_store.revision();
     if (!after) return fail(store_diag(after.error()));
     if (*after != *before) continue;
@@ -175,10 +198,9 @@ Result<ClusterState> State::load() {
       }
     }
     try {
-      if (*sim_usage) st.sim_usage = nlohmann::json::parse((*sim_usage)->value).get<SimUsageModel>();
       for (const auto& kv : *settings) st.settings[kv.key.substr(9)] = nlohmann::json::parse(kv.value);
     } catch (const std::exception& e) {
-      return fail(Diagnostic{{}, "sim/usage, settings/", fmt::format("corrupt record in the store: {}", e.what()),
+      return fail(Diagnostic{{}, "settings/", fmt::format("corrupt record in the store: {}", e.what()),
                              "the store was modified by something other than gaia; restore it from a backup"});
     }
     return st;
@@ -203,7 +225,6 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), nlohmann::json(i).dump()});
   for (const auto& k : batch.delete_instances) txn.deletes.push_back({"instances/" + k});
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});
-  if (batch.sim_usage) txn.puts.push_back({keys::k_sim_usage, nlohmann::json(*batch.sim_usage).dump()});
   for (const auto& [name, value] : batch.put_settings) txn.puts.push_back({keys::setting(name), value.dump()});
   int64_t seq = base.seq;
   for (auto& e : batch.events) {

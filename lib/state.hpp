@@ -16,7 +16,6 @@
 #include "lib/cluster.hpp"
 #include "lib/error.hpp"
 #include "lib/running_apps.hpp"
-#include "lib/sim_usage.hpp"
 #include "lib/store.hpp"
 #include "lib/workload.hpp"
 
@@ -67,7 +66,6 @@ struct ClusterState {
   int64_t seq = 0;           // Last event sequence number.
   int64_t seq_revision = 0;  // mod_revision of the sequence key (0: never written).
   int64_t revision = 0;      // Store revision the state was read at.
-  SimUsageModel sim_usage;   // The sim backend's usage model (key sim/usage).
   // Tunables kept in the store by name (keys settings/<name>), e.g. controller_options.
   std::map<std::string, nlohmann::json> settings;
 
@@ -88,12 +86,19 @@ struct Batch {
   std::vector<Instance> put_instances;
   std::vector<std::string> delete_instances;  // Instance keys.
   std::optional<SchedulerProfile> profile;
-  std::optional<SimUsageModel> sim_usage;  // Replaces the usage model when set.
   std::map<std::string, nlohmann::json> put_settings;  // settings/<name> -> value.
   std::vector<TimelineEvent> events;
 
   bool empty() const;
   TimelineEvent& event(std::string reason, std::string message, std::string type = "Normal");
+  // An event about `i`, on the node it is on.
+  TimelineEvent& instance_event(const Instance& i, std::string reason, std::string message,
+                                std::string type = "Normal");
+  // An event about `i` on `node` (where it was, for evictions and moves).
+  TimelineEvent& instance_event_at(const Instance& i, const std::string& node, std::string reason,
+                                   std::string message, std::string type = "Normal");
+  // Puts `i`, replacing an earlier put of the same instance in this batch.
+  void put_instance(const Instance& i);
 };
 
 struct StateOptions {
@@ -142,7 +147,6 @@ std::string instance(const Instance& i);
 std::string event(int64_t seq);
 inline constexpr const char* k_seq = "meta/event_seq";
 inline constexpr const char* k_profile = "meta/profile";
-inline constexpr const char* k_sim_usage = "sim/usage";
 std::string setting(const std::string& name);
 }  // namespace keys
 

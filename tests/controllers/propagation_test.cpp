@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "tests/controllers/sim_fixture.hpp"
 #include "controllers/placement.hpp"
 #include "controllers/propagation.hpp"
 #include "controllers/reconcile.hpp"
@@ -14,6 +15,10 @@
 
 namespace gaia {
 namespace {
+
+// The state after `b` is committed and the backend started what it placed (the sim
+// starts copies at once).
+inline ClusterState applied(const ClusterState& s, const Batch& b) { return test::started(apply_batch(s, b)); }
 
 using json = nlohmann::json;
 using test::res;
@@ -136,7 +141,7 @@ TEST_CASE("propagation: committing re-renders rolls instances, or rehashes them 
   role.resources = res(500, 1);
   web.record.workload.roles = {role};
   web.record.document = {{"spec", {{"roles", {{"web", {{"replicas", 2}}}}}}}};
-  st = apply_batch(st, plan_submit(st, {web}).batch);
+  st = applied(st, plan_submit(st, {web}).batch);
   st.apps["default/web"].scale["web"] = 2;  // Kept across a re-render.
 
   // Roles unchanged (only the read's revision moved): instances keep running, new hash.
@@ -146,13 +151,13 @@ TEST_CASE("propagation: committing re-renders rolls instances, or rehashes them 
   CHECK(kept.applied == std::vector<std::string>{"default/web"});
   CHECK(kept.rolling == 0);
   CHECK(kept.batch.put_instances.size() == 2);
-  auto after_same = apply_batch(st, kept.batch);
+  auto after_same = applied(st, kept.batch);
   for (const auto& i : after_same.snapshot.instances) {
     CHECK(i.hash == "web-h2");
     CHECK(i.state == InstanceState::Running);
   }
   CHECK(after_same.find_app("default", "web")->scale.at("web") == 2);
-  CHECK(reconcile(after_same, ControllerContext{}).batch.empty());
+  CHECK(test::settle_sim(after_same, ControllerContext{}).batch.empty());
 
   // Roles changed: the app is Updating and the rollout controller replaces instances.
   Rerender changed{web.record, "web-h2", "reads config web.replicas"};
@@ -163,9 +168,9 @@ TEST_CASE("propagation: committing re-renders rolls instances, or rehashes them 
   CHECK(rolled.batch.put_instances.empty());
   REQUIRE(rolled.batch.events.size() == 1);
   CHECK(rolled.batch.events[0].reason == "Rerendered");
-  auto updating = apply_batch(after_same, rolled.batch);
+  auto updating = applied(after_same, rolled.batch);
   CHECK(updating.find_app("default", "web")->status == "Updating");
-  auto r = reconcile(updating, ControllerContext{});
+  auto r = test::settle_sim(updating, ControllerContext{});
   REQUIRE(r.converged);
   for (const auto& i : r.after.snapshot.instances) CHECK(i.hash == "web-h3");
   CHECK(r.after.find_app("default", "web")->status == "Ready");
@@ -206,8 +211,8 @@ TEST_CASE("placement: a node label change moves what no longer fits, keeps pinne
     CHECK(i.node.empty());
   }
   // The scheduler puts them on n2; then nothing is left to move (the pinned one stays).
-  auto next = apply_batch(st, moved.batch);
-  next = apply_batch(next, reschedule_pending(next).batch);
+  auto next = applied(st, moved.batch);
+  next = applied(next, reschedule_pending(next).batch);
   for (const auto& i : next.snapshot.instances)
     if (i.ordinal == 0) CHECK(i.node == "n2");
   CHECK(placement_controller(next, {}).batch.empty());

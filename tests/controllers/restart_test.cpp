@@ -100,10 +100,10 @@ TEST_CASE("restart back-off grows with each restart", "[runtime][restart]") {
 
 TEST_CASE("restart with the scheduler brings the instance back and the app ready", "[runtime][restart]") {
   auto s = with_failure(web(), kKey);
-  auto first = reconcile(s, at(kT0), runtime_controllers());
+  auto first = test::settle_sim(s, at(kT0), runtime_controllers());
   REQUIRE(first.converged);
   CHECK(first.wake_at_ms == kT0 + 1000);
-  auto second = reconcile(first.after, at(kT0 + 1000), runtime_controllers());
+  auto second = test::settle_sim(first.after, at(kT0 + 1000), runtime_controllers());
   REQUIRE(second.converged);
   const auto& i = inst(second.after, kKey);
   CHECK(i.state == InstanceState::Running);
@@ -113,7 +113,7 @@ TEST_CASE("restart with the scheduler brings the instance back and the app ready
   CHECK(second.after.apps.at("default/web").status == "Ready");
   CHECK(find_event(second.batch, "Restarted"));
   CHECK(find_event(second.batch, "Scheduled"));
-  CHECK(reconcile(second.after, at(kT0 + 1000), runtime_controllers()).batch.empty());
+  CHECK(test::settle_sim(second.after, at(kT0 + 1000), runtime_controllers()).batch.empty());
 }
 
 TEST_CASE("exhausting retry_times marks the role failed with the reason", "[runtime][restart]") {
@@ -133,7 +133,7 @@ TEST_CASE("exhausting retry_times marks the role failed with the reason", "[runt
   CHECK(inst(after, kKey).state == InstanceState::Failed);
   CHECK(count_events(r.batch, "Restarted") == 0);
   // The scheduler keeps the Failed status (it does not flip it back to Pending).
-  auto more = reconcile(after, at(kT0 + 100'000), runtime_controllers());
+  auto more = test::settle_sim(after, at(kT0 + 100'000), runtime_controllers());
   CHECK(more.after.apps.at("default/web").status == "Failed");
   CHECK(inst(more.after, kKey).state == InstanceState::Failed);
 
@@ -154,10 +154,10 @@ TEST_CASE("internal failures do not spend retry_times", "[runtime][restart]") {
   s.find_instance(kKey)->restarts = 2;  // Out of user retries.
   s = with_failure(s, kKey, /*internal=*/true);
   CHECK(inst(s, kKey).internal_failure);
-  auto first = reconcile(s, at(kT0), runtime_controllers());
+  auto first = test::settle_sim(s, at(kT0), runtime_controllers());
   CHECK(first.after.apps.at("default/web").failed_roles.empty());
   CHECK(first.wake_at_ms == kT0 + 1000);  // backoff_ms, not grown by the 2 restarts.
-  auto second = reconcile(first.after, at(kT0 + 1000), runtime_controllers());
+  auto second = test::settle_sim(first.after, at(kT0 + 1000), runtime_controllers());
   const auto& i = inst(second.after, kKey);
   CHECK(i.state == InstanceState::Running);
   CHECK(i.restarts == 2);
@@ -173,3 +173,4 @@ TEST_CASE("zero back-off restarts at once", "[runtime][restart]") {
   CHECK(count_events(r.batch, "BackOff") == 0);
   CHECK(count_events(r.batch, "Restarted") == 1);
 }
+

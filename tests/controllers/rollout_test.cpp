@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <rapidcheck.h>
 
+#include "tests/controllers/sim_fixture.hpp"
 #include "controllers/reconcile.hpp"
 #include "controllers/rollout.hpp"
 #include "controllers/submit.hpp"
@@ -12,6 +13,10 @@
 
 namespace gaia {
 namespace {
+
+// The state after `b` is committed and the backend started what it placed (the sim
+// starts copies at once).
+inline ClusterState applied(const ClusterState& s, const Batch& b) { return test::started(apply_batch(s, b)); }
 
 using test::kGi;
 using test::res;
@@ -70,7 +75,7 @@ bool has_event(const Batch& b, const std::string& reason) {
 ClusterState deployed(int replicas, int min_available, bool stateful = false, int node_count = 4) {
   auto s = nodes(node_count);
   auto out = plan_submit(s, {app("h1", replicas, min_available, 500, stateful)});
-  auto after = apply_batch(s, out.batch);
+  auto after = applied(s, out.batch);
   REQUIRE(running(after) == static_cast<size_t>(replicas));
   return after;
 }
@@ -79,9 +84,9 @@ ClusterState deployed(int replicas, int min_available, bool stateful = false, in
 ClusterState step(const ClusterState& s, Batch* rollout_batch = nullptr) {
   auto r = rollout_controller(s, {});
   if (rollout_batch) *rollout_batch = r.batch;
-  auto mid = apply_batch(s, r.batch);
+  auto mid = applied(s, r.batch);
   auto placed = reschedule_pending(mid);
-  return apply_batch(mid, placed.batch);
+  return applied(mid, placed.batch);
 }
 
 }  // namespace
@@ -92,7 +97,7 @@ TEST_CASE("rollout: an update keeps the old instances, batches keep min_availabl
   REQUIRE(update.apps[0].action == "update");
   CHECK(update.apps[0].rolling.size() == 4);
   CHECK(update.apps[0].removed.empty());
-  auto cur = apply_batch(s, update.batch);
+  auto cur = applied(s, update.batch);
   CHECK(with_hash(cur, "h1") == 4);  // Nothing replaced yet.
   CHECK(cur.find_app("default", "web")->status == "Updating");
 
@@ -102,12 +107,12 @@ TEST_CASE("rollout: an update keeps the old instances, batches keep min_availabl
   CHECK(plan[0].replace.size() == 2);
   CHECK(plan[0].replace[0] == "3.web.web.default");  // Highest ordinals first.
   Batch first;
-  auto mid = apply_batch(cur, rollout_controller(cur, {}).batch);
+  auto mid = applied(cur, rollout_controller(cur, {}).batch);
   CHECK(running(mid) == 2);
   // While the new instances are not running, no further batch starts.
   CHECK(rollout_controller(mid, {}).batch.empty());
   CHECK(plan_rollout(mid)[0].waiting.find("waiting for 2") != std::string::npos);
-  auto placed = apply_batch(mid, reschedule_pending(mid).batch);
+  auto placed = applied(mid, reschedule_pending(mid).batch);
   CHECK(running(placed) == 4);
   auto done = step(placed, &first);
   CHECK(first.put_instances.size() == 2);
@@ -122,8 +127,8 @@ TEST_CASE("rollout: an update keeps the old instances, batches keep min_availabl
 TEST_CASE("rollout: reconcile rolls a changed app out completely and says so", "[rollout]") {
   auto s = deployed(3, 1);
   auto update = plan_submit(s, {app("h2", 3, 1, 700)});
-  auto cur = apply_batch(s, update.batch);
-  auto r = reconcile(cur, ControllerContext{});
+  auto cur = applied(s, update.batch);
+  auto r = test::settle_sim(cur, ControllerContext{});
   REQUIRE(r.converged);
   CHECK(with_hash(r.after, "h2") == 3);
   CHECK(running(r.after) == 3);
@@ -131,17 +136,17 @@ TEST_CASE("rollout: reconcile rolls a changed app out completely and says so", "
   CHECK(has_event(r.batch, "RolledOut"));
   CHECK(r.after.find_app("default", "web")->status == "Ready");
   // A second reconcile is a no-op.
-  CHECK(reconcile(r.after, ControllerContext{}).batch.empty());
+  CHECK(test::settle_sim(r.after, ControllerContext{}).batch.empty());
 }
 
 TEST_CASE("rollout: a new version that cannot run stops the rollout after one batch", "[rollout]") {
   auto s = deployed(3, 2, false, 1);  // One node with 8 cpus: 3 x 500m.
   auto update = plan_submit(s, {app("h2", 3, 2, 9000)});  // Fits nowhere.
-  auto cur = apply_batch(s, update.batch);
-  auto r = reconcile(cur, ControllerContext{});
+  auto cur = applied(s, update.batch);
+  auto r = test::settle_sim(cur, ControllerContext{});
   CHECK(with_hash(r.after, "h2") == 1);
   CHECK(running(r.after) == 2);  // min_available kept.
-  CHECK(reconcile(r.after, ControllerContext{}).batch.empty());
+  CHECK(test::settle_sim(r.after, ControllerContext{}).batch.empty());
 }
 
 TEST_CASE("rollout: outdated instances that do not run are replaced at once", "[rollout]") {
@@ -152,13 +157,13 @@ TEST_CASE("rollout: outdated instances that do not run are replaced at once", "[
       i.node.clear();
       i.address.clear();
     }
-  auto cur = apply_batch(s, plan_submit(s, {app("h2", 3, 2, 600)}).batch);
+  auto cur = applied(s, plan_submit(s, {app("h2", 3, 2, 600)}).batch);
   auto plan = plan_rollout(cur);
   REQUIRE(plan.size() == 1);
   // Both pending ones; the running one waits for them (1 running is below min_available 2).
   CHECK(plan[0].replace.size() == 2);
   CHECK_FALSE(plan[0].waiting.empty());
-  auto r = reconcile(cur, ControllerContext{});
+  auto r = test::settle_sim(cur, ControllerContext{});
   CHECK(with_hash(r.after, "h2") == 3);
   CHECK(running(r.after) == 3);
 }
@@ -170,8 +175,8 @@ TEST_CASE("rollout: stateful instances keep their volumes across the replacement
     REQUIRE(i.volumes.size() == 1);
     volume_node[i.key()] = i.volumes[0].node;
   }
-  auto cur = apply_batch(s, plan_submit(s, {app("h2", 3, 1, 600, true)}).batch);
-  auto r = reconcile(cur, ControllerContext{});
+  auto cur = applied(s, plan_submit(s, {app("h2", 3, 1, 600, true)}).batch);
+  auto r = test::settle_sim(cur, ControllerContext{});
   REQUIRE(r.converged);
   for (const auto& i : r.after.snapshot.instances) {
     CHECK(i.hash == "h2");
@@ -186,7 +191,7 @@ TEST_CASE("rollout: an update that drops ordinals removes them and rolls the res
   auto update = plan_submit(s, {app("h2", 2, 0, 600)});
   CHECK(update.apps[0].removed.size() == 2);
   CHECK(update.apps[0].rolling.size() == 2);
-  auto r = reconcile(apply_batch(s, update.batch), ControllerContext{});
+  auto r = test::settle_sim(applied(s, update.batch), ControllerContext{});
   REQUIRE(r.after.snapshot.instances.size() == 2);
   CHECK(with_hash(r.after, "h2") == 2);
 }
@@ -202,7 +207,7 @@ TEST_CASE("rollout: when the roles render the same, instances take the new hash 
   CHECK(roles_unchanged(s.apps["default/web"], v2.record));
   auto update = plan_submit(s, {v2});
   CHECK(update.apps[0].rolling.empty());
-  auto cur = apply_batch(s, update.batch);
+  auto cur = applied(s, update.batch);
   CHECK(with_hash(cur, "h2") == 2);
   CHECK(running(cur) == 2);
   CHECK(rollout_controller(cur, {}).batch.empty());
@@ -217,16 +222,16 @@ TEST_CASE("rollout: min_available holds at every step, whatever the sizes (prope
     int min_available = *rc::gen::inRange(0, replicas);  // Below the replica count.
     auto s = nodes(3);
     auto first = plan_submit(s, {app("h1", replicas, min_available)});
-    auto cur = apply_batch(s, first.batch);
+    auto cur = applied(s, first.batch);
     RC_ASSERT(running(cur) == static_cast<size_t>(replicas));
-    cur = apply_batch(cur, plan_submit(cur, {app("h2", replicas, min_available, 600)}).batch);
+    cur = applied(cur, plan_submit(cur, {app("h2", replicas, min_available, 600)}).batch);
     for (int k = 0; k < 2 * replicas + 2 && with_hash(cur, "h2") < static_cast<size_t>(replicas); ++k) {
       auto r = rollout_controller(cur, {});
-      auto mid = apply_batch(cur, r.batch);
+      auto mid = applied(cur, r.batch);
       RC_ASSERT(running(mid) >= static_cast<size_t>(min_available));
       // The batch is never larger than what min_available allows (at least one).
       RC_ASSERT(r.batch.put_instances.size() <= static_cast<size_t>(std::max(1, replicas - min_available)));
-      cur = apply_batch(mid, reschedule_pending(mid).batch);
+      cur = applied(mid, reschedule_pending(mid).batch);
     }
     RC_ASSERT(with_hash(cur, "h2") == static_cast<size_t>(replicas));
     RC_ASSERT(running(cur) == static_cast<size_t>(replicas));

@@ -5,6 +5,7 @@
 // tests do not depend on what the other controllers decide.
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,11 @@
 #include "controllers/reconcile.hpp"
 #include "controllers/restart.hpp"
 #include "controllers/runtime_preemption.hpp"
-#include "controllers/sim_usage.hpp"
+#include "controllers/lifecycle.hpp"
+#include "lib/sim_usage.hpp"
 #include "controllers/submit.hpp"
 #include "tests/controllers/cluster_builder.hpp"
+#include "tests/controllers/sim_fixture.hpp"
 
 namespace gaia::test {
 
@@ -88,7 +91,6 @@ inline ControllerResult schedule_controller(const ClusterState& s, const Control
 // The run-time controllers in their default order, then the scheduler.
 inline const std::vector<NamedController>& runtime_controllers() {
   static const std::vector<NamedController> list = {
-      {"sim_usage", &observe_sim_usage},
       {"restart", &restart_failed},
       {"runtime_preemption", &preempt_at_runtime},
       {"reclamation", &reclaim_reservations},

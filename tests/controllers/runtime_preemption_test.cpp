@@ -163,19 +163,20 @@ TEST_CASE("runtime preemption end to end: the spike kills nonprod, which lands e
   running(b, "db", "server", 0, "n1", 0.3, 0.3);
   running(b, "fill", "job", 0, "n2", 0.5, 0.5);  // n2 has 2Gi free for prod, 6Gi net of use later.
   auto s = runtime_state(b);
-  s.sim_usage.rules["default/db"] = usage_rule(0.3, 0.3);
-  s.sim_usage.rules["default/fill"] = usage_rule(0.5, 0.5);
-  s.sim_usage.rules["default/batch"] = usage_rule(0.5, 1.0);
+  SimUsageModel model;
+  model.rules["default/db"] = usage_rule(0.3, 0.3);
+  model.rules["default/fill"] = usage_rule(0.5, 0.5);
+  model.rules["default/batch"] = usage_rule(0.5, 1.0);
   ControllerOptions o;
   o.reclaim_startup_ms = 0;
   // Reclamation lends n1's and n2's unused memory; the batch job is submitted now.
-  auto first = reconcile(s, at(kT0, o), runtime_controllers());
+  auto first = settle_sim(s, at(kT0, o), runtime_controllers(), model);
   REQUIRE(first.converged);
   s = first.after;
   CHECK(inst(s, "0.server.db.default").reservation);
   Instance job = new_instance("default", "batch", "1.0.0", s.snapshot.roles.at("default/batch/job"), 0);
   s.snapshot.instances.push_back(job);
-  auto placed = reconcile(s, at(kT0 + 1000, o), runtime_controllers());
+  auto placed = settle_sim(s, at(kT0 + 1000, o), runtime_controllers(), model);
   REQUIRE(placed.converged);
   s = placed.after;
   const auto& j = inst(s, "0.job.batch.default");
@@ -185,8 +186,8 @@ TEST_CASE("runtime preemption end to end: the spike kills nonprod, which lands e
   // The prod instance next to it spikes: the job is killed and re-placed on the other
   // node, where it fits by reservations and by usage.
   std::string victim_app = first_node == "n1" ? "default/db" : "default/fill";
-  s.sim_usage.rules[victim_app].spike.memory = 1.0;
-  auto out = reconcile(s, at(kT0 + 2000, o), runtime_controllers());
+  model.rules[victim_app].spike.memory = 1.0;
+  auto out = settle_sim(s, at(kT0 + 2000, o), runtime_controllers(), model);
   REQUIRE(out.converged);
   CHECK(count_events(out.batch, "Preempted") == 1);
   CHECK(count_events(out.batch, "SnappedBack") == 1);
@@ -194,6 +195,6 @@ TEST_CASE("runtime preemption end to end: the spike kills nonprod, which lands e
   CHECK(moved.state == InstanceState::Running);
   CHECK(moved.node != first_node);
   // Nothing left to do.
-  auto again = reconcile(out.after, at(kT0 + 2000, o), runtime_controllers());
+  auto again = settle_sim(out.after, at(kT0 + 2000, o), runtime_controllers(), model);
   CHECK(again.batch.empty());
 }

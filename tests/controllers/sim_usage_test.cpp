@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "controllers/controller_options.hpp"
+#include "lib/sim_backend.hpp"
 #include "tests/controllers/runtime_fixture.hpp"
 
 using namespace gaia;
@@ -90,38 +91,79 @@ TEST_CASE("usage model: JSON round trip", "[runtime][sim_usage]") {
   CHECK(j.get<SimUsageModel>() == m);
 }
 
-TEST_CASE("usage observer writes usage and start times of running instances only", "[runtime][sim_usage]") {
+TEST_CASE("sim backend: usage and start times of running copies follow the usage model", "[runtime][sim_usage]") {
   auto s = runtime_state(two_roles());
-  s.sim_usage.rules["*"] = usage_rule(0.5, 0.25);
+  SimBackend sim;  // In memory.
+  SimUsageModel model;
+  model.rules["*"] = usage_rule(0.5, 0.25);
   UsageRule spike = usage_rule(std::nullopt, std::nullopt);
   spike.spike.memory = 2.0;
   spike.spike_until_ms = kT0 + 10'000;
-  s.sim_usage.rules["0.worker.web.default"] = spike;
-  ClusterState after;
-  auto r = run_idempotent(&observe_sim_usage, s, at(kT0), &after);
-  CHECK(r.batch.put_instances.size() == 3);
-  CHECK(r.batch.events.empty());
-  CHECK(r.wake_at_ms == kT0 + 10'000);
+  model.rules["0.worker.web.default"] = spike;
+  REQUIRE(sim.set_usage_model(model));
+  std::vector<StartSpec> specs;
+  for (const auto& i : s.snapshot.instances)
+    if (i.state == InstanceState::Running) specs.push_back(StartSpec{i, {}, "1.0.0", {}});
+  REQUIRE(sim.start(specs, kT0));
+  REQUIRE(sim.start(specs, kT0 + 5));  // Idempotent: no second copy.
+  auto obs = sim.observe(kT0);
+  REQUIRE(obs);
+  CHECK(obs->copies.size() == 3);
+  CHECK(obs->wake_at_ms == kT0 + 10'000);
+  Batch b = observe_instances(s, *obs, kT0);
+  CHECK(b.put_instances.size() == 3);
+  // Usage is an observation, not an action: no instance gets an event for it.
+  for (const auto& e : b.events) CHECK(e.instance.empty());
+  ClusterState after = apply_batch(s, b);
   const auto& f0 = inst(after, "0.frontend.web.default");
   CHECK(f0.started_ms == kT0);
   CHECK(f0.usage->cpu_millis == 1000);
   CHECK(f0.usage->memory_bytes == kGi);
   CHECK(inst(after, "0.worker.web.default").usage->memory_bytes == 4 * kGi);
   CHECK_FALSE(inst(after, "1.worker.web.default").usage);
-  CHECK(inst(after, "1.worker.web.default").started_ms == 0);
+  CHECK(observe_instances(after, *obs, kT0).empty());
 
   // The spike ends: only the spiking instance changes, and its start time stays.
-  auto later = observe_sim_usage(after, at(kT0 + 10'000));
-  REQUIRE(later.batch.put_instances.size() == 1);
-  CHECK(later.batch.put_instances[0].usage->memory_bytes == kGi / 2);
-  CHECK(later.batch.put_instances[0].started_ms == kT0);
+  auto later = sim.observe(kT0 + 10'000);
+  REQUIRE(later);
+  Batch l = observe_instances(after, *later, kT0 + 10'000);
+  REQUIRE(l.put_instances.size() == 1);
+  CHECK(l.put_instances[0].usage->memory_bytes == kGi / 2);
+  CHECK(l.put_instances[0].started_ms == kT0);
 
-  // Clearing the model stops observing; a stopped instance forgets its start.
-  after.sim_usage.rules.clear();
-  after.snapshot.instances[1].state = InstanceState::Failed;
-  auto cleared = run_idempotent(&observe_sim_usage, after, at(kT0 + 20'000));
-  CHECK(cleared.batch.put_instances.size() == 3);
-  for (const auto& i : cleared.batch.put_instances) CHECK_FALSE(i.usage);
+  // Clearing the model stops observing usage.
+  REQUIRE(sim.set_usage_model(SimUsageModel{}));
+  auto cleared = sim.observe(kT0 + 20'000);
+  REQUIRE(cleared);
+  Batch c = observe_instances(after, *cleared, kT0 + 20'000);
+  CHECK(c.put_instances.size() == 3);
+  for (const auto& i : c.put_instances) CHECK_FALSE(i.usage);
+}
+
+TEST_CASE("sim backend: an ended copy is observed as exited, a lost one not at all", "[runtime][sim_usage]") {
+  auto s = runtime_state(two_roles());
+  SimBackend sim;
+  std::vector<StartSpec> specs;
+  for (const auto& i : s.snapshot.instances)
+    if (i.state == InstanceState::Running) specs.push_back(StartSpec{i, {}, "1.0.0", {}});
+  REQUIRE(sim.start(specs, kT0));
+  REQUIRE(sim.end_copy("0.frontend.web.default", 3, "boom", false));
+  REQUIRE(sim.lose_copy("1.frontend.web.default"));
+  CHECK(sim.end_copy("9.frontend.web.default", 1, "", false).error().code == BackendErrc::NotFound);
+  auto obs = sim.observe(kT0);
+  REQUIRE(obs);
+  ClusterState after = apply_batch(s, observe_instances(s, *obs, kT0));
+  CHECK(inst(after, "0.frontend.web.default").state == InstanceState::Failed);
+  CHECK(inst(after, "0.frontend.web.default").exit_code == 3);
+  CHECK(inst(after, "1.frontend.web.default").state == InstanceState::Failed);
+  CHECK(inst(after, "1.frontend.web.default").internal_failure);
+  // Stopping what is gone is fine; stopping twice too.
+  StopSpec stop{"0.frontend.web.default", "n1", 0, std::chrono::milliseconds(0), "test"};
+  REQUIRE(sim.stop({stop}, kT0));
+  REQUIRE(sim.stop({stop}, kT0));
+  auto obs2 = sim.observe(kT0);
+  REQUIRE(obs2);
+  CHECK(obs2->copies.size() == 1);
 }
 
 TEST_CASE("controller options stored in the store override the defaults field by field", "[runtime][options]") {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "controllers/reconcile.hpp"
+#include "tests/controllers/sim_fixture.hpp"
 #include "controllers/submit.hpp"
 #include "tests/controllers/cluster_builder.hpp"
 
@@ -60,8 +61,9 @@ inline ClusterState fixture_cluster(int count, int64_t cpu_millis = 4000, int64_
   return s;
 }
 
+// The state after submitting `apps` and the backend starting what was placed.
 inline ClusterState deploy(const ClusterState& s, std::vector<AppToDeploy> apps) {
-  return plan_submit(s, apps).after;
+  return settle_sim(plan_submit(s, apps).after, ControllerContext{1'700'000'000'000, {}}).after;
 }
 
 // Puts an app's record in the state without instances, so a test can pin them.
@@ -93,7 +95,7 @@ inline ControllerContext test_ctx() { return ControllerContext{1'700'000'000'000
 
 // The state after the default controllers converge.
 inline ClusterState settle(const ClusterState& s) {
-  auto out = reconcile(s, test_ctx());
+  auto out = settle_sim(s, test_ctx());
   REQUIRE(out.converged);
   return out.after;
 }
@@ -101,9 +103,9 @@ inline ClusterState settle(const ClusterState& s) {
 // Reconciling twice: the second run does nothing. (The first may still do work other
 // controllers own, e.g. the sim usage model filling in usage of pinned instances.)
 inline void check_idempotent(const ClusterState& s) {
-  auto first = reconcile(s, test_ctx());
+  auto first = settle_sim(s, test_ctx());
   REQUIRE(first.converged);
-  auto again = reconcile(first.after, test_ctx());
+  auto again = settle_sim(first.after, test_ctx());
   std::string active;
   for (const auto& a : again.active) active += a + " ";
   INFO("second reconcile: controllers " << active << "; " << again.batch.events.size() << " event(s), first: "

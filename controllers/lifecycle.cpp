@@ -1,0 +1,295 @@
+#include "controllers/lifecycle.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "controllers/runtime_util.hpp"
+#include "controllers/submit.hpp"
+
+namespace gaia {
+
+namespace {
+
+std::string app_id(const std::string& tenant, const std::string& app) { return tenant + "/" + app; }
+
+// "GAIA_OUTPUT_ZOOKEEPER_QUORUM": upper case, anything but letters and digits as '_'.
+std::string env_name(std::string_view text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+  return out;
+}
+
+// Apps whose every instance serves, in one pass (what a dependent waits for).
+std::unordered_set<std::string> ready_apps(const ClusterState& state) {
+  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;
+  for (const auto& i : state.snapshot.instances) {
+    auto& c = counts[app_id(i.tenant, i.app)];
+    ++c.first;
+    if (serving(i)) ++c.second;
+  }
+  std::unordered_set<std::string> out;
+  for (const auto& [id, a] : state.apps) {
+    auto it = counts.find(id);
+    if (it == counts.end() ? app_ready(state, a.tenant, a.name) : it->second.first == it->second.second) out.insert(id);
+  }
+  return out;
+}
+
+const Role* role_of(const ClusterState& state, const Instance& i) {
+  auto it = state.snapshot.roles.find(i.tenant + "/" + i.app + "/" + i.role);
+  return it == state.snapshot.roles.end() ? nullptr : &it->second;
+}
+
+bool stateful(const ClusterState& state, const Instance& i) {
+  if (!i.volumes.empty()) return true;
+  const Role* r = role_of(state, i);
+  return r && r->stateful();
+}
+
+void fail_instance(Instance& x, const ObservedCopy& c) {
+  x.state = InstanceState::Failed;
+  x.exit_code = c.exit_code;
+  x.failure = !c.reason.empty() ? c.reason
+              : c.phase == CopyPhase::Exited ? fmt::format("exited with code {}", c.exit_code)
+                                              : "failed";
+  x.internal_failure = c.internal;
+  x.restart_at_ms = 0;
+  x.usage.reset();
+  x.throttled = false;
+}
+
+}  // namespace
+
+void evict_instance(Instance& i, std::string reason, bool node_down) {
+  bool live = !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running ||
+                                  i.state == InstanceState::Terminating);
+  if (live && !i.volumes.empty() && !node_down) {
+    // The copy may still write to the volume: the instance holds its node until the
+    // backend reports the copy gone (observe_instances then requeues it).
+    i.state = InstanceState::Terminating;
+    i.pending_reason = std::move(reason);
+    i.usage.reset();
+    i.throttled = false;
+    return;
+  }
+  requeue_instance(i, std::move(reason));
+}
+
+void bind_instance(Instance& i, const std::string& node) {
+  i.node = node;
+  i.state = InstanceState::Placed;
+  ++i.generation;
+  i.pending_reason.clear();
+  i.failure.clear();
+  i.exit_code = 0;
+  i.started_ms = 0;
+  i.usage.reset();
+  i.reservation.reset();
+  i.throttled = false;
+  i.snapped_back_ms = 0;
+}
+
+Batch observe_instances(const ClusterState& state, const Observation& obs, int64_t now_ms) {
+  Batch b;
+  std::unordered_map<std::string, std::vector<const ObservedCopy*>> copies;
+  for (const auto& c : obs.copies) copies[c.instance].push_back(&c);
+  std::unordered_set<std::string> unreachable;
+  for (const auto& n : obs.nodes)
+    if (!n.reachable) unreachable.insert(n.name);
+  std::set<std::pair<std::string, std::string>> touched;
+
+  for (const auto& i : state.snapshot.instances) {
+    if (i.node.empty()) continue;
+    auto found = copies.find(i.key());
+    const ObservedCopy* current = nullptr;
+    bool any_live = false;
+    if (found != copies.end())
+      for (const ObservedCopy* c : found->second) {
+        any_live |= c->live();
+        if (c->node == i.node && c->generation == i.generation) current = c;
+      }
+    Instance x = i;
+    bool put = false;
+    switch (i.state) {
+      case InstanceState::Placed:
+      case InstanceState::Running: {
+        if (!current) {
+          // Not started yet (Placed) or gone without a trace (Running) — unless its node
+          // is out of reach, when nothing is known about it.
+          if (i.state == InstanceState::Placed || unreachable.count(i.node)) break;
+          ObservedCopy lost;
+          lost.phase = CopyPhase::Failed;
+          lost.internal = true;
+          lost.reason = fmt::format("lost: the backend no longer reports its copy on {}", i.node);
+          fail_instance(x, lost);
+          b.instance_event(x, "Lost", fmt::format("{} (gaia's own failure: does not count against retry_times)", x.failure),
+                           "Warning");
+          put = true;
+          break;
+        }
+        if (current->phase == CopyPhase::Running) {
+          int64_t started = current->started_ms ? current->started_ms : (i.started_ms ? i.started_ms : now_ms);
+          if (i.state == InstanceState::Placed) {
+            x.state = InstanceState::Running;
+            x.started_ms = started;
+            x.usage = current->usage;
+            b.instance_event(x, "Started", fmt::format("running on {}{}", i.node,
+                                                      i.address.empty() ? "" : ", address " + i.address));
+            put = true;
+          } else if (x.usage != current->usage || x.started_ms != started) {
+            // An observation, not an action: what acts on usage records its own events.
+            x.usage = current->usage;
+            x.started_ms = started;
+            put = true;
+          }
+        } else if (current->phase == CopyPhase::Exited && current->exit_code == 0 &&
+                   [&] { const Role* r = role_of(state, i); return r && r->kind == "batch"; }()) {
+          x.state = InstanceState::Succeeded;
+          x.exit_code = 0;
+          x.usage.reset();
+          x.throttled = false;
+          b.instance_event(x, "Completed", fmt::format("exited with code 0 on {}", i.node));
+          put = true;
+        } else if (current->phase == CopyPhase::Exited || current->phase == CopyPhase::Failed) {
+          fail_instance(x, *current);
+          b.instance_event(x, "Failed",
+                           x.internal_failure
+                               ? fmt::format("internal failure: {} (gaia's own fault: does not count against "
+                                             "retry_times)",
+                                             x.failure)
+                               : fmt::format("exited: {}", x.failure),
+                           "Warning");
+          put = true;
+        }
+        break;
+      }
+      case InstanceState::Terminating:
+        if (!any_live) {
+          std::string node = i.node;
+          std::string reason = i.pending_reason.empty() ? "stopped" : i.pending_reason;
+          requeue_instance(x, reason);
+          b.instance_event_at(x, node, "Stopped", fmt::format("its copy on {} stopped; back in the queue", node));
+          put = true;
+        }
+        break;
+      default:
+        break;
+    }
+    if (put) {
+      b.put_instances.push_back(std::move(x));
+      touched.insert({i.tenant, i.app});
+    }
+  }
+  if (!b.put_instances.empty()) {
+    ClusterState after = apply_batch(state, b);
+    for (const auto& [tenant, app] : touched) sync_app_status(after, tenant, app, b);
+  }
+  return b;
+}
+
+Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
+  Actuation out;
+  std::unordered_map<std::string, const Instance*> by_key;
+  by_key.reserve(state.snapshot.instances.size());
+  for (const auto& i : state.snapshot.instances) by_key.emplace(i.key(), &i);
+  std::unordered_map<std::string, std::vector<const ObservedCopy*>> copies;
+  for (const auto& c : obs.copies) copies[c.instance].push_back(&c);
+  std::unordered_set<std::string> down;
+  for (const auto& n : state.snapshot.nodes)
+    if (n.state == NodeState::Down) down.insert(n.name);
+  auto ready = ready_apps(state);
+
+  // Bound instances that will not start at once and why, decided first: a node with one
+  // of them waiting needs its leftover copies gone.
+  std::unordered_set<std::string> room_needed;
+  for (const auto& i : state.snapshot.instances) {
+    if (i.state != InstanceState::Placed || i.node.empty() || down.count(i.node)) continue;
+    auto found = copies.find(i.key());
+    bool has_current = false, live_elsewhere = false;
+    std::string elsewhere;
+    if (found != copies.end())
+      for (const ObservedCopy* c : found->second) {
+        if (c->node == i.node && c->generation == i.generation) has_current = true;
+        else if (c->live()) {
+          live_elsewhere = true;
+          elsewhere = c->node;
+        }
+      }
+    if (has_current) continue;
+    if (live_elsewhere && stateful(state, i)) {
+      out.held.emplace_back(i.key(), fmt::format("waiting for its copy on {} to stop (stateful: never two live copies)",
+                                                 elsewhere));
+      continue;
+    }
+    std::vector<std::string> waiting;
+    if (const AppRecord* a = state.find_app(i.tenant, i.app))
+      for (const auto& d : a->dependencies)
+        if (!ready.count(app_id(i.tenant, d))) waiting.push_back(d);
+    if (!waiting.empty()) {
+      out.held.emplace_back(i.key(), fmt::format("waiting for dependency {} to be ready", fmt::join(waiting, ", ")));
+      continue;
+    }
+    room_needed.insert(i.node);
+    StartSpec s;
+    s.instance = i;
+    if (const Role* r = role_of(state, i)) s.role = *r;
+    if (const AppRecord* a = state.find_app(i.tenant, i.app)) s.app_version = a->version;
+    s.env = instance_env(state, i);
+    out.starts.push_back(std::move(s));
+  }
+
+  for (const auto& c : obs.copies) {
+    auto it = by_key.find(c.instance);
+    const Instance* i = it == by_key.end() ? nullptr : it->second;
+    std::string why;
+    if (!i) {
+      why = "no longer wanted";
+    } else if (c.node == i->node && c.generation == i->generation) {
+      if (i->state == InstanceState::Terminating && c.live()) why = i->pending_reason.empty() ? "stopping" : i->pending_reason;
+    } else if (!c.live()) {
+      why = "leftover of an earlier placement";
+    } else if (stateful(state, *i)) {
+      why = i->node.empty() ? "taken off its node" : fmt::format("moving to {}", i->node);
+    } else if (i->node.empty() || i->state == InstanceState::Pending || i->state == InstanceState::Failed) {
+      why = "taken off its node";
+    } else if (i->state == InstanceState::Running || i->state == InstanceState::Succeeded) {
+      why = fmt::format("replaced by its copy on {}", i->node);
+    } else if (room_needed.count(c.node)) {
+      why = fmt::format("its room on {} is needed", c.node);
+    }
+    if (why.empty()) continue;
+    StopSpec s;
+    s.instance = c.instance;
+    s.node = c.node;
+    s.generation = c.generation;
+    s.reason = std::move(why);
+    out.stops.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> instance_env(const ClusterState& state, const Instance& i) {
+  std::map<std::string, std::string> env;
+  env["GAIA_INSTANCE"] = i.key();
+  env["GAIA_NAME"] = i.dns_name();
+  env["GAIA_TENANT"] = i.tenant;
+  env["GAIA_APP"] = i.app;
+  env["GAIA_ROLE"] = i.role;
+  env["GAIA_ORDINAL"] = std::to_string(i.ordinal);
+  env["GAIA_NODE"] = i.node;
+  env["GAIA_ADDRESS"] = i.address;
+  for (const auto& [name, port] : i.ports) env["GAIA_PORT_" + env_name(name)] = std::to_string(port);
+  if (const AppRecord* a = state.find_app(i.tenant, i.app))
+    for (const auto& d : a->dependencies)
+      if (const AppRecord* dep = state.find_app(i.tenant, d); dep && dep->workload.outputs.is_object())
+        for (const auto& [k, v] : dep->workload.outputs.items())
+          env["GAIA_DEP_" + env_name(d) + "_" + env_name(k)] = v.is_string() ? v.get<std::string>() : v.dump();
+  return env;
+}
+
+}  // namespace gaia

@@ -1,0 +1,139 @@
+#pragma once
+// Backend: where instances really run (docs/backends.md). gaia's store holds what should
+// run (the intent); a backend reports what does run (the observation) and carries out
+// starts and stops. Implementations: `sim` (bookkeeping only, lib/sim_backend.hpp), and
+// later local processes and Kubernetes.
+//
+// The contract is level-triggered and idempotent, so every call is safe to repeat after a
+// crash of the caller: starting a copy that already runs, or stopping one that is gone,
+// succeeds and changes nothing. A backend never decides anything; the pure functions of
+// controllers/lifecycle.hpp turn an observation into state changes and the state into
+// starts and stops, and the runner (ops/runner.hpp) commits the state changes before it
+// asks the backend to act.
+//
+// What runs is a *copy* of an instance: the instance key, the node it runs on and the
+// placement generation it was started for. An instance has at most one record in the
+// store but may briefly have two copies while it moves (make-before-break for stateless
+// roles); the generation tells a copy of the current placement from a leftover.
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/cluster.hpp"
+#include "lib/workload.hpp"
+
+namespace gaia {
+
+// Coded, so a caller can tell "try again" from "give up" without parsing text.
+enum class BackendErrc {
+  Unavailable,  // The backend (agent, API server) could not be reached: retry later.
+  Rejected,     // The backend refused the request (invalid spec, no permission): do not retry as is.
+  NotFound,     // The node or copy named does not exist on the backend.
+  Timeout,      // The backend did not answer in time: retry later.
+};
+std::string_view backend_errc_name(BackendErrc c);
+
+struct BackendError {
+  BackendErrc code = BackendErrc::Unavailable;
+  std::string message;
+  // Whether repeating the same call later may succeed.
+  bool retryable() const { return code == BackendErrc::Unavailable || code == BackendErrc::Timeout; }
+  std::string to_string() const;
+};
+
+template <class T>
+using BackendResult = std::expected<T, BackendError>;
+
+// What a copy is doing, as the backend sees it.
+enum class CopyPhase {
+  Starting,  // Started, not ready yet (health checks not passing).
+  Running,   // Running and ready.
+  Exited,    // Finished; exit_code tells how.
+  Failed,    // Could not start or was killed; reason tells why.
+};
+std::string_view copy_phase_name(CopyPhase p);
+
+struct ObservedCopy {
+  std::string instance;  // Instance key "<ordinal>.<role>.<app>.<tenant>".
+  std::string node;
+  int64_t generation = 0;  // Instance::generation it was started for.
+  CopyPhase phase = CopyPhase::Starting;
+  int exit_code = 0;       // For Exited and Failed.
+  std::string reason;      // Why it failed or exited ("OOMKilled", "exited with code 3").
+  // The failure was the backend's own (an agent lost the copy), not the app's: restarts
+  // after it do not spend the role's retry_times.
+  bool internal = false;
+  int64_t started_ms = 0;  // When it started (milliseconds since the epoch).
+  std::optional<Resources> usage;  // Observed usage; unset when not measured.
+
+  bool live() const { return phase == CopyPhase::Starting || phase == CopyPhase::Running; }
+};
+
+struct ObservedNode {
+  std::string name;
+  bool reachable = true;  // False: the backend lost contact (its copies are not reported).
+  std::string reason;
+};
+
+// One consistent reading of the backend.
+struct Observation {
+  // Nodes the backend reports on; empty when it does not report node health (sim).
+  std::vector<ObservedNode> nodes;
+  std::vector<ObservedCopy> copies;
+  // Earliest time the backend's answer changes by itself (a simulated usage spike ends);
+  // 0: only when something happens.
+  int64_t wake_at_ms = 0;
+};
+
+// Everything a backend needs to start one copy. The instance carries its node, address,
+// ports, volumes and generation; the role its command, image, env and health checks.
+struct StartSpec {
+  Instance instance;
+  Role role;
+  std::string app_version;
+  // Environment gaia adds for the instance (its name, address, ports, tenant, resolved
+  // outputs of its dependencies), merged over the role's env by the backend.
+  std::map<std::string, std::string> env;
+};
+
+struct StopSpec {
+  std::string instance;
+  std::string node;
+  int64_t generation = 0;
+  std::chrono::milliseconds grace{10'000};  // Time between the polite signal and the kill.
+  std::string reason;
+};
+
+// The outcome of one start or stop in a batch.
+struct ActionResult {
+  std::string instance, node;
+  std::optional<BackendError> error;  // Unset: done (or already so).
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // What runs now: every copy of gaia's instances the backend knows of.
+  virtual BackendResult<Observation> observe(int64_t now_ms) = 0;
+  // Starts each copy unless a copy of that instance, node and generation exists already.
+  // Errors are per copy; the call itself fails only when the backend is unreachable.
+  virtual BackendResult<std::vector<ActionResult>> start(const std::vector<StartSpec>& specs, int64_t now_ms) = 0;
+  // Stops each copy (polite signal, then a kill after its grace period); a copy that is
+  // gone already counts as stopped.
+  virtual BackendResult<std::vector<ActionResult>> stop(const std::vector<StopSpec>& specs, int64_t now_ms) = 0;
+  // Blocks until the backend may have news (a copy changed phase) or `timeout` passes.
+  // Returns true when there may be news.
+  virtual bool wait(std::chrono::milliseconds timeout) = 0;
+  // Whether start and stop finish before they return, so observing right after them
+  // shows their effect. The runner then keeps going inline instead of waiting for news.
+  virtual bool synchronous() const { return false; }
+};
+
+}  // namespace gaia

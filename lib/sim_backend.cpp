@@ -1,0 +1,265 @@
+#include "lib/sim_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "lib/codec.hpp"
+
+namespace gaia {
+
+namespace {
+
+constexpr std::string_view k_copies = "sim/copies/";
+constexpr const char* k_usage = "sim/usage";
+
+std::string copy_key(const std::string& instance) { return std::string(k_copies) + instance; }
+
+BackendError from_store(const StoreError& e) {
+  // The world is in the store: an unreadable store is an unreachable backend.
+  return BackendError{BackendErrc::Unavailable, "sim backend: " + e.to_string()};
+}
+
+}  // namespace
+
+std::string_view backend_errc_name(BackendErrc c) {
+  switch (c) {
+    case BackendErrc::Unavailable: return "unavailable";
+    case BackendErrc::Rejected: return "rejected";
+    case BackendErrc::NotFound: return "not found";
+    case BackendErrc::Timeout: return "timeout";
+  }
+  return "unknown";
+}
+
+std::string BackendError::to_string() const { return fmt::format("{} ({})", message, backend_errc_name(code)); }
+
+std::string_view copy_phase_name(CopyPhase p) {
+  switch (p) {
+    case CopyPhase::Starting: return "Starting";
+    case CopyPhase::Running: return "Running";
+    case CopyPhase::Exited: return "Exited";
+    case CopyPhase::Failed: return "Failed";
+  }
+  return "Unknown";
+}
+
+NLOHMANN_JSON_SERIALIZE_ENUM(CopyPhase, {{CopyPhase::Starting, "Starting"},
+                                         {CopyPhase::Running, "Running"},
+                                         {CopyPhase::Exited, "Exited"},
+                                         {CopyPhase::Failed, "Failed"}})
+
+void to_json(nlohmann::json& j, const SimCopy& c) {
+  j = nlohmann::json{{"node", c.node},     {"generation", c.generation}, {"phase", c.phase},
+                     {"started_ms", c.started_ms}, {"tenant", c.tenant}, {"app", c.app},
+                     {"role", c.role},     {"ordinal", c.ordinal},       {"request", c.request}};
+  if (c.exit_code) j["exit_code"] = c.exit_code;
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  if (c.internal) j["internal"] = true;
+}
+
+void from_json(const nlohmann::json& j, SimCopy& c) {
+  c.node = j.at("node").get<std::string>();
+  c.generation = j.value("generation", int64_t{0});
+  c.phase = j.value("phase", CopyPhase::Running);
+  c.started_ms = j.value("started_ms", int64_t{0});
+  c.tenant = j.value("tenant", std::string{});
+  c.app = j.value("app", std::string{});
+  c.role = j.value("role", std::string{});
+  c.ordinal = j.value("ordinal", 0);
+  c.request = j.value("request", Resources{});
+  c.exit_code = j.value("exit_code", 0);
+  c.reason = j.value("reason", std::string{});
+  c.internal = j.value("internal", false);
+}
+
+SimBackend::SimBackend(Store* store) : m_store(store) {}
+
+BackendResult<SimBackend::World> SimBackend::load_world() {
+  if (!m_store) return m_world;
+  auto kvs = m_store->range(k_copies);
+  if (!kvs) return std::unexpected(from_store(kvs.error()));
+  World w;
+  for (const auto& kv : *kvs) {
+    try {
+      w[kv.key.substr(k_copies.size())] = nlohmann::json::parse(kv.value).get<std::vector<SimCopy>>();
+    } catch (const std::exception& e) {
+      return std::unexpected(BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", kv.key, e.what())});
+    }
+  }
+  return w;
+}
+
+BackendResult<void> SimBackend::save(const World& world, const std::vector<std::string>& changed) {
+  if (!m_store) {
+    for (const auto& k : changed) {
+      auto it = world.find(k);
+      if (it == world.end() || it->second.empty()) m_world.erase(k);
+      else m_world[k] = it->second;
+    }
+    return {};
+  }
+  if (changed.empty()) return {};
+  Txn txn;
+  for (const auto& k : changed) {
+    auto it = world.find(k);
+    if (it == world.end() || it->second.empty()) txn.deletes.push_back({copy_key(k)});
+    else txn.puts.push_back({copy_key(k), nlohmann::json(it->second).dump()});
+  }
+  auto r = m_store->txn(txn);
+  if (!r) return std::unexpected(from_store(r.error()));
+  return {};
+}
+
+BackendResult<SimUsageModel> SimBackend::usage_model() {
+  if (!m_store) return m_usage;
+  auto kv = m_store->get(k_usage);
+  if (!kv) return std::unexpected(from_store(kv.error()));
+  if (!*kv) return SimUsageModel{};
+  try {
+    return nlohmann::json::parse((*kv)->value).get<SimUsageModel>();
+  } catch (const std::exception& e) {
+    return std::unexpected(BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", k_usage, e.what())});
+  }
+}
+
+BackendResult<void> SimBackend::set_usage_model(const SimUsageModel& model) {
+  std::lock_guard lock(m_mutex);
+  if (!m_store) {
+    m_usage = model;
+    return {};
+  }
+  Txn txn;
+  if (model.empty()) txn.deletes.push_back({k_usage});
+  else txn.puts.push_back({k_usage, nlohmann::json(model).dump()});
+  auto r = m_store->txn(txn);
+  if (!r) return std::unexpected(from_store(r.error()));
+  return {};
+}
+
+BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto world = load_world();
+  if (!world) return std::unexpected(world.error());
+  auto model = m_store ? usage_model() : BackendResult<SimUsageModel>(m_usage);
+  if (!model) return std::unexpected(model.error());
+  Observation obs;
+  for (const auto& [key, copies] : *world)
+    for (const auto& c : copies) {
+      ObservedCopy o;
+      o.instance = key;
+      o.node = c.node;
+      o.generation = c.generation;
+      o.phase = c.phase;
+      o.exit_code = c.exit_code;
+      o.reason = c.reason;
+      o.internal = c.internal;
+      o.started_ms = c.started_ms;
+      if (c.phase == CopyPhase::Running) {
+        Instance i;
+        i.tenant = c.tenant;
+        i.app = c.app;
+        i.role = c.role;
+        i.ordinal = c.ordinal;
+        i.request = c.request;
+        o.usage = model->usage_of(i, now_ms);
+      }
+      obs.copies.push_back(std::move(o));
+    }
+  obs.wake_at_ms = model->next_change_ms(now_ms);
+  return obs;
+}
+
+BackendResult<std::vector<ActionResult>> SimBackend::start(const std::vector<StartSpec>& specs, int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto world = load_world();
+  if (!world) return std::unexpected(world.error());
+  std::vector<ActionResult> out;
+  std::vector<std::string> changed;
+  for (const auto& s : specs) {
+    const Instance& i = s.instance;
+    std::string key = i.key();
+    out.push_back({key, i.node, std::nullopt});
+    auto& copies = (*world)[key];
+    bool exists = std::any_of(copies.begin(), copies.end(),
+                              [&](const SimCopy& c) { return c.node == i.node && c.generation == i.generation; });
+    if (exists) continue;  // Idempotent: that copy was started already.
+    SimCopy c;
+    c.node = i.node;
+    c.generation = i.generation;
+    c.phase = CopyPhase::Running;
+    c.started_ms = now_ms;
+    c.tenant = i.tenant;
+    c.app = i.app;
+    c.role = i.role;
+    c.ordinal = i.ordinal;
+    c.request = i.request;
+    copies.push_back(std::move(c));
+    changed.push_back(key);
+  }
+  if (auto r = save(*world, changed); !r) return std::unexpected(r.error());
+  return out;
+}
+
+BackendResult<std::vector<ActionResult>> SimBackend::stop(const std::vector<StopSpec>& specs, int64_t) {
+  std::lock_guard lock(m_mutex);
+  auto world = load_world();
+  if (!world) return std::unexpected(world.error());
+  std::vector<ActionResult> out;
+  std::vector<std::string> changed;
+  for (const auto& s : specs) {
+    out.push_back({s.instance, s.node, std::nullopt});
+    auto it = world->find(s.instance);
+    if (it == world->end()) continue;  // Gone already: stopped.
+    auto before = it->second.size();
+    std::erase_if(it->second, [&](const SimCopy& c) { return c.node == s.node && c.generation == s.generation; });
+    if (it->second.size() != before) changed.push_back(s.instance);
+  }
+  if (auto r = save(*world, changed); !r) return std::unexpected(r.error());
+  return out;
+}
+
+bool SimBackend::wait(std::chrono::milliseconds timeout) {
+  // Nothing happens in the sim between calls but time: a usage spike ending, which the
+  // caller already knows of from Observation::wake_at_ms.
+  std::this_thread::sleep_for(std::min(timeout, std::chrono::milliseconds(50)));
+  return false;
+}
+
+BackendResult<void> SimBackend::end_copy(const std::string& instance, int exit_code, const std::string& reason,
+                                         bool internal) {
+  std::lock_guard lock(m_mutex);
+  auto world = load_world();
+  if (!world) return std::unexpected(world.error());
+  auto it = world->find(instance);
+  SimCopy* live = nullptr;
+  if (it != world->end())
+    for (auto& c : it->second)
+      if (c.phase == CopyPhase::Running || c.phase == CopyPhase::Starting) live = &c;
+  if (!live) return std::unexpected(BackendError{BackendErrc::NotFound, fmt::format("no copy of {} runs", instance)});
+  live->phase = reason.empty() ? CopyPhase::Exited : CopyPhase::Failed;
+  if (exit_code != 0) live->phase = CopyPhase::Exited;
+  live->exit_code = exit_code;
+  live->reason = reason;
+  live->internal = internal;
+  return save(*world, {instance});
+}
+
+BackendResult<void> SimBackend::lose_copy(const std::string& instance) {
+  std::lock_guard lock(m_mutex);
+  auto world = load_world();
+  if (!world) return std::unexpected(world.error());
+  auto it = world->find(instance);
+  if (it == world->end() || it->second.empty())
+    return std::unexpected(BackendError{BackendErrc::NotFound, fmt::format("no copy of {} runs", instance)});
+  it->second.clear();
+  return save(*world, {instance});
+}
+
+void SimBackend::seed(const std::map<std::string, std::vector<SimCopy>>& copies) {
+  std::lock_guard lock(m_mutex);
+  m_world = copies;
+}
+
+}  // namespace gaia

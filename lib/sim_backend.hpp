@@ -1,0 +1,83 @@
+#pragma once
+// The sim backend: a cluster that exists only as bookkeeping (docs/backends.md). A
+// started copy is running and ready at once; a stopped one is gone at once; what a copy
+// uses comes from the usage model (lib/sim_usage.hpp); failures are injected by hand
+// (`gaia sim fail`). It answers synchronously, so a command on the embedded default
+// converges before it returns, as a real cluster would after a while.
+//
+// Its world (the copies it runs, the usage model) lives in the context's store under
+// `sim/`, beside gaia's own state but apart from it, so successive commands see the
+// same simulated cluster; without a store it lives in memory, for what-if plans and
+// tests.
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/backend.hpp"
+#include "lib/sim_usage.hpp"
+#include "lib/store.hpp"
+
+namespace gaia {
+
+// One simulated copy, as kept in the sim's world.
+struct SimCopy {
+  std::string node;
+  int64_t generation = 0;
+  CopyPhase phase = CopyPhase::Running;
+  int exit_code = 0;
+  std::string reason;
+  bool internal = false;
+  int64_t started_ms = 0;
+  // What the usage model needs to compute the copy's usage.
+  std::string tenant, app, role;
+  int ordinal = 0;
+  Resources request;
+  bool operator==(const SimCopy&) const = default;
+};
+
+class SimBackend final : public Backend {
+ public:
+  // `store` keeps the world across processes (keys sim/copies/<instance>, sim/usage);
+  // nullptr keeps it in this object.
+  explicit SimBackend(Store* store = nullptr);
+
+  std::string_view name() const override { return "sim"; }
+  BackendResult<Observation> observe(int64_t now_ms) override;
+  BackendResult<std::vector<ActionResult>> start(const std::vector<StartSpec>& specs, int64_t now_ms) override;
+  BackendResult<std::vector<ActionResult>> stop(const std::vector<StopSpec>& specs, int64_t now_ms) override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  bool synchronous() const override { return true; }
+
+  // The usage model: what every copy uses as a fraction of its request.
+  BackendResult<SimUsageModel> usage_model();
+  BackendResult<void> set_usage_model(const SimUsageModel& model);
+
+  // Makes the live copy of `instance` end: exit with `exit_code` (0 finishes a batch
+  // instance), or fail with `reason`; `internal` marks it as gaia's own failure. Fails
+  // with NotFound when no copy of it runs.
+  BackendResult<void> end_copy(const std::string& instance, int exit_code, const std::string& reason, bool internal);
+  // Makes the copy vanish without a trace, as a crashed machine would.
+  BackendResult<void> lose_copy(const std::string& instance);
+
+  // Seeds an in-memory world: the copies a healthy cluster would run for `copies`.
+  void seed(const std::map<std::string, std::vector<SimCopy>>& copies);
+
+ private:
+  using World = std::map<std::string, std::vector<SimCopy>>;
+  BackendResult<World> load_world();
+  // Rewrites the instances in `changed` (an empty list deletes the instance's key).
+  BackendResult<void> save(const World& world, const std::vector<std::string>& changed);
+
+  Store* m_store;
+  std::mutex m_mutex;
+  World m_world;  // In-memory mode only.
+  SimUsageModel m_usage;
+};
+
+void to_json(nlohmann::json& j, const SimCopy& c);
+void from_json(const nlohmann::json& j, SimCopy& c);
+
+}  // namespace gaia

@@ -1,0 +1,179 @@
+#include "ops/cycle.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "controllers/submit.hpp"
+
+namespace gaia::ops {
+
+namespace {
+
+int64_t earliest(int64_t a, int64_t b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+// The controllers' decision on a state the observation was applied to, as one batch
+// (observation first, so events read in the order things happened).
+struct Decision {
+  Batch batch;
+  ReconcileOutcome outcome;
+};
+
+Decision decide(const ClusterState& st, const Observation& obs, int64_t now_ms, const CycleOptions& options) {
+  Decision d;
+  d.batch = observe_instances(st, obs, now_ms);
+  ClusterState seen = apply_batch(st, d.batch);
+  seen.seq += static_cast<int64_t>(d.batch.events.size());
+  d.outcome = reconcile(seen, ControllerContext{now_ms, options.controller});
+  merge_batch(d.batch, d.outcome.batch);
+  return d;
+}
+
+void note_active(CycleResult& r, const std::vector<std::string>& active) {
+  for (const auto& a : active)
+    if (std::find(r.active.begin(), r.active.end(), a) == r.active.end()) r.active.push_back(a);
+}
+
+// Sends the actuation to the backend, stops first so that room is made before starts.
+// Returns the warning events for what failed.
+Batch actuate(Backend& backend, const ClusterState& st, const Actuation& act, int64_t now_ms, CycleResult& r) {
+  Batch warnings;
+  auto report = [&](const std::vector<ActionResult>& results, const char* what) {
+    for (const auto& a : results) {
+      if (!a.error) continue;
+      r.errors.push_back(*a.error);
+      auto& e = warnings.event("BackendError", fmt::format("{} on {}: {}", what, a.node, a.error->to_string()), "Warning");
+      e.instance = a.instance;
+      e.node = a.node;
+      if (const Instance* i = st.find_instance(a.instance)) {
+        e.tenant = i->tenant;
+        e.app = i->app;
+        e.role = i->role;
+      }
+    }
+  };
+  auto whole = [&](const BackendError& err, const char* what) {
+    r.errors.push_back(err);
+    warnings.event("BackendError", fmt::format("{}: {}", what, err.to_string()), "Warning");
+  };
+  if (!act.stops.empty()) {
+    auto stopped = backend.stop(act.stops, now_ms);
+    if (!stopped) whole(stopped.error(), "stopping copies");
+    else {
+      report(*stopped, "stop");
+      r.stopped += static_cast<int>(act.stops.size());
+    }
+  }
+  if (!act.starts.empty() && r.errors.empty()) {
+    auto started = backend.start(act.starts, now_ms);
+    if (!started) whole(started.error(), "starting copies");
+    else {
+      report(*started, "start");
+      r.started += static_cast<int>(act.starts.size());
+    }
+  }
+  return warnings;
+}
+
+}  // namespace
+
+Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock, const std::string& op,
+                              const CycleOptions& options) {
+  CycleResult r;
+  for (int round = 0; round < options.max_rounds; ++round) {
+    ++r.rounds;
+    int64_t now = to_millis(clock.now());
+    auto obs = backend.observe(now);
+    if (!obs) {
+      // Nothing is known about what runs: decide nothing, so an unreachable backend
+      // never looks like a cluster where everything was lost.
+      Batch warn;
+      warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs.error().to_string()),
+                 "Warning");
+      r.errors.push_back(obs.error());
+      auto st = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
+        b = warn;
+        return {};
+      });
+      if (!st) return std::unexpected(st.error());
+      r.state = std::move(*st);
+      merge_batch(r.batch, std::move(warn));
+      return r;
+    }
+    Decision d;
+    auto st = state.update(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
+      d = decide(s, *obs, now, options);
+      b = d.batch;
+      return {};
+    });
+    if (!st) return std::unexpected(st.error());
+    r.state = std::move(*st);
+    r.wake_at_ms = earliest(d.outcome.wake_at_ms, obs->wake_at_ms);
+    note_active(r, d.outcome.active);
+    bool changed = !d.batch.empty();
+    merge_batch(r.batch, std::move(d.batch));
+
+    Actuation act = plan_actuation(r.state, *obs);
+    r.held = act.held;
+    if (!act.empty()) {
+      size_t errors_before = r.errors.size();
+      Batch warnings = actuate(backend, r.state, act, now, r);
+      if (!warnings.empty()) {
+        auto w = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
+          b = warnings;
+          return {};
+        });
+        if (!w) return std::unexpected(w.error());
+        r.state = std::move(*w);
+        merge_batch(r.batch, std::move(warnings));
+      }
+      // A backend that refused or could not be reached is retried by the next cycle,
+      // not hammered by this one.
+      if (r.errors.size() != errors_before) return r;
+    }
+    if (!changed && act.empty()) {
+      r.converged = true;
+      return r;
+    }
+    if (!backend.synchronous() && !act.empty()) return r;  // News come later: Backend::wait.
+  }
+  return r;
+}
+
+CycleResult settle(ClusterState state, Backend& backend, int64_t now_ms, const CycleOptions& options) {
+  CycleResult r;
+  for (int round = 0; round < options.max_rounds; ++round) {
+    ++r.rounds;
+    auto obs = backend.observe(now_ms);
+    if (!obs) {
+      r.errors.push_back(obs.error());
+      break;
+    }
+    Decision d = decide(state, *obs, now_ms, options);
+    state = apply_batch(std::move(state), d.batch);
+    state.seq += static_cast<int64_t>(d.batch.events.size());
+    r.wake_at_ms = earliest(d.outcome.wake_at_ms, obs->wake_at_ms);
+    note_active(r, d.outcome.active);
+    bool changed = !d.batch.empty();
+    merge_batch(r.batch, std::move(d.batch));
+    Actuation act = plan_actuation(state, *obs);
+    r.held = act.held;
+    if (!act.empty()) {
+      size_t errors_before = r.errors.size();
+      Batch warnings = actuate(backend, state, act, now_ms, r);
+      state.seq += static_cast<int64_t>(warnings.events.size());
+      merge_batch(r.batch, std::move(warnings));
+      if (r.errors.size() != errors_before) break;
+    }
+    if (!changed && act.empty()) {
+      r.converged = true;
+      break;
+    }
+    if (!backend.synchronous() && !act.empty()) break;
+  }
+  r.state = std::move(state);
+  return r;
+}
+
+}  // namespace gaia::ops

@@ -1,0 +1,236 @@
+// The instance lifecycle between the store and a backend (controllers/lifecycle.hpp):
+// what an observation does to stored instances, and which copies get started and
+// stopped. Every case also checks that deciding again on the result changes nothing.
+#include <catch2/catch.hpp>
+
+#include "controllers/lifecycle.hpp"
+#include "tests/controllers/runtime_fixture.hpp"
+
+namespace gaia {
+namespace {
+
+using test::inst;
+using test::kT0;
+using test::res;
+
+ObservedCopy copy_of(const Instance& i, CopyPhase phase, int exit_code = 0) {
+  ObservedCopy c;
+  c.instance = i.key();
+  c.node = i.node;
+  c.generation = i.generation;
+  c.phase = phase;
+  c.exit_code = exit_code;
+  c.started_ms = kT0 - 1000;
+  return c;
+}
+
+// One app "web" with role "fe" (2 instances on n1, n2) and one dependency-free app.
+ClusterState two_placed(const std::string& kind = "service") {
+  test::ClusterBuilder b;
+  b.node("n1", 4000, 16);
+  b.node("n2", 4000, 16);
+  b.role("default", "web", "fe", res(500, 1)).kind = kind;
+  b.instance("default", "web", "fe", 0, "n1");
+  b.instance("default", "web", "fe", 1, "n2");
+  ClusterState s = test::runtime_state(b);
+  for (auto& i : s.snapshot.instances) {
+    i.state = InstanceState::Placed;
+    i.generation = 1;
+    i.started_ms = kT0 - 1000;  // What copy_of reports, for the cases where they run.
+  }
+  s.apps["default/web"].status = "Pending";
+  return s;
+}
+
+TEST_CASE("lifecycle: a placed instance runs once the backend reports its copy ready", "[lifecycle]") {
+  ClusterState s = two_placed();
+  Observation obs;
+  obs.copies.push_back(copy_of(inst(s, "0.fe.web.default"), CopyPhase::Running));
+  obs.copies.push_back(copy_of(inst(s, "1.fe.web.default"), CopyPhase::Starting));
+  Batch b = observe_instances(s, obs, kT0);
+  ClusterState after = apply_batch(s, b);
+  CHECK(inst(after, "0.fe.web.default").state == InstanceState::Running);
+  CHECK(inst(after, "0.fe.web.default").started_ms == kT0 - 1000);
+  CHECK(inst(after, "1.fe.web.default").state == InstanceState::Placed);  // Not ready yet.
+  CHECK(test::find_event(b, "Started", "0.fe.web.default"));
+  CHECK(observe_instances(after, obs, kT0).empty());
+}
+
+TEST_CASE("lifecycle: a copy of an earlier generation says nothing about the current placement", "[lifecycle]") {
+  ClusterState s = two_placed();
+  ObservedCopy old = copy_of(inst(s, "0.fe.web.default"), CopyPhase::Exited, 1);
+  old.generation = 0;
+  Observation obs;
+  obs.copies.push_back(old);
+  CHECK(observe_instances(s, obs, kT0).empty());
+  // ...and it is cleaned up, while the current placement is started.
+  Actuation a = plan_actuation(s, obs);
+  REQUIRE(a.stops.size() == 1);
+  CHECK(a.stops[0].generation == 0);
+  CHECK(a.starts.size() == 2);
+}
+
+TEST_CASE("lifecycle: a batch copy that exits 0 finishes its instance; other exits fail it", "[lifecycle]") {
+  ClusterState s = two_placed("batch");
+  for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
+  Observation obs;
+  obs.copies.push_back(copy_of(inst(s, "0.fe.web.default"), CopyPhase::Exited, 0));
+  obs.copies.push_back(copy_of(inst(s, "1.fe.web.default"), CopyPhase::Exited, 3));
+  Batch b = observe_instances(s, obs, kT0);
+  ClusterState after = apply_batch(s, b);
+  CHECK(inst(after, "0.fe.web.default").state == InstanceState::Succeeded);
+  const Instance& failed = inst(after, "1.fe.web.default");
+  CHECK(failed.state == InstanceState::Failed);
+  CHECK(failed.exit_code == 3);
+  CHECK(failed.failure == "exited with code 3");
+  CHECK_FALSE(failed.internal_failure);
+  CHECK(test::find_event(b, "Completed", "0.fe.web.default"));
+  CHECK(observe_instances(after, obs, kT0).empty());
+  // A finished copy is neither restarted nor stopped.
+  CHECK(plan_actuation(after, obs).starts.empty());
+}
+
+TEST_CASE("lifecycle: a service copy that exits 0 has failed", "[lifecycle]") {
+  ClusterState s = two_placed();
+  for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
+  Observation obs;
+  obs.copies.push_back(copy_of(inst(s, "0.fe.web.default"), CopyPhase::Exited, 0));
+  obs.copies.push_back(copy_of(inst(s, "1.fe.web.default"), CopyPhase::Running));
+  ClusterState after = apply_batch(s, observe_instances(s, obs, kT0));
+  CHECK(inst(after, "0.fe.web.default").state == InstanceState::Failed);
+}
+
+TEST_CASE("lifecycle: a running copy the backend no longer reports is lost, an internal failure", "[lifecycle]") {
+  ClusterState s = two_placed();
+  for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
+  Observation obs;
+  obs.copies.push_back(copy_of(inst(s, "1.fe.web.default"), CopyPhase::Running));
+  Batch b = observe_instances(s, obs, kT0);
+  ClusterState after = apply_batch(s, b);
+  const Instance& lost = inst(after, "0.fe.web.default");
+  CHECK(lost.state == InstanceState::Failed);
+  CHECK(lost.internal_failure);  // Restarting it does not spend retry_times.
+  CHECK(test::find_event(b, "Lost", "0.fe.web.default"));
+
+  SECTION("unless its node is out of reach: then nothing is known") {
+    obs.nodes.push_back(ObservedNode{"n1", false, "agent silent"});
+    CHECK(observe_instances(s, obs, kT0).put_instances.empty());
+  }
+}
+
+TEST_CASE("lifecycle: usage follows the observation without events", "[lifecycle]") {
+  ClusterState s = two_placed();
+  for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
+  Observation obs;
+  for (const auto& i : s.snapshot.instances) {
+    obs.copies.push_back(copy_of(i, CopyPhase::Running));
+    obs.copies.back().usage = res(200, 1);
+  }
+  s.apps["default/web"].status = "Ready";
+  Batch b = observe_instances(s, obs, kT0);
+  CHECK(b.put_instances.size() == 2);
+  CHECK(b.events.empty());
+  CHECK(observe_instances(apply_batch(s, b), obs, kT0).empty());
+}
+
+TEST_CASE("lifecycle: dependents start only once their dependencies serve", "[lifecycle]") {
+  ClusterState s = two_placed();
+  // api depends on web; both bound, nothing runs yet.
+  AppRecord api = s.apps["default/web"];
+  api.name = "api";
+  api.dependencies = {"web"};
+  s.apps["default/api"] = api;
+  s.snapshot.roles["default/api/fe"] = s.snapshot.roles["default/web/fe"];
+  Instance x = inst(s, "0.fe.web.default");
+  x.app = "api";
+  s.snapshot.instances.push_back(x);
+  Actuation a = plan_actuation(s, Observation{});
+  CHECK(a.starts.size() == 2);  // web's two.
+  REQUIRE(a.held.size() == 1);
+  CHECK(a.held[0].first == "0.fe.api.default");
+  CHECK_THAT(a.held[0].second, Catch::Contains("waiting for dependency web to be ready"));
+
+  // Once web's instances run, api starts.
+  for (auto& i : s.snapshot.instances)
+    if (i.app == "web") i.state = InstanceState::Running;
+  Observation obs;
+  for (const auto& i : s.snapshot.instances)
+    if (i.app == "web") obs.copies.push_back(copy_of(i, CopyPhase::Running));
+  Actuation b = plan_actuation(s, obs);
+  REQUIRE(b.starts.size() == 1);
+  CHECK(b.starts[0].instance.key() == "0.fe.api.default");
+  CHECK(b.starts[0].env.at("GAIA_INSTANCE") == "0.fe.api.default");
+  CHECK(b.stops.empty());
+}
+
+TEST_CASE("lifecycle: copies nobody wants are stopped; starting twice is not asked", "[lifecycle]") {
+  ClusterState s = two_placed();
+  Observation obs;
+  obs.copies.push_back(copy_of(inst(s, "0.fe.web.default"), CopyPhase::Starting));
+  ObservedCopy orphan = copy_of(inst(s, "0.fe.web.default"), CopyPhase::Running);
+  orphan.instance = "7.fe.web.default";
+  obs.copies.push_back(orphan);
+  Actuation a = plan_actuation(s, obs);
+  REQUIRE(a.starts.size() == 1);  // Only ordinal 1: ordinal 0's copy is starting.
+  CHECK(a.starts[0].instance.key() == "1.fe.web.default");
+  REQUIRE(a.stops.size() == 1);
+  CHECK(a.stops[0].instance == "7.fe.web.default");
+  CHECK(a.stops[0].reason == "no longer wanted");
+}
+
+TEST_CASE("lifecycle: a stateless instance moves make-before-break", "[lifecycle]") {
+  ClusterState s = two_placed();
+  Instance& i = *s.find_instance("0.fe.web.default");
+  Observation obs;
+  obs.copies.push_back(copy_of(i, CopyPhase::Running));  // On n1, generation 1.
+  bind_instance(i, "n2");                                 // Moved: generation 2 on n2.
+  Actuation a = plan_actuation(s, obs);
+  CHECK(a.starts.size() == 2);
+  CHECK(a.stops.empty());  // The old copy serves until the new one runs...
+  i.state = InstanceState::Running;
+  obs.copies.push_back(copy_of(i, CopyPhase::Running));
+  Actuation b = plan_actuation(s, obs);
+  REQUIRE(b.stops.size() == 1);  // ...then it goes.
+  CHECK(b.stops[0].node == "n1");
+}
+
+TEST_CASE("lifecycle: a stateful instance never has two live copies", "[lifecycle]") {
+  ClusterState s = two_placed();
+  s.snapshot.roles["default/web/fe"].volumes.push_back(Volume{});
+  Instance& i = *s.find_instance("0.fe.web.default");
+  i.volumes.push_back(VolumeBinding{"data", "n1", "vg0", 1, 0});
+  i.state = InstanceState::Running;
+  Observation obs;
+  obs.copies.push_back(copy_of(i, CopyPhase::Running));
+
+  SECTION("evicted: it stays Terminating on its node until the copy is gone") {
+    evict_instance(i, "preempted by x on n1");
+    CHECK(i.state == InstanceState::Terminating);
+    CHECK(i.node == "n1");
+    Actuation a = plan_actuation(s, obs);
+    REQUIRE(a.stops.size() == 1);
+    CHECK(observe_instances(s, obs, kT0).empty());  // Still live: still Terminating.
+    Batch gone = observe_instances(s, Observation{}, kT0);
+    ClusterState after = apply_batch(s, gone);
+    CHECK(inst(after, "0.fe.web.default").state == InstanceState::Pending);
+    CHECK(inst(after, "0.fe.web.default").pending_reason == "preempted by x on n1");
+    CHECK(inst(after, "0.fe.web.default").volumes.size() == 1);  // Back to its data.
+  }
+  SECTION("moved: the new copy waits for the old one to stop") {
+    bind_instance(i, "n2");
+    Actuation a = plan_actuation(s, obs);
+    REQUIRE(a.stops.size() == 1);
+    CHECK(a.stops[0].node == "n1");
+    for (const auto& st : a.starts) CHECK(st.instance.key() != "0.fe.web.default");
+    bool held = false;
+    for (const auto& [key, why] : a.held) held |= key == "0.fe.web.default" && why.find("never two live copies") != std::string::npos;
+    CHECK(held);
+  }
+  SECTION("on a down node the copy is presumed gone with it") {
+    evict_instance(i, "node n1 is down", true);
+    CHECK(i.state == InstanceState::Pending);
+  }
+}
+
+}  // namespace
+}  // namespace gaia

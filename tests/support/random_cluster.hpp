@@ -1,0 +1,150 @@
+#pragma once
+// The cluster the randomized invariant tests drive (tests/controllers and tests/ops):
+// a catalogue of apps with a prod dependency chain and competing nonprod work, a small
+// cluster in three racks, and the invariants every state must satisfy.
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "controllers/submit.hpp"
+
+namespace gaia::test::random_cluster {
+
+inline constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+
+inline Resources gib(int64_t cpu_millis, int64_t mem_gi) { return Resources{cpu_millis, mem_gi * kGiB, 0, 0}; }
+
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gaia-reconcile-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::filesystem::path path;
+};
+
+inline Priority prio(Band b, int level = 100) {
+  Priority p;
+  p.band = b;
+  p.level = level;
+  return p;
+}
+
+inline Role role(const std::string& name, int replicas, Resources r, Priority p, int min_available = 0) {
+  Role x;
+  x.name = name;
+  x.replicas = replicas;
+  x.resources = r;
+  x.priority = p;
+  x.min_available = min_available;
+  x.backoff_ms = 10;
+  return x;
+}
+
+inline void rehash(AppRecord& a, int generation) {
+  std::string h = fmt::format("{}|{}|{}", a.name, a.version, generation);
+  for (const auto& r : a.workload.roles)
+    h += fmt::format("|{}:{}:{}:{}", r.name, r.replicas, r.resources.cpu_millis, r.resources.memory_bytes);
+  a.workload.hash = fmt::format("{:016x}", std::hash<std::string>{}(h));
+}
+
+inline AppToDeploy app(const std::string& name, std::vector<Role> roles, std::vector<std::string> deps = {}) {
+  AppToDeploy a;
+  a.record.tenant = "default";
+  a.record.name = name;
+  a.record.version = "1.0.0";
+  a.record.workload.app = name;
+  a.record.workload.version = "1.0.0";
+  a.record.workload.tenant = "default";
+  a.record.workload.roles = std::move(roles);
+  a.record.dependencies = std::move(deps);
+  rehash(a.record, 0);
+  return a;
+}
+
+// The apps the sequences draw from: a prod chain (db <- api <- web), prod and nonprod
+// batch work that competes for the same nodes.
+inline std::vector<AppToDeploy> catalogue() {
+  return {
+      app("db", {role("server", 3, gib(1000, 4), prio(Band::Prod, 300), 2)}),
+      app("api", {role("server", 4, gib(500, 2), prio(Band::Prod, 200), 2)}, {"db"}),
+      app("web", {role("frontend", 3, gib(250, 1), prio(Band::Prod)), role("worker", 2, gib(500, 1), prio(Band::Prod))},
+          {"api"}),
+      app("etl", {role("job", 6, gib(1000, 3), prio(Band::Nonprod, 50))}),
+      app("train", {role("gpuless", 4, gib(2000, 6), prio(Band::Nonprod, 10))}),
+  };
+}
+
+inline ClusterState base_cluster(int nodes) {
+  ClusterState s;
+  for (int i = 0; i < nodes; ++i) {
+    Node n;
+    n.name = fmt::format("n{:02d}", i);
+    n.capacity = gib(4000, 16);
+    n.address = fmt::format("10.0.0.{}", i + 1);
+    n.instance_subnet = fmt::format("10.0.{}.0/24", 128 + i);
+    n.labels["rack"] = n.rack = fmt::format("r{}", i % 3);
+    s.snapshot.nodes.push_back(std::move(n));
+  }
+  return s;
+}
+
+inline int desired_replicas(const AppRecord& a, const Role& r) {
+  auto it = a.scale.find(r.name);
+  return it != a.scale.end() ? it->second : r.replicas;
+}
+
+// Every invariant the issue names; returns what is violated, empty when all hold.
+inline std::vector<std::string> violations(const ClusterState& st) {
+  std::vector<std::string> out;
+  std::map<std::string, const Node*> nodes;
+  for (const auto& n : st.snapshot.nodes) nodes[n.name] = &n;
+  std::map<std::string, Resources> prod_requests;
+  std::map<std::string, int> per_role;
+  for (const auto& i : st.snapshot.instances) {
+    bool holds = !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running);
+    if (holds) {
+      auto n = nodes.find(i.node);
+      if (n == nodes.end()) out.push_back(fmt::format("{} is on unknown node {}", i.key(), i.node));
+      else if (n->second->state == NodeState::Down) out.push_back(fmt::format("{} runs on down node {}", i.key(), i.node));
+      if (i.priority.band != Band::Nonprod) {
+        auto& r = prod_requests[i.node];
+        r.cpu_millis += i.request.cpu_millis;
+        r.memory_bytes += i.request.memory_bytes;
+      }
+    }
+    if (i.state == InstanceState::Pending && i.pending_reason.empty())
+      out.push_back(fmt::format("{} is pending without a reason", i.key()));
+    if (i.state == InstanceState::Failed && i.failure.empty())
+      out.push_back(fmt::format("{} failed without a reason", i.key()));
+    per_role[i.tenant + "/" + i.app + "/" + i.role]++;
+  }
+  for (const auto& [name, r] : prod_requests) {
+    const Node* n = nodes[name];
+    if (!n) continue;
+    if (r.cpu_millis > n->capacity.cpu_millis || r.memory_bytes > n->capacity.memory_bytes)
+      out.push_back(fmt::format("prod requests on {} exceed its capacity ({}m cpu, {} GiB)", name, r.cpu_millis,
+                                r.memory_bytes / kGiB));
+  }
+  for (const auto& [id, a] : st.apps)
+    for (const auto& r : a.workload.roles) {
+      int want = desired_replicas(a, r);
+      int have = per_role[a.tenant + "/" + a.name + "/" + r.name];
+      if (want != have) out.push_back(fmt::format("{}/{} has {} instance(s), wants {}", a.name, r.name, have, want));
+    }
+  return out;
+}
+
+
+}  // namespace gaia::test::random_cluster
