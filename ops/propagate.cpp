@@ -1,0 +1,252 @@
+#include "ops/propagate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "controllers/rollout.hpp"
+#include "ops/loader.hpp"
+#include "ops/render_inputs.hpp"
+#include "render/renderer.hpp"
+#include "spec/app_spec.hpp"
+
+namespace gaia::ops {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string id_of(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
+
+}  // namespace
+
+ConfigSnapshot app_snapshot(const StoreConfigSource& centers, const AppRecord& app) {
+  return layered_snapshot(&centers, app.tenant, config_file_layer(app.render_inputs.get<RenderInputs>()));
+}
+
+bool secret_key(std::string_view key) { return key == "secrets" || key.starts_with("secrets."); }
+
+std::string display_value(const std::string& key, const json& value) {
+  if (secret_key(key)) return "<secret>";
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource& after,
+                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir) {
+  Propagation out;
+  auto direct = direct_impact(state, keys, [&](const AppRecord& a) { return app_snapshot(after, a); });
+  std::map<std::string, const DirectImpact*> direct_by_id;
+  std::vector<std::string> seeds;
+  for (const auto& d : direct) {
+    seeds.push_back(id_of(d.tenant, d.app));
+    direct_by_id[seeds.back()] = &d;
+  }
+  // Outputs before and after of the apps re-rendered so far, and their new records.
+  std::map<std::string, std::pair<json, json>> changed_outputs;
+  std::map<std::string, json> new_outputs;  // Of every app re-rendered so far.
+  auto cache = open_render_cache(cache_dir);
+  Diagnostics errors;
+  std::set<std::string> failed;
+  for (const auto& id : propagation_order(state, seeds)) {
+    const AppRecord& app = state.apps.at(id);
+    PropagatedApp report;
+    report.tenant = app.tenant;
+    report.name = app.name;
+    report.old_hash = app.workload.hash;
+    auto d = direct_by_id.find(id);
+    report.direct = d != direct_by_id.end();
+    if (report.direct) report.reads = d->second->reads;
+    bool blocked = false, deps_changed = false;
+    for (const auto& dep : app.dependencies) {
+      std::string dep_id = id_of(app.tenant, dep);
+      blocked = blocked || failed.count(dep_id) > 0;
+      deps_changed = deps_changed || changed_outputs.count(dep_id) > 0;
+    }
+    if (blocked) {
+      failed.insert(id);  // Its dependency's errors are reported; more would be noise.
+      continue;
+    }
+    if (!report.direct && !deps_changed) {
+      out.apps.push_back(std::move(report));  // Downstream, but nothing it imports moved.
+      continue;
+    }
+    std::string where = app.spec_dir.empty() ? std::string("<unknown>") : display_path(app.spec_dir);
+    auto app_spec = app.spec_dir.empty() ? Result<spec::AppSpec>(fail(Diagnostic{{}, "", "no spec directory recorded", ""}))
+                                     : spec::load_app_spec(app.spec_dir);
+    if (!app_spec) {
+      for (auto e : app_spec.error()) {
+        e.message = fmt::format("cannot re-render {} ({}) from {}: {}", app.name, app.tenant, where, e.message);
+        if (e.hint.empty()) e.hint = fmt::format("resubmit it (gaia submit DIR --tenant {}) or delete it", app.tenant);
+        errors.push_back(std::move(e));
+      }
+      failed.insert(id);
+      continue;
+    }
+    if (app_spec->name != app.name || app_spec->version.to_string() != app.version) {
+      errors.push_back(Diagnostic{{app_spec->yaml_file}, "version",
+                                  fmt::format("{} runs {} {}, but its spec directory now holds {} {}", id, app.name,
+                                              app.version, app_spec->name, app_spec->version.to_string()),
+                                  fmt::format("resubmit it (gaia submit {} --tenant {}) to deploy the edited spec, "
+                                              "then change the config again",
+                                              where, app.tenant)});
+      failed.insert(id);
+      continue;
+    }
+    if (!report.direct) {
+      std::vector<ImportEdge> imports;
+      for (const auto& dep : app_spec->dependencies) imports.push_back(ImportEdge{dep.name, dep.imports});
+      std::map<std::string, std::pair<json, json>> same_tenant;
+      for (const auto& [dep_id, change] : changed_outputs)
+        if (dep_id.starts_with(app.tenant + "/")) same_tenant[dep_id.substr(app.tenant.size() + 1)] = change;
+      report.imports = changed_imports(imports, same_tenant);
+      if (report.imports.empty()) {
+        out.apps.push_back(std::move(report));
+        continue;
+      }
+    }
+    // deps.<alias>: the outputs of each dependency as they are now (re-rendered ones new).
+    json deps = json::object();
+    for (const auto& dep : app_spec->dependencies) {
+      std::string dep_id = id_of(app.tenant, dep.name);
+      if (auto r = new_outputs.find(dep_id); r != new_outputs.end()) deps[dep.alias] = r->second;
+      else if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
+    }
+    render::RenderRequest req;
+    req.spec = &*app_spec;
+    req.deps = std::move(deps);
+    req.options = record_render_options(app, app_snapshot(after, app));
+    auto rendered = render::render_app(req, cache.get());
+    if (!rendered) {
+      for (auto e : rendered.error()) {
+        e.message = fmt::format("re-rendering {} ({}) for this change: {}", app.name, app.tenant, e.message);
+        errors.push_back(std::move(e));
+      }
+      failed.insert(id);
+      continue;
+    }
+    Rerender rr;
+    rr.base_hash = app.workload.hash;
+    rr.record = app;
+    rr.record.workload = rendered->workload;
+    rr.record.document = rendered->document;
+    std::vector<std::string> why;
+    for (const auto& c : report.reads)
+      why.push_back(fmt::format("reads {} {} ({} -> {})", c.read.kind, c.read.key, display_value(c.read.key, c.read.value),
+                                c.now ? display_value(c.read.key, c.now->value) : "default"));
+    if (!report.imports.empty()) why.push_back(fmt::format("imports {}", fmt::join(report.imports, ", ")));
+    rr.why = fmt::format("{}", fmt::join(why, "; "));
+    report.rerendered = true;
+    report.new_hash = rr.record.workload.hash;
+    report.outputs_changed = app.workload.outputs != rr.record.workload.outputs;
+    report.roles_changed = !roles_unchanged(app, rr.record);
+    if (report.roles_changed)
+      for (const auto& i : state.snapshot.instances)
+        if (i.tenant == app.tenant && i.app == app.name && instance_outdated(i, rr.record)) ++report.to_roll;
+    if (report.outputs_changed) changed_outputs[id] = {app.workload.outputs, rr.record.workload.outputs};
+    new_outputs[id] = rr.record.workload.outputs;
+    out.rerenders.push_back(std::move(rr));
+    out.apps.push_back(std::move(report));
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return out;
+}
+
+Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChange& change, bool dry_run) {
+  ChangeOutcome out;
+  out.dry_run = dry_run;
+  auto state = ws.state.load();
+  if (!state) return fail(state.error());
+  auto centers = StoreConfigSource::load(ws.store);
+  if (!centers) return fail(centers.error());
+  // A change the write would refuse (an unknown node, say) is refused before rendering.
+  std::optional<ClusterState> preview;
+  if (change.preview) {
+    auto p = change.preview(*state);
+    if (!p) return fail(p.error());
+    preview = std::move(*p);
+  }
+  // Rendered as if written at the next revision: when nothing else is written meanwhile,
+  // the renders after the write are render-cache hits.
+  StoreConfigSource after = *centers;
+  change.apply(after, centers->revision() + 1);
+  auto prop = propagate(*state, after, change.keys, ws.render_cache_dir);
+  if (!prop) return fail(prop.error());
+  if (dry_run) {
+    out.propagation = std::move(*prop);
+    if (preview) out.placement = placement_violations(*preview);
+    return out;
+  }
+  if (auto w = change.write(ws, *centers); !w) return fail(w.error());
+
+  // Render against what was written, and commit whatever it yields on the current state.
+  auto written = StoreConfigSource::load(ws.store);
+  if (!written) return fail(written.error());
+  auto committed = ws.state.update(ws.op, [&](const ClusterState& fresh, Batch& b) -> Result<void> {
+    auto again = propagate(fresh, *written, change.keys, ws.render_cache_dir);
+    if (!again) {
+      Diagnostics errors = again.error();
+      for (auto& e : errors)
+        e.hint = fmt::format("{} is written, but the apps reading it were not re-rendered; {}", change.description,
+                             e.hint.empty() ? "fix the cause and set the value again" : e.hint);
+      return fail(std::move(errors));
+    }
+    out.propagation = std::move(*again);
+    out.committed = plan_rerender(fresh, out.propagation.rerenders);
+    b = out.committed.batch;
+    Batch events;
+    change.events(events, *written);
+    // The change's own events come first on the timeline, then what it caused.
+    events.events.insert(events.events.end(), b.events.begin(), b.events.end());
+    b.events = std::move(events.events);
+    return {};
+  });
+  if (!committed) return fail(committed.error());
+  auto run = run_controllers(ws);
+  if (!run) return fail(run.error());
+  for (const auto& e : run->outcome.batch.events)
+    if (e.reason == "Displaced" && !e.instance.empty()) out.moved.push_back(e.instance);
+  if (change.preview) out.placement = placement_violations(run->state);
+  out.controllers = std::move(*run);
+  return out;
+}
+
+bool change_settled(const ChangeOutcome& o, const ClusterState& state) {
+  auto runs = [](const Instance& i) { return i.state == InstanceState::Running || i.state == InstanceState::Succeeded; };
+  for (const auto& id : o.committed.applied) {
+    auto app = state.apps.find(id);
+    if (app == state.apps.end()) continue;  // Deleted meanwhile: nothing to wait for.
+    for (const auto& i : state.snapshot.instances)
+      if (i.tenant == app->second.tenant && i.app == app->second.name &&
+          (instance_outdated(i, app->second) || !runs(i)))
+        return false;
+  }
+  for (const auto& key : o.moved)
+    if (const Instance* i = state.find_instance(key); i && !runs(*i)) return false;
+  return true;
+}
+
+Result<ChangeWait> wait_for_change(const Workspace& ws, const ChangeOutcome& o, const FollowOptions& options) {
+  ChangeWait w;
+  if (o.dry_run) {
+    w.done = true;
+    return w;
+  }
+  auto f = follow_controllers(ws, [&](const ClusterState& st) { return change_settled(o, st); }, options);
+  if (!f) return fail(f.error());
+  w.done = f->done;
+  w.state = std::move(f->state);
+  if (w.done) return w;
+  for (const auto& id : o.committed.applied) {
+    auto slash = id.find('/');
+    auto more = blocking_instances(w.state, id.substr(0, slash), {id.substr(slash + 1)});
+    w.blockers.insert(w.blockers.end(), more.begin(), more.end());
+  }
+  for (const auto& key : o.moved)
+    if (const Instance* i = w.state.find_instance(key); i && i->state != InstanceState::Running)
+      w.blockers.push_back({key, std::string(instance_state_name(i->state)), i->pending_reason});
+  return w;
+}
+
+}  // namespace gaia::ops
