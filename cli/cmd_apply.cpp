@@ -8,11 +8,13 @@
 
 #include <optional>
 
-#include "cli/apply_set.hpp"
+#include "cli/apply_view.hpp"
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
-#include "cli/saved_plan.hpp"
+#include "cli/submission_view.hpp"
 #include "lib/timeline.hpp"
+#include "ops/apply_set.hpp"
+#include "ops/saved_plan.hpp"
 
 namespace gaia::cli {
 
@@ -35,23 +37,8 @@ bool is_plan_file(const std::string& path) {
   return path.ends_with(".json") && fs::is_regular_file(path, ec);
 }
 
-Diagnostic revision_moved(int64_t now, int64_t wanted) {
-  return Diagnostic{{}, "--check-revision",
-                    fmt::format("the store is at revision {}, not {}: it changed since it was read, so nothing was applied",
-                                now, wanted),
-                    fmt::format("review the changes again (`gaia diff -f PATH...`), then apply with --check-revision {}",
-                                now)};
-}
-
-// What the apply committed, and how to print it.
-struct Applied {
-  ApplyPlan plan;
-  ClusterState state;  // After the commit (or as read, when nothing changed).
-  std::string tenant, source;
-};
-
-// Prints the decision, runs the controllers when something was written, and waits.
-int finish(const Globals& g, const ApplyArgs& a, Session& s, Applied& applied) {
+// Prints the decision and what the controllers did after it, then waits.
+int finish(const Globals& g, const ApplyArgs& a, Session& s, const ops::Applied& applied) {
   bool json = a.output == "json";
   bool print = !json && !g.quiet;
   ApplyView view{.dry_run = a.dry_run};
@@ -62,47 +49,42 @@ int finish(const Globals& g, const ApplyArgs& a, Session& s, Applied& applied) {
     if (json) std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  std::vector<std::string> names;
-  for (const auto& c : applied.plan.apps)
-    if (c.action != "prune" && c.action != "keep") names.push_back(c.name);
   if (applied.plan.changed()) {
     if (print) std::printf("applied at store revision %lld (operation %s; `gaia events --op %s` shows every event)\n",
                            static_cast<long long>(applied.state.revision), s.op.c_str(), s.op.c_str());
-    // Inline controllers only after a write: an apply that changed nothing writes nothing.
-    auto run = run_controllers(s);
-    if (!run) return report(g, run.error());
-    if (print) print_controller_events(g, run->outcome.batch);
-    applied.state = std::move(run->state);
+    if (print && applied.controllers) print_controller_events(g, applied.controllers->outcome.batch);
   }
+  const ClusterState& after = applied.final_state();
   if (json) {
     j["op"] = applied.plan.changed() ? s.op : "";
-    j["revision_after"] = applied.state.revision;
+    j["revision_after"] = after.revision;
   }
   if (!a.wait) {
     if (json) std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
   auto timeout = parse_duration(a.timeout);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
-  if (print && !blocking_instances(applied.state, applied.tenant, names).empty())
+  auto names = applied.waited_apps();
+  if (print && !ops::blocking_instances(after, applied.tenant, names).empty())
     std::printf("\n%s\n", bold(g, stdout, fmt::format("waiting up to {} for every instance to run:", a.timeout)).c_str());
   FollowOptions options;
-  options.timeout = ms;
+  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
   options.print = print;
-  const std::string tenant = applied.tenant;
-  auto f = follow_controllers(g, s, [&](const ClusterState& st) { return blocking_instances(st, tenant, names).empty(); },
-                              options);
-  if (!f) return report(g, f.error());
-  auto blockers = blocking_instances(f->state, tenant, names);
+  Result<ops::AppsWait> w = ops::AppsWait{};
+  {
+    FollowProgress progress(g, options);
+    w = ops::wait_for_apps(s.workspace(), applied.tenant, names, progress.options());
+  }
+  if (!w) return report(g, w.error());
   if (json) {
-    j["revision_after"] = f->state.revision;
-    j["wait"] = {{"done", f->done}, {"timeout", a.timeout}, {"blocking", blockers_json(blockers)}};
+    j["revision_after"] = w->state.revision;
+    j["wait"] = {{"done", w->done}, {"timeout", a.timeout}, {"blocking", blockers_json(w->blockers)}};
     std::printf("%s\n", j.dump(2).c_str());
   }
-  if (!f->done) {
+  if (!w->done) {
     std::fprintf(stderr, "%s %zu instance(s) still not running after %s:\n", red(g, stderr, "error:").c_str(),
-                 blockers.size(), a.timeout.c_str());
-    std::fputs(format_blockers(blockers).c_str(), stderr);
+                 w->blockers.size(), a.timeout.c_str());
+    std::fputs(format_blockers(w->blockers).c_str(), stderr);
     std::fprintf(stderr, "  hint: `gaia explain INSTANCE` shows every filter per node; add nodes (`gaia node add`) "
                          "or free capacity\n");
     return k_error;
@@ -114,40 +96,12 @@ int finish(const Globals& g, const ApplyArgs& a, Session& s, Applied& applied) {
 int apply_dirs(const Globals& g, const ApplyArgs& a, Session& s) {
   ApplyFlags f = a.set;
   f.paths.insert(f.paths.end(), a.positional.begin(), a.positional.end());
-  auto source = apply_source(f);
-  if (!source) return report(g, source.error());
-  auto loaded = s.state->load();
-  if (!loaded) return report(g, loaded.error());
-  if (a.check_revision && loaded->revision != *a.check_revision)
-    return report(g, {revision_moved(loaded->revision, *a.check_revision)});
-  auto center = StoreConfigSource::load(*s.store);
-  if (!center) return report(g, center.error());
-  auto set = load_apply_set(g, f, *source, *loaded, &*center);
-  if (!set) return report(g, set.error());
-  warn_unknown_tenant(g, *loaded, set->request.tenant);
-
-  Applied applied{{}, *loaded, set->request.tenant, *source};
-  if (a.dry_run) {
-    applied.plan = plan_apply(*loaded, set->request);
-    return finish(g, a, s, applied);
-  }
-  // Decided inside the transaction: a concurrent writer makes it decide again on what
-  // that writer committed (resolving the set again if the apps it reuses changed), so two
-  // applies never interleave; with --check-revision the retry fails instead.
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
-    if (a.check_revision && st.revision != *a.check_revision) return fail(revision_moved(st.revision, *a.check_revision));
-    if (resolution_fingerprint(st, set->request.tenant) != set->fingerprint) {
-      auto again = load_apply_set(g, f, *source, st, &*center);
-      if (!again) return fail(again.error());
-      *set = std::move(*again);
-    }
-    applied.plan = plan_apply(st, set->request);
-    b = applied.plan.batch;
-    return {};
-  });
-  if (!committed) return report(g, committed.error());
-  applied.state = std::move(*committed);
-  return finish(g, a, s, applied);
+  auto request = f.request(g);
+  if (!request) return report(g, request.error());
+  auto applied = ops::apply_set(s.workspace(), *request, ops::ApplyOptions{a.dry_run, a.check_revision});
+  if (!applied) return report(g, applied.error());
+  warn_unknown_tenant(g, applied->state, applied->tenant);
+  return finish(g, a, s, *applied);
 }
 
 int apply_saved(const Globals& g, const ApplyArgs& a, Session& s, const std::string& file) {
@@ -155,48 +109,9 @@ int apply_saved(const Globals& g, const ApplyArgs& a, Session& s, const std::str
       !a.set.flags.sets.empty() || !a.set.flags.values.empty() || !a.set.flags.config_file.empty())
     return report_error(g, "a saved plan carries its own paths, tenant, source, --prune and overrides",
                         fmt::format("apply it alone (`gaia apply {}`), or plan again with the flags you want", file));
-  auto p = read_saved_plan(file);
-  if (!p) return report(g, p.error());
-  auto loaded = s.state->load();
-  if (!loaded) return report(g, loaded.error());
-  if (a.check_revision && loaded->revision != *a.check_revision)
-    return report(g, {revision_moved(loaded->revision, *a.check_revision)});
-  std::error_code ec;
-  std::string store = fs::weakly_canonical(fs::absolute(s.context.store, ec), ec).string();
-  auto drift = plan_drift(*p, file, store, loaded->revision, gaia_version());
-  std::vector<std::string> shown;
-  for (const auto& path : p->paths) shown.push_back(display_path(path));
-  std::string replan = fmt::format("plan again (`gaia plan -f {} --out {}`), review it, and apply the new plan",
-                                   fmt::join(shown, " -f "), file);
-  if (!drift.empty()) {
-    Diagnostics ds;
-    for (const auto& d : drift) ds.push_back(Diagnostic{{file}, "", "drifted since the plan was made: " + d, ""});
-    ds.back().hint = replan + "; nothing was applied";
-    return report(g, ds);
-  }
-  Applied applied{{}, *loaded, p->tenant, p->source};
-  auto decide = [&](const ClusterState& st) -> Result<void> {
-    if (st.revision != p->revision)
-      return fail(Diagnostic{{file}, "", fmt::format("drifted since the plan was made: the store is at revision {}, the plan "
-                                                     "was made at revision {}", st.revision, p->revision),
-                             replan + "; nothing was applied"});
-    applied.plan = plan_apply(st, p->request);
-    if (decision_summary(applied.plan) != p->decision)
-      return fail(Diagnostic{{file}, "decision", "the decision made now differs from the reviewed one", replan});
-    return {};
-  };
-  if (a.dry_run) {
-    if (auto d = decide(*loaded); !d) return report(g, d.error());
-    return finish(g, a, s, applied);
-  }
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
-    if (auto d = decide(st); !d) return d;
-    b = applied.plan.batch;
-    return {};
-  });
-  if (!committed) return report(g, committed.error());
-  applied.state = std::move(*committed);
-  return finish(g, a, s, applied);
+  auto applied = ops::apply_saved_plan(s.workspace(), file, s.context.store, ops::ApplyOptions{a.dry_run, a.check_revision});
+  if (!applied) return report(g, applied.error());
+  return finish(g, a, s, *applied);
 }
 
 int run_apply(const Globals& g, const ApplyArgs& a) {

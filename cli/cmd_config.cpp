@@ -2,17 +2,19 @@
 // tenant; a tenant's value beats the global one). A set or unset re-renders exactly the
 // apps whose recorded reads it changes, follows the dependency chain to the dependents
 // whose imported outputs change, and rolls their instances out in batches keeping
-// min_available (cli/propagate.hpp); --dry-run prints that impact chain and writes
+// min_available (ops/propagate.hpp); --dry-run prints that impact chain and writes
 // nothing.
 #include <fmt/format.h>
 
 #include <memory>
 #include <set>
 
-#include "cli/center_changes.hpp"
 #include "cli/context.hpp"
+#include "cli/propagation_view.hpp"
 #include "cli/table.hpp"
 #include "lib/timeline.hpp"
+#include "ops/center_changes.hpp"
+#include "ops/propagate.hpp"
 #include "render/overrides.hpp"
 #include "spec/suggest.hpp"
 
@@ -68,21 +70,21 @@ int no_key(const Globals& g, const std::string& key, const std::string& scope, c
   std::string hint;
   if (auto close = spec::did_you_mean(key, known)) hint = fmt::format("did you mean '{}'?", *close);
   else hint = "`gaia config list` shows the keys set";
-  return report_error(g, fmt::format("no config key '{}' ({})", key, scope_name(scope)), hint);
+  return report_error(g, fmt::format("no config key '{}' ({})", key, ops::scope_name(scope)), hint);
 }
 
 // Runs a set or unset: the change with its propagation, then prints it.
 int run_change(const Globals& g, Session& s, const ConfigArgs& a, const std::vector<ConfigEdit>& edits,
                const StoreConfigSource& centers) {
-  auto change = config_change(a.scope(), edits, centers);
-  auto outcome = apply_center_change(s, change, a.dry_run);
+  auto change = ops::config_change(a.scope(), edits, centers);
+  auto outcome = ops::apply_center_change(s.workspace(), change, a.dry_run);
   if (!outcome) return report(g, outcome.error());
   if (a.output == "json") {
     json j = propagation_json(*outcome);
     json changes = json::array();
     for (const auto& e : edits) {
       const ConfigEntry* was = centers.find(a.scope(), e.key);
-      bool secret = secret_key(e.key);
+      bool secret = ops::secret_key(e.key);
       changes.push_back({{"key", e.key},
                          {"value", !e.value ? json() : secret ? json("<secret>") : *e.value},
                          {"unset", !e.value.has_value()},
@@ -97,9 +99,9 @@ int run_change(const Globals& g, Session& s, const ConfigArgs& a, const std::vec
   if (g.quiet) return a.wait ? wait_for_change(g, s, *outcome, a.timeout, false) : k_ok;
   for (const auto& e : edits) {
     const ConfigEntry* was = centers.find(a.scope(), e.key);
-    std::string old_text = was ? display_value(e.key, was->value) : "unset";
-    std::string what = e.value ? fmt::format("{} = {}", e.key, display_value(e.key, *e.value)) : e.key + " unset";
-    fmt::print("{}config {} ({}; was {})\n", a.dry_run ? "would set " : "", what, scope_name(a.scope()), old_text);
+    std::string old_text = was ? ops::display_value(e.key, was->value) : "unset";
+    std::string what = e.value ? fmt::format("{} = {}", e.key, ops::display_value(e.key, *e.value)) : e.key + " unset";
+    fmt::print("{}config {} ({}; was {})\n", a.dry_run ? "would set " : "", what, ops::scope_name(a.scope()), old_text);
   }
   fmt::print("{}", format_propagation(g, *outcome));
   if (a.dry_run) fmt::print("dry run: nothing was written\n");
@@ -170,7 +172,7 @@ int run_set(const Globals& g, const ConfigArgs& a) {
   }
   if (changed.empty()) {
     if (a.output == "json") fmt::print("{}\n", json{{"scope", a.scope()}, {"changed", false}}.dump(2));
-    else if (!g.quiet) fmt::print("config unchanged: every key already has that value ({})\n", scope_name(a.scope()));
+    else if (!g.quiet) fmt::print("config unchanged: every key already has that value ({})\n", ops::scope_name(a.scope()));
     return k_ok;
   }
   return run_change(g, **session, a, changed, *centers);
@@ -252,7 +254,7 @@ int run_list(const Globals& g, const ConfigArgs& a) {
   if (a.output == "json") {
     json out = json::array();
     for (const auto* e : shown) {
-      json j = {{"scope", e->scope}, {"key", e->key}, {"value", secret_key(e->key) ? json("<secret>") : e->value},
+      json j = {{"scope", e->scope}, {"key", e->key}, {"value", ops::secret_key(e->key) ? json("<secret>") : e->value},
                 {"revision", e->revision}};
       if (std::string n = note(*e); !n.empty()) j["note"] = n;
       out.push_back(std::move(j));
@@ -267,7 +269,7 @@ int run_list(const Globals& g, const ConfigArgs& a) {
   }
   Table t({"SCOPE", "KEY", "VALUE", "REVISION", "NOTE"});
   for (const auto* e : shown)
-    t.add_row({e->scope == k_global_scope ? "global" : e->scope, e->key, display_value(e->key, e->value),
+    t.add_row({e->scope == k_global_scope ? "global" : e->scope, e->key, ops::display_value(e->key, e->value),
                std::to_string(e->revision), note(*e).empty() ? "-" : note(*e)});
   fmt::print("{}", t.render(table_options_for(stdout)));
   return k_ok;
@@ -286,7 +288,7 @@ int run_history(const Globals& g, const ConfigArgs& a) {
     if (!centers) return report(g, centers.error());
     return no_key(g, key, a.scope(), scope_keys(*centers, a.scope()));
   }
-  bool secret = secret_key(key);
+  bool secret = ops::secret_key(key);
   if (a.output == "json") {
     json out = json::array();
     for (const auto& h : *history)
@@ -301,7 +303,7 @@ int run_history(const Globals& g, const ConfigArgs& a) {
   Table t({"REVISION", "TIME", "OPERATION", "VALUE"});
   for (const auto& h : *history)
     t.add_row({std::to_string(h.revision), h.time.empty() ? "-" : h.time, h.op.empty() ? "-" : h.op,
-               h.value ? display_value(key, *h.value) : "<unset>"});
+               h.value ? ops::display_value(key, *h.value) : "<unset>"});
   fmt::print("{}", t.render(table_options_for(stdout)));
   return k_ok;
 }

@@ -109,7 +109,7 @@ int run_controller(const Globals& g, const RunArgs& a) {
     last_waiting_for.clear();
     // Each pass gets its own operation id, so `gaia events --op` groups what one pass did.
     s.op = new_operation_id(s.clock);
-    auto run = run_controllers(s);
+    auto run = ops::run_controllers(s.workspace());
     if (!run) return report(g, run.error());
     ++runs;
     if (!run->outcome.batch.empty() && !g.quiet) {

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
-#include "cli/controller_loop.hpp"
 #include "controllers/app_delete.hpp"
+#include "ops/runner.hpp"
 
 namespace gaia::cli {
 
@@ -34,7 +34,7 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
   if (!session) return report(g, session.error());
   Session& s = **session;
   DeleteOutcome out;
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+  auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
     auto d = plan_delete(st, tenant, name, a.cascade);
     if (!d) return fail(d.error());
     out = std::move(*d);
@@ -42,9 +42,6 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
-  // Every mutating command runs the controllers once after its own change; what they do
-  // is on the timeline under this command's operation id.
-  if (auto run = run_controllers(s); !run) return report(g, run.error());
 
   if (a.output == "json") {
     nlohmann::json deleted = nlohmann::json::array(), placed = nlohmann::json::array(),

@@ -2,7 +2,8 @@
 // tree, JSON or Graphviz; --reverse NAME lists the apps that depend on NAME.
 #include <fmt/format.h>
 
-#include "cli/loader.hpp"
+#include "cli/render_flags.hpp"
+#include "ops/loader.hpp"
 #include "spec/plan_format.hpp"
 
 namespace gaia::cli {
@@ -26,11 +27,11 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   }
   std::vector<std::filesystem::path> dirs;
   if (!a.dirs.empty()) {
-    auto expanded = expand_spec_paths(a.dirs);
+    auto expanded = ops::expand_spec_paths(a.dirs);
     if (!expanded) return report(g, expanded.error());
     dirs = *expanded;
   }
-  auto repo = open_repository(g, dirs);
+  auto repo = ops::open_repository(g.repo_paths(), dirs);
   if (!repo) return report(g, repo.error());
 
   if (dirs.empty()) {
@@ -57,7 +58,7 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   if (!errors.empty()) return report(g, errors);
   std::vector<const spec::AppSpec*> root_ptrs;
   for (const auto& r : roots) root_ptrs.push_back(&r);
-  auto running = load_running(a.flags.running_file);
+  auto running = ops::load_running(a.flags.running_file);
   if (!running) return report(g, running.error());
   auto plan = spec::resolve(root_ptrs, *repo, running->list(g.tenant), g.tenant);
   if (!plan) return report(g, plan.error());

@@ -8,11 +8,11 @@
 #include "controllers/replicas.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
-#include "cli/propagate.hpp"
 #include "cli/table.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/quantity.hpp"
 #include "lib/timeline.hpp"
+#include "ops/propagate.hpp"
 #include "spec/suggest.hpp"
 
 namespace gaia::cli {
@@ -183,16 +183,16 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   Table reads({"KIND", "KEY", "VALUE", "REVISION", "STATUS"});
   auto centers = StoreConfigSource::load(*session.store);
   std::optional<ConfigSnapshot> center_now;
-  if (centers) center_now = app_snapshot(*centers, *a);
+  if (centers) center_now = ops::app_snapshot(*centers, *a);
   for (const auto& r : a->workload.reads) {
     std::string status = "-";
     if (center_now) {
       auto cur = read_now(r, *center_now);
       if (read_holds(r, *center_now)) status = r.defaulted ? "default (key not set)" : "current";
       else if (!cur) status = "stale: now unset";
-      else status = fmt::format("stale: now {} (revision {})", display_value(r.key, cur->value), cur->revision);
+      else status = fmt::format("stale: now {} (revision {})", ops::display_value(r.key, cur->value), cur->revision);
     }
-    reads.add_row({r.kind, r.key, r.defaulted ? "(default) " + display_value(r.key, r.value) : display_value(r.key, r.value),
+    reads.add_row({r.kind, r.key, r.defaulted ? "(default) " + ops::display_value(r.key, r.value) : ops::display_value(r.key, r.value),
                    r.defaulted ? "-" : std::to_string(r.revision), status});
   }
   section("Config reads", reads);

@@ -8,8 +8,9 @@
 // "no differences" nor as "changes".
 #include <fmt/format.h>
 
-#include "cli/apply_set.hpp"
+#include "cli/apply_view.hpp"
 #include "cli/context.hpp"
+#include "ops/apply_set.hpp"
 
 namespace gaia::cli {
 
@@ -26,20 +27,18 @@ int run_diff(const Globals& g, const DiffArgs& a) {
   f.paths.insert(f.paths.end(), a.positional.begin(), a.positional.end());
   if (f.paths.empty())
     return report_error(g, "nothing to diff", "gaia diff -f DIR [-f DIR...] (app directories or folders of them)");
-  auto source = apply_source(f);
-  if (!source) return report(g, source.error());
+  auto request = f.request(g);
+  if (!request) return report(g, request.error());
+  if (auto source = ops::apply_source(*request); !source) return report(g, source.error());
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  auto loaded = (*session)->state->load();
-  if (!loaded) return report(g, loaded.error());
-  auto center = StoreConfigSource::load(*(*session)->store);
-  if (!center) return report(g, center.error());
-  auto set = load_apply_set(g, f, *source, *loaded, &*center);
-  if (!set) return report(g, set.error());
-  ApplyPlan plan = plan_apply(*loaded, set->request);
+  auto decided = ops::decide_set((*session)->workspace(), *request);
+  if (!decided) return report(g, decided.error());
+  const ApplyPlan& plan = decided->plan;
   ApplyView view{.dry_run = true};
-  if (a.output == "json") std::printf("%s\n", apply_plan_json(plan, set->request.tenant, *source, view).dump(2).c_str());
-  else std::fputs(format_apply_plan(g, plan, set->request.tenant, *source, view).c_str(), stdout);
+  const std::string& tenant = decided->set.request.tenant;
+  if (a.output == "json") std::printf("%s\n", apply_plan_json(plan, tenant, decided->source, view).dump(2).c_str());
+  else std::fputs(format_apply_plan(g, plan, tenant, decided->source, view).c_str(), stdout);
   return plan.changed() ? k_changes : k_ok;
 }
 

@@ -9,12 +9,13 @@
 
 #include <memory>
 
-#include "cli/center_changes.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
+#include "cli/propagation_view.hpp"
 #include "cli/table.hpp"
 #include "lib/timeline.hpp"
 #include "lib/selector.hpp"
+#include "ops/center_changes.hpp"
 #include "spec/app_spec.hpp"
 #include "spec/suggest.hpp"
 
@@ -98,11 +99,11 @@ int run_change(const Globals& g, const LabelArgs& a, bool set) {
   auto centers = StoreConfigSource::load(*s.store);
   if (!centers) return report(g, centers.error());
 
-  CenterChange change;
+  ops::CenterChange change;
   auto node_outcome = std::make_shared<NodeOpOutcome>();
   std::string owner = kind == "app" ? tenant : "";
   if (kind == "node") {
-    change = node_label_change({a.name}, *edits, true, node_outcome);
+    change = ops::node_label_change({a.name}, *edits, true, node_outcome);
   } else {
     std::vector<LabelChange> changes;
     std::vector<std::string> known;
@@ -123,7 +124,7 @@ int run_change(const Globals& g, const LabelArgs& a, bool set) {
       if (!g.quiet) fmt::print("labels unchanged\n");
       return k_ok;
     }
-    change = label_change(kind, tenant, a.name, changes, *centers);
+    change = ops::label_change(kind, tenant, a.name, changes, *centers);
   }
   if (kind == "node") {
     // An unset of a label the node does not have is a typo worth an error, as for apps.
@@ -140,7 +141,7 @@ int run_change(const Globals& g, const LabelArgs& a, bool set) {
                                     : fmt::format("`gaia label list node {}` shows its labels", a.name));
         }
   }
-  auto outcome = apply_center_change(s, change, a.dry_run);
+  auto outcome = ops::apply_center_change(s.workspace(), change, a.dry_run);
   if (!outcome) return report(g, outcome.error());
   if (a.output == "json") {
     json j = propagation_json(*outcome);

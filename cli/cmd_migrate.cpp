@@ -12,6 +12,7 @@
 #include "controllers/migrate.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/timeline.hpp"
+#include "ops/runner.hpp"
 
 namespace gaia::cli {
 
@@ -89,7 +90,9 @@ int run_migrate(const Globals& g, const MigrateArgs& a) {
     return k_ok;
   }
   MigrateOutcome m;
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+  // Victims of a preemption go back to the queue; the scheduler controller, run inline
+  // after the move, re-places them.
+  auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
     if (auto c = check(st); !c) return c;
     auto r = plan_migrate(st, req, now);
     if (!r) return fail(r.error());
@@ -98,9 +101,6 @@ int run_migrate(const Globals& g, const MigrateArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
-  // Victims of a preemption go back to the queue; the scheduler controller re-places them.
-  auto run = run_controllers(s);
-  if (!run) return report(g, run.error());
   if (json) {
     auto j = migrate_json(m, false);
     j["op"] = s.op;
@@ -109,7 +109,7 @@ int run_migrate(const Globals& g, const MigrateArgs& a) {
   }
   if (!g.quiet) {
     std::fputs(migrate_text(g, m, false).c_str(), stdout);
-    print_controller_events(g, run->outcome.batch);
+    print_controller_events(g, committed->controllers.outcome.batch);
     fmt::print("operation {} (see `gaia events --op {}`)\n", s.op, s.op);
   }
   return k_ok;
@@ -180,7 +180,7 @@ int run_node_change(const Globals& g, const NodeCmdArgs& a, Decide decide, const
 
   NodeChange change;
   ClusterState before;
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+  auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
     auto r = checked(st);
     if (!r) return fail(r.error());
     change = std::move(*r);
@@ -189,10 +189,8 @@ int run_node_change(const Globals& g, const NodeCmdArgs& a, Decide decide, const
     return {};
   });
   if (!committed) return report(g, committed.error());
-  auto run = run_controllers(s);
-  if (!run) return report(g, run.error());
-  ClusterState after = run->state;
-  Batch batch = run->outcome.batch;
+  ClusterState after = committed->controllers.state;
+  Batch batch = committed->controllers.outcome.batch;
   bool done = true;
   if (a.wait && !drained(after, a.node)) {
     FollowOptions fo;

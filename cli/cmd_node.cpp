@@ -5,11 +5,12 @@
 
 #include <memory>
 
-#include "cli/center_changes.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
-#include "cli/controller_loop.hpp"
 #include "cli/node_flags.hpp"
+#include "cli/propagation_view.hpp"
+#include "ops/center_changes.hpp"
+#include "ops/runner.hpp"
 
 namespace gaia::cli {
 
@@ -26,10 +27,11 @@ struct NodeArgs {
 
 using Decide = std::function<Result<NodeOpOutcome>(const ClusterState&)>;
 
-// Runs a node decision through State::update and returns its outcome.
+// Runs a node decision through State::update, then the controllers inline, and returns
+// the decision's outcome.
 Result<NodeOpOutcome> commit(Session& session, const Decide& decide) {
   NodeOpOutcome outcome;
-  auto result = session.state->update(session.op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
+  auto result = ops::commit_and_reconcile(session.workspace(), [&](const ClusterState& s, Batch& batch) -> Result<void> {
     auto o = decide(s);
     if (!o) return fail(o.error());
     outcome = std::move(*o);
@@ -37,9 +39,6 @@ Result<NodeOpOutcome> commit(Session& session, const Decide& decide) {
     return {};
   });
   if (!result) return fail(result.error());
-  // Every mutating command runs the controllers once after its own change; what they do
-  // is on the timeline under this command's operation id.
-  if (auto run = run_controllers(session); !run) return fail(run.error());
   return outcome;
 }
 
@@ -103,10 +102,10 @@ int run_label(const Globals& g, const NodeArgs& a) {
   if (!edits) return report(g, edits.error());
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  // The same change as `gaia label set node` (cli/center_changes.hpp): apps that read
+  // The same change as `gaia label set node` (ops/center_changes.hpp): apps that read
   // these labels are re-rendered, and instances whose node no longer fits are moved.
   auto outcome = std::make_shared<NodeOpOutcome>();
-  auto change = apply_center_change(**session, node_label_change(names, *edits, a.overwrite, outcome), false);
+  auto change = ops::apply_center_change((*session)->workspace(), ops::node_label_change(names, *edits, a.overwrite, outcome), false);
   if (!change) return report(g, change.error());
   if (!g.quiet) {
     if (!outcome->changed) fmt::print("labels unchanged\n");

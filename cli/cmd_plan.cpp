@@ -5,15 +5,16 @@
 // it, with the hash of every input and the store revision, for `gaia apply FILE`.
 #include <fmt/format.h>
 
-#include "cli/apply_set.hpp"
+#include "cli/apply_view.hpp"
 #include "cli/context.hpp"
-#include "cli/saved_plan.hpp"
-#include "cli/submission.hpp"
+#include "cli/render_flags.hpp"
+#include "cli/submission_view.hpp"
+#include "ops/saved_plan.hpp"
+#include "ops/submission.hpp"
 
 namespace gaia::cli {
 
 namespace {
-
 
 struct PlanArgs {
   std::vector<std::string> dirs;
@@ -28,52 +29,28 @@ struct PlanArgs {
 
 // `gaia plan -f PATH... --out FILE`: the apply decision, printed as `gaia diff` prints
 // it, and saved with everything `gaia apply FILE` checks for drift.
-int run_plan_out(const Globals& g, const PlanArgs& a, Session& s, const ClusterState& loaded,
-                 const StoreConfigSource& center) {
+int run_plan_out(const Globals& g, const PlanArgs& a, Session& s) {
   ApplyFlags f;
   f.paths = a.dirs;
   f.source = a.source;
   f.tenant = a.tenant;
   f.prune = a.prune;
   f.flags = a.flags;
-  auto source = apply_source(f);
-  if (!source) return report(g, source.error());
-  auto set = load_apply_set(g, f, *source, loaded, &center);
-  if (!set) return report(g, set.error());
-  ApplyPlan plan = plan_apply(loaded, set->request);
-
-  SavedPlan p;
-  p.gaia_version = gaia_version();
-  std::error_code ec;
-  p.store = std::filesystem::weakly_canonical(std::filesystem::absolute(s.context.store, ec), ec).string();
-  p.revision = loaded.revision;
-  p.created = s.state->now_rfc3339();
-  p.tenant = set->request.tenant;
-  p.source = *source;
-  p.prune = a.prune;
-  for (const auto& d : a.dirs)
-    p.paths.push_back(std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec).string());
-  auto expanded = expand_spec_paths(p.paths);
-  if (!expanded) return report(g, expanded.error());
-  for (const auto& d : *expanded) p.set_dirs.push_back(d.string());
-  p.overrides = {{"set", a.flags.sets}, {"values", a.flags.values}, {"config_file", a.flags.config_file}};
-  p.scope = input_scope(g, f, *set->submission);
-  auto hashes = hash_inputs(p.scope, a.out);
-  if (!hashes) return report(g, hashes.error());
-  p.inputs = std::move(*hashes);
-  p.request = set->request;
-  p.decision = decision_summary(plan);
-  if (auto w = write_saved_plan(a.out, p); !w) return report(g, w.error());
+  auto request = f.request(g);
+  if (!request) return report(g, request.error());
+  auto saved = ops::save_plan(s.workspace(), *request, s.context.store, a.out);
+  if (!saved) return report(g, saved.error());
+  const ops::SavedPlan& p = saved->saved;
 
   ApplyView view{.dry_run = true};
   if (a.output == "json") {
-    auto j = apply_plan_json(plan, p.tenant, p.source, view);
+    auto j = apply_plan_json(saved->plan, p.tenant, p.source, view);
     j["out"] = a.out;
     j["inputs"] = p.inputs.size();
     std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  std::fputs(format_apply_plan(g, plan, p.tenant, p.source, view).c_str(), stdout);
+  std::fputs(format_apply_plan(g, saved->plan, p.tenant, p.source, view).c_str(), stdout);
   std::printf("plan saved to %s (store revision %lld, %zu input file(s) hashed); apply exactly this plan with "
               "`gaia apply %s`\n",
               a.out.c_str(), static_cast<long long>(p.revision), p.inputs.size(), a.out.c_str());
@@ -95,27 +72,21 @@ int run_plan(const Globals& g, const PlanArgs& a) {
   std::string tenant = a.tenant.empty() ? g.tenant : a.tenant;
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  auto& state = *(*session)->state;
-  auto loaded = state.load();
-  if (!loaded) return report(g, loaded.error());
-  auto center = StoreConfigSource::load(*(*session)->store);
-  if (!center) return report(g, center.error());
-  if (!a.out.empty()) return run_plan_out(g, a, **session, *loaded, *center);
-  auto sub = prepare_submission(g, tenant, a.dirs, a.flags, state, &*center);
-  if (!sub) return report(g, sub.error());
-  SubmitOutcome out = plan_submit(*loaded, (*sub)->apps);
-  warn_unknown_tenant(g, *loaded, tenant);
+  if (!a.out.empty()) return run_plan_out(g, a, **session);
+  auto planned = ops::plan((*session)->workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g)});
+  if (!planned) return report(g, planned.error());
+  warn_unknown_tenant(g, planned->state, tenant);
   OutcomeView view{.dry_run = true, .explain_scores = true};
   if (a.output == "json") {
-    auto j = outcome_json(**sub, out, view);
-    j["revision"] = loaded->revision;  // For `gaia apply --check-revision N` in pipelines.
+    auto j = outcome_json(*planned->submission, planned->outcome, view);
+    j["revision"] = planned->state.revision;  // For `gaia apply --check-revision N` in pipelines.
     std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  if (loaded->snapshot.nodes.empty())
+  if (planned->state.snapshot.nodes.empty())
     std::fprintf(stderr, "%s the cluster has no nodes: create one with `gaia cluster create`\n",
                  yellow(g, stderr, "warning:").c_str());
-  std::fputs(format_outcome(g, **sub, out, view).c_str(), stdout);
+  std::fputs(format_outcome(g, *planned->submission, planned->outcome, view).c_str(), stdout);
   return k_ok;
 }
 

@@ -95,7 +95,7 @@ int run_rebalance(const Globals& g, const RebalanceArgs& a) {
     if (json) std::printf("%s\n", plan_json(plan).dump(2).c_str());
     return k_ok;
   }
-  auto run = run_controllers(s);
+  auto run = ops::run_controllers(s.workspace());
   if (!run) return report(g, run.error());
   if (json) {
     auto j = plan_json(plan);

@@ -2,7 +2,9 @@
 // document (or Kubernetes manifests) of the app, or of every app deployed with --all.
 #include <fmt/format.h>
 
-#include "cli/loader.hpp"
+#include "cli/render_flags.hpp"
+#include "ops/loader.hpp"
+#include "ops/render_inputs.hpp"
 #include "render/kubernetes.hpp"
 #include "render/yaml_emit.hpp"
 
@@ -19,23 +21,25 @@ struct RenderArgs {
 };
 
 int run_render(const Globals& g, const RenderArgs& a) {
-  auto dirs = expand_spec_paths({a.dir});
+  auto dirs = ops::expand_spec_paths({a.dir});
   if (!dirs) return report(g, dirs.error());
   if (dirs->size() != 1)
     return report_error(g, fmt::format("{} holds {} app specs; render takes one app directory", a.dir, dirs->size()),
-                        "name one of them, e.g. " + display_path((*dirs)[0]));
+                        "name one of them, e.g. " + ops::display_path((*dirs)[0]));
   auto root = spec::load_app_spec((*dirs)[0]);
   if (!root) return report(g, root.error());
-  auto repo = open_repository(g, *dirs);
+  auto repo = ops::open_repository(g.repo_paths(), *dirs);
   if (!repo) return report(g, repo.error());
-  auto running = load_running(a.flags.running_file);
+  auto running = ops::load_running(a.flags.running_file);
   if (!running) return report(g, running.error());
   auto plan = spec::resolve({&*root}, *repo, running->list(g.tenant), g.tenant);
   if (!plan) return report(g, plan.error());
-  auto options = chain_options(g, a.flags);
-  if (!options) return report(g, options.error());
-  auto cache = open_render_cache(a.flags.no_cache);
-  auto chain = render::render_chain(*plan, *options, cache.get());
+  auto settings = a.flags.settings(g);
+  auto inputs = ops::load_render_inputs(settings);
+  if (!inputs) return report(g, inputs.error());
+  auto options = ops::chain_options(*inputs, g.tenant);
+  auto cache = ops::open_render_cache(settings.cache_dir);
+  auto chain = render::render_chain(*plan, options, cache.get());
   if (!chain) return report(g, chain.error());
 
   std::vector<size_t> selected;

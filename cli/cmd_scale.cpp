@@ -211,7 +211,7 @@ int run_scale(const Globals& g, const ScaleArgs& a) {
 
   Decision d;
   ClusterState before;
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+  auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
     auto r = decide(st, g.tenant, a.target, *change);
     if (!r) return fail(r.error());
     d = std::move(*r);
@@ -220,10 +220,8 @@ int run_scale(const Globals& g, const ScaleArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
-  auto run = run_controllers(s);
-  if (!run) return report(g, run.error());
-  ClusterState final_state = run->state;
-  Batch all = run->outcome.batch;
+  ClusterState final_state = committed->controllers.state;
+  Batch all = committed->controllers.outcome.batch;
   bool done = true;
   if (a.wait && !role_settled(final_state, d)) {
     FollowOptions fo;

@@ -68,8 +68,8 @@ Diagnostics backend_diag(const BackendError& e) { return {Diagnostic{{}, "", e.t
 
 // Runs the controllers inline once the command's change is committed, printing what
 // they did.
-Result<ControllerRun> run_after(const Globals& g, Session& s, bool print) {
-  auto run = run_controllers(s);
+Result<ops::ControllerRun> run_after(const Globals& g, Session& s, bool print) {
+  auto run = ops::run_controllers(s.workspace());
   if (!run) return fail(run.error());
   if (print) print_controller_events(g, run->outcome.batch);
   return run;

@@ -7,19 +7,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
-#include "cli/propagate.hpp"
 #include "cli/progress.hpp"
-#include "cli/submission.hpp"
+#include "cli/propagation_view.hpp"
+#include "cli/render_flags.hpp"
+#include "cli/submission_view.hpp"
 #include "lib/timeline.hpp"
+#include "ops/submission.hpp"
 
 namespace gaia::cli {
 
 namespace {
-
 
 struct SubmitArgs {
   std::vector<std::string> dirs;
@@ -30,49 +30,32 @@ struct SubmitArgs {
   RenderFlags flags;
 };
 
-struct WaitResult {
-  bool done = false;
-  std::vector<Blocker> blockers;
-  size_t placed = 0;  // Instances placed while waiting.
-};
-
-// Retries pending instances (the controllers' work on the embedded default) until every
-// instance of `apps` runs or the deadline passes.
-Result<WaitResult> wait_for(const Globals& g, Session& session, const std::string& tenant,
-                            const std::vector<std::string>& apps, std::chrono::milliseconds timeout, bool print) {
-  using Clock = std::chrono::steady_clock;
-  auto deadline = Clock::now() + timeout;
-  WaitResult w;
-  ProgressLine progress(g, stdout, print);
-  auto sleep = std::chrono::milliseconds(100);
-  for (;;) {
-    // The controllers place what is pending, restart what failed and so on; their
-    // actions are this command's events too.
-    auto run = run_controllers(session);
-    if (!run) return fail(run.error());
-    const ClusterState* st = &run->state;
-    for (const auto& e : run->outcome.batch.events)
-      if (e.reason == "Scheduled") {
-        ++w.placed;
-        progress.print(fmt::format("  {} {} {}", green(g, stdout, "placed"), e.instance, e.message));
-      }
-    w.blockers = blocking_instances(*st, tenant, apps);
-    if (w.blockers.empty()) {
-      w.done = true;
-      return w;
-    }
-    if (Clock::now() >= deadline) return w;
-    // "12/40 instances running (28 waiting: 20 ResourceFit, 8 Dependency)".
+// --wait: the controllers (the placement of what is pending, restarts and so on) run
+// until every instance of `apps` runs or the timeout passes. Their placements are shown
+// as they happen, under a status line counting the submitted apps' instances.
+Result<ops::AppsWait> wait_for(const Globals& g, Session& session, const std::string& tenant,
+                               const std::vector<std::string>& apps, std::chrono::milliseconds timeout, bool print) {
+  FollowOptions view;
+  view.timeout = timeout;
+  view.print = print;
+  view.lines = [&g](const Batch& batch) {
+    std::vector<std::string> lines;
+    for (const auto& e : batch.events)
+      if (e.reason == "Scheduled")
+        lines.push_back(fmt::format("  {} {} {}", green(g, stdout, "placed"), e.instance, e.message));
+    return lines;
+  };
+  // "12/40 instances running (28 waiting: 20 ResourceFit, 8 Dependency)".
+  view.status = [&](const ClusterState& st) {
     size_t total = 0;
-    for (const auto& i : st->snapshot.instances)
+    for (const auto& i : st.snapshot.instances)
       if (i.tenant == tenant && std::ranges::find(apps, i.app) != apps.end()) ++total;
     std::vector<Waiting> waiting;
-    for (const auto& b : w.blockers) waiting.push_back({b.state, b.reason});
-    progress.update(progress_summary(total - std::min(total, waiting.size()), total, waiting));
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    std::this_thread::sleep_for(std::min(sleep, std::max(left, std::chrono::milliseconds(1))));
-    sleep = std::min(sleep * 2, std::chrono::milliseconds(1000));
-  }
+    for (const auto& b : ops::blocking_instances(st, tenant, apps)) waiting.push_back({b.state, b.reason});
+    return progress_summary(total - std::min(total, waiting.size()), total, waiting);
+  };
+  FollowProgress progress(g, view);
+  return ops::wait_for_apps(session.workspace(), tenant, apps, progress.options());
 }
 
 int run_submit(const Globals& g, const SubmitArgs& a) {
@@ -87,50 +70,35 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;
-  auto center = StoreConfigSource::load(*s.store);
-  if (!center) return report(g, center.error());
-  auto sub = prepare_submission(g, tenant, a.dirs, a.flags, *s.state, &*center);
-  if (!sub) return report(g, sub.error());
-
-  // The decision is recomputed inside decide(): if another process commits first, the
-  // submission is planned again on what it wrote, never on a stale state.
-  SubmitOutcome out;
-  auto committed = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
-    out = plan_submit(st, (*sub)->apps);
-    b = out.batch;
-    return {};
-  });
-  if (!committed) return report(g, committed.error());
-  warn_unknown_tenant(g, *committed, tenant);
-  // The controllers run inline on the embedded default: they roll changed apps out in
-  // batches (controllers/rollout.hpp) and place what is pending.
-  auto inline_run = run_controllers(s);
-  if (!inline_run) return report(g, inline_run.error());
-  committed = inline_run->state;
-  refresh_reports(out, *committed);
+  auto submitted = ops::submit(s.workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g)});
+  if (!submitted) return report(g, submitted.error());
+  const ops::Submission& sub = *submitted->submission;
+  const SubmitOutcome& out = submitted->outcome;
+  const ClusterState& committed = submitted->controllers.state;
+  warn_unknown_tenant(g, committed, tenant);
 
   bool json = a.output == "json";
   OutcomeView view{.dry_run = false, .explain_scores = true};
   if (!json && !g.quiet) {
-    if (committed->snapshot.nodes.empty())
+    if (committed.snapshot.nodes.empty())
       std::fprintf(stderr, "%s the cluster has no nodes: create one with `gaia cluster create`\n",
                    yellow(g, stderr, "warning:").c_str());
-    std::fputs(format_outcome(g, **sub, out, view).c_str(), stdout);
-    if (std::string summary = controller_summary(inline_run->outcome.batch); !summary.empty())
+    std::fputs(format_outcome(g, sub, out, view).c_str(), stdout);
+    if (std::string summary = controller_summary(submitted->controllers.outcome.batch); !summary.empty())
       std::printf("%s %s\n", bold(g, stdout, "controllers:").c_str(), summary.c_str());
     if (out.changed()) std::printf("operation %s (see `gaia events --op %s`)\n", s.op.c_str(), s.op.c_str());
     std::fflush(stdout);
   }
 
-  auto apps = (*sub)->app_names();
+  auto apps = sub.app_names();
   if (a.wait) {
     bool print = !json && !g.quiet;
-    if (print && !blocking_instances(*committed, tenant, apps).empty())
+    if (print && !ops::blocking_instances(committed, tenant, apps).empty())
       std::printf("\n%s\n", bold(g, stdout, fmt::format("waiting up to {} for every instance to run:", a.timeout)).c_str());
     auto w = wait_for(g, s, tenant, apps, timeout_ms, print);
     if (!w) return report(g, w.error());
     if (json) {
-      auto j = outcome_json(**sub, out, view);
+      auto j = outcome_json(sub, out, view);
       j["op"] = s.op;
       j["wait"] = nlohmann::json{{"done", w->done}, {"timeout", a.timeout}, {"blocking", blockers_json(w->blockers)}};
       std::printf("%s\n", j.dump(2).c_str());
@@ -149,12 +117,12 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   }
 
   if (json) {
-    auto j = outcome_json(**sub, out, view);
+    auto j = outcome_json(sub, out, view);
     j["op"] = s.op;
     std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  auto blockers = blocking_instances(*committed, tenant, apps);
+  auto blockers = ops::blocking_instances(committed, tenant, apps);
   if (!blockers.empty() && !g.quiet) {
     std::printf("\n%s %zu instance(s) not running yet (submitted; they are retried when capacity frees up, or "
                 "use --wait):\n",

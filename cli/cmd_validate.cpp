@@ -3,7 +3,9 @@
 // is reported, and the exit code is 1 if there was any.
 #include <fmt/format.h>
 
-#include "cli/loader.hpp"
+#include "cli/render_flags.hpp"
+#include "ops/loader.hpp"
+#include "ops/render_inputs.hpp"
 
 namespace gaia::cli {
 
@@ -24,7 +26,7 @@ struct SpecResult {
 SpecResult validate_one(const Globals& g, const std::filesystem::path& dir, const spec::SpecRepository& repo,
                         const RunningApps& running, const render::ChainOptions& options, render::RenderCache* cache) {
   SpecResult r;
-  r.path = display_path(dir);
+  r.path = ops::display_path(dir);
   auto root = spec::load_app_spec(dir);
   if (!root) {
     r.errors = root.error();
@@ -42,20 +44,22 @@ SpecResult validate_one(const Globals& g, const std::filesystem::path& dir, cons
 }
 
 int run_validate(const Globals& g, const ValidateArgs& a) {
-  auto dirs = expand_spec_paths(a.paths);
+  auto dirs = ops::expand_spec_paths(a.paths);
   if (!dirs) return report(g, dirs.error());
-  auto repo = open_repository(g, *dirs);
+  auto repo = ops::open_repository(g.repo_paths(), *dirs);
   if (!repo) return report(g, repo.error());
-  auto running = load_running(a.flags.running_file);
+  auto running = ops::load_running(a.flags.running_file);
   if (!running) return report(g, running.error());
-  auto options = chain_options(g, a.flags);
-  if (!options) return report(g, options.error());
-  auto cache = open_render_cache(a.flags.no_cache);
+  auto settings = a.flags.settings(g);
+  auto inputs = ops::load_render_inputs(settings);
+  if (!inputs) return report(g, inputs.error());
+  auto options = ops::chain_options(*inputs, g.tenant);
+  auto cache = ops::open_render_cache(settings.cache_dir);
 
   std::vector<SpecResult> results;
   size_t failed = 0, problems = 0;
   for (const auto& d : *dirs) {
-    results.push_back(validate_one(g, d, *repo, *running, *options, cache.get()));
+    results.push_back(validate_one(g, d, *repo, *running, options, cache.get()));
     if (!results.back().errors.empty()) {
       ++failed;
       problems += results.back().errors.size();

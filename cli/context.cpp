@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/render_flags.hpp"
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
 #include "lib/sqlite_store.hpp"
@@ -91,6 +92,13 @@ Result<ContextEntry> resolve_context(const Globals& g) {
   if (!g.store.empty()) context.store = g.store;
   else if (const char* env = std::getenv("GAIA_STORE"); env && *env) context.store = env;
   return context;
+}
+
+ops::Workspace Session::workspace() const {
+  ops::Workspace ws{*store, *state, clock, op, render_cache_dir(), {}};
+  ws.backend = backend.get();
+  if (globals) ws.log = [g = globals](int level, const std::string& line) { log_verbose(*g, level, line); };
+  return ws;
 }
 
 Result<std::unique_ptr<Session>> open_session(const Globals& g) {

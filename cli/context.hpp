@@ -13,6 +13,7 @@
 #include "lib/clock.hpp"
 #include "lib/state.hpp"
 #include "lib/store.hpp"
+#include "ops/workspace.hpp"
 
 namespace gaia::cli {
 
@@ -42,6 +43,11 @@ struct Session {
   std::unique_ptr<Backend> backend;  // Where instances run: the context's backend.
   std::string op;  // Operation id of this command.
   const Globals* globals = nullptr;  // The command's flags (for -v logging); set by open_session.
+
+  // What the workflows of ops/ act on: this session's store, state, clock and current
+  // operation id, the render cache folder, and -v logging through the globals. Built
+  // on each call, so a changed `op` (a new pass of `gaia controller run`) is seen.
+  ops::Workspace workspace() const;
 };
 
 // The context a command uses: --context, else the current one, with its store replaced

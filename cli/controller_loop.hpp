@@ -1,8 +1,7 @@
 #pragma once
-// Running the controllers from the CLI. On the embedded default every mutating command
-// runs them inline once its own change is committed (run_controllers), `--wait` follows
-// them until the cluster converges (follow_controllers), and `gaia controller run`
-// runs them continuously as the store's one leader.
+// Showing what the controllers do. The runs themselves are ops/runner.hpp; this file
+// prints their events and, while a command waits (`--wait`), a progress line, through
+// the runner's callbacks.
 
 #include <chrono>
 #include <functional>
@@ -11,22 +10,10 @@
 
 #include "cli/common.hpp"
 #include "cli/context.hpp"
-#include "controllers/reconcile.hpp"
+#include "cli/progress.hpp"
+#include "ops/runner.hpp"
 
 namespace gaia::cli {
-
-struct ControllerRun {
-  ClusterState state;          // The state after the run (committed).
-  ReconcileOutcome outcome;    // What the controllers decided (batch already committed).
-  // Bound instances the backend was not asked to start yet, and why.
-  std::vector<std::pair<std::string, std::string>> held;
-};
-
-// One cycle of observe -> reconcile -> commit -> actuate against the session's backend
-// (ops/cycle.hpp); each commit is atomic and re-decided on a conflicting write.
-// The run's events carry the session's operation id, so `gaia events --op` shows what a
-// command caused, controllers included.
-Result<ControllerRun> run_controllers(Session& s, const ControllerOptions& options = {});
 
 // One line per event of `batch` ("  Scheduled  0.web.web.default  placed on n3 ...").
 void print_controller_events(const Globals& g, const Batch& batch);
@@ -41,18 +28,31 @@ struct FollowOptions {
   // The status line while waiting; default: how many instances of the store run and
   // why the others wait.
   std::function<std::string(const ClusterState&)> status;
+  // The lines shown for a run's events; default: controller_event_lines.
+  std::function<std::vector<std::string>(const Batch&)> lines;
 };
 
-struct FollowResult {
-  bool done = false;  // `done(state)` held before the timeout.
-  ClusterState state;
-  int runs = 0;
+// The progress of one wait: event lines above a status line that refreshes in place.
+// options() are the runner's options with callbacks that feed it; the status line is
+// cleared when this goes out of scope, so destroy it before printing what timed out.
+class FollowProgress {
+ public:
+  FollowProgress(const Globals& g, FollowOptions view);
+  FollowProgress(const FollowProgress&) = delete;
+  FollowProgress& operator=(const FollowProgress&) = delete;
+
+  ops::FollowOptions options();
+
+ private:
+  const Globals& m_g;
+  FollowOptions m_view;
+  ProgressLine m_progress;
 };
 
-// Runs the controllers until `done(state)` holds or the timeout passes, sleeping until
-// the earliest wake-up a controller asked for (or a short poll while another process
-// may still change things), and prints what they did when `print` is set.
-Result<FollowResult> follow_controllers(const Globals& g, Session& s, const std::function<bool(const ClusterState&)>& done,
-                                        const FollowOptions& options);
+// Runs the controllers until `done(state)` holds or the timeout passes (ops/runner.hpp),
+// showing what they did when `print` is set.
+Result<ops::FollowResult> follow_controllers(const Globals& g, Session& s,
+                                             const std::function<bool(const ClusterState&)>& done,
+                                             const FollowOptions& options);
 
 }  // namespace gaia::cli

@@ -1,4 +1,4 @@
-#include "cli/apply_set.hpp"
+#include "cli/apply_view.hpp"
 
 #include <fmt/format.h>
 
@@ -7,11 +7,9 @@
 #include <map>
 
 #include "cli/table.hpp"
-#include "lib/hash.hpp"
 
 namespace gaia::cli {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 void ApplyFlags::add_to(CLI::App* cmd, bool with_prune) {
@@ -27,63 +25,17 @@ void ApplyFlags::add_to(CLI::App* cmd, bool with_prune) {
   flags.add_to(cmd);
 }
 
-Result<std::string> apply_source(const ApplyFlags& f) {
-  if (!f.source.empty()) {
-    if (f.source.find_first_of("\n\r") != std::string::npos)
-      return fail(Diagnostic{{}, "--source", "a source name is one line", "e.g. --source github.com/acme/deploy:prod"});
-    return f.source;
-  }
-  std::vector<std::string> parts;
-  for (const auto& p : f.paths) {
-    std::error_code ec;
-    fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
-    std::string s = (ec ? fs::path(p) : c).string();
-    while (s.size() > 1 && s.back() == '/') s.pop_back();
-    parts.push_back(s);
-  }
-  std::sort(parts.begin(), parts.end());
-  parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
-  return fmt::format("dir:{}", fmt::join(parts, ","));
-}
-
-InMemoryRunningApps running_apps(const ClusterState& state, const std::string& tenant) {
-  InMemoryRunningApps out;
-  for (const auto& [id, a] : state.apps)
-    if (a.tenant == tenant) out.add(RunningApp{a.tenant, a.name, a.version, a.workload.outputs, a.status == "Ready"});
-  return out;
-}
-
-std::string resolution_fingerprint(const ClusterState& state, const std::string& tenant) {
-  Hasher h;
-  for (const auto& a : running_apps(state, tenant).list(tenant)) {
-    h.add(a.name);
-    h.add(a.version);
-    h.add(a.outputs.dump());
-    h.add(a.ready ? "ready" : "not ready");
-  }
-  return h.hex();
-}
-
-Result<ApplySet> load_apply_set(const Globals& g, const ApplyFlags& f, const std::string& source,
-                                const ClusterState& state, const StoreConfigSource* center) {
-  std::string tenant = f.tenant_or(g);
-  if (!f.flags.running_file.empty())
+Result<ops::SetRequest> ApplyFlags::request(const Globals& g) const {
+  if (!flags.running_file.empty())
     return fail(Diagnostic{{}, "--running", "--running is not used by apply, diff or plan --out",
                            "the set is resolved against the apps running in the store"});
-  auto running = running_apps(state, tenant);
-  auto sub = prepare_submission(g, tenant, f.paths, f.flags, running, center);
-  if (!sub) return fail(sub.error());
-  ApplySet set;
-  set.fingerprint = resolution_fingerprint(state, tenant);
-  set.request.tenant = tenant;
-  set.request.source = source;
-  set.request.prune = f.prune;
-  set.request.apps = (*sub)->apps;
-  for (const auto& r : (*sub)->reused) set.request.reused.push_back(r.name);
-  for (const auto& node : (*sub)->plan.nodes)
-    if (node.spec && !node.spec->secrets.empty()) set.request.secrets[node.name] = node.spec->secrets;
-  set.submission = std::move(*sub);
-  return set;
+  ops::SetRequest r;
+  r.paths = paths;
+  r.source = source;
+  r.tenant = tenant_or(g);
+  r.prune = prune;
+  r.render = flags.settings(g);
+  return r;
 }
 
 namespace {

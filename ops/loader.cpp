@@ -1,35 +1,17 @@
-#include "cli/loader.hpp"
+#include "ops/loader.hpp"
 
-#include <cstdlib>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "render/overrides.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 namespace fs = std::filesystem;
-
-void RenderFlags::add_to(CLI::App* cmd, bool with_overrides) {
-  if (with_overrides) {
-    cmd->add_option("--set", sets, "Override a parameter: key=value (typed: numbers, true/false, null, JSON); repeatable")
-        ->type_name("KEY=VALUE");
-    cmd->add_option("--values", values, "YAML or JSON file of parameter overrides; repeatable")->type_name("FILE");
-  }
-  cmd->add_option("--config-file", config_file, "YAML/JSON file with config-center keys (config:) and labels (labels:)")
-      ->type_name("FILE");
-  cmd->add_option("--running", running_file, "YAML/JSON list of apps to treat as already running (name, version, outputs)")
-      ->type_name("FILE");
-  cmd->add_option("--render-timeout", timeout_ms, "Wall-clock limit of one Jsonnet evaluation, in ms")
-      ->check(CLI::Range(100, 3600000));
-  cmd->add_option("--render-max-output", max_output_mib, "Largest output one Jsonnet evaluation may produce, in MiB")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--render-memory", memory_mib, "Memory limit of one Jsonnet evaluation, in MiB")
-      ->check(CLI::Range(64, 65536));
-  cmd->add_flag("--no-cache", no_cache, "Do not read or write the render cache");
-}
 
 std::string display_path(const fs::path& p) {
   std::error_code ec;
@@ -40,6 +22,12 @@ std::string display_path(const fs::path& p) {
     if (!rel.empty() && *rel.begin() != "..") return rel.string();
   }
   return p.string();
+}
+
+std::string canonical_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return (ec ? p : c).string();
 }
 
 Result<std::vector<fs::path>> expand_spec_paths(const std::vector<std::string>& paths) {
@@ -80,8 +68,9 @@ Result<std::vector<fs::path>> expand_spec_paths(const std::vector<std::string>& 
   return out;
 }
 
-Result<spec::SpecRepository> open_repository(const Globals& g, const std::vector<fs::path>& spec_dirs) {
-  std::vector<fs::path> roots = g.repo_paths();
+Result<spec::SpecRepository> open_repository(const std::vector<fs::path>& given_roots,
+                                             const std::vector<fs::path>& spec_dirs) {
+  std::vector<fs::path> roots = given_roots;
   if (roots.empty()) {
     std::set<fs::path> seen;
     for (const auto& d : spec_dirs) {
@@ -198,38 +187,9 @@ ConfigSnapshot layered_snapshot(const StoreConfigSource* center, const std::stri
   return snap;
 }
 
-Result<ConfigSnapshot> load_config_file(const std::string& file) {
-  auto layer = load_config_file_layer(file);
-  if (!layer) return fail(layer.error());
-  return layered_snapshot(nullptr, "", *layer);
+std::unique_ptr<render::RenderCache> open_render_cache(const fs::path& dir) {
+  if (dir.empty()) return nullptr;
+  return std::make_unique<render::DirectoryRenderCache>(dir);
 }
 
-std::unique_ptr<render::RenderCache> open_render_cache(bool disabled) {
-  if (disabled) return nullptr;
-  fs::path base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
-  else if (const char* h = std::getenv("HOME"); h && *h) base = fs::path(h) / ".cache";
-  else return nullptr;
-  return std::make_unique<render::DirectoryRenderCache>(base / "gaia" / "render");
-}
-
-Result<render::ChainOptions> chain_options(const Globals& g, const RenderFlags& f, const StoreConfigSource* center) {
-  render::ChainOptions opts;
-  opts.base.jpaths = g.jpath_paths();
-  opts.base.tenant = g.tenant;
-  opts.base.timeout_ms = f.timeout_ms;
-  opts.base.max_output_bytes = f.max_output_mib << 20;
-  opts.base.memory_limit_bytes = f.memory_mib << 20;
-  Diagnostics errors;
-  std::vector<fs::path> values(f.values.begin(), f.values.end());
-  auto overrides = render::build_overrides(values, f.sets);
-  if (!overrides) errors.insert(errors.end(), overrides.error().begin(), overrides.error().end());
-  else opts.root_overrides = *overrides;
-  auto file = load_config_file_layer(f.config_file);
-  if (!file) errors.insert(errors.end(), file.error().begin(), file.error().end());
-  else opts.base.config = layered_snapshot(center, g.tenant, *file);
-  if (!errors.empty()) return fail(std::move(errors));
-  return opts;
-}
-
-}  // namespace gaia::cli
+}  // namespace gaia::ops

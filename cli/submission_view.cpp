@@ -1,4 +1,4 @@
-#include "cli/submission.hpp"
+#include "cli/submission_view.hpp"
 
 #include <fmt/format.h>
 
@@ -8,128 +8,10 @@
 
 #include "cli/table.hpp"
 #include "controllers/explain.hpp"
-#include "controllers/rollout.hpp"
-#include "render/chain.hpp"
 
 namespace gaia::cli {
 
-std::vector<std::string> Submission::app_names() const {
-  std::vector<std::string> out;
-  for (const auto& r : reused) out.push_back(r.name);
-  for (const auto& a : apps) out.push_back(a.record.name);
-  return out;
-}
-
-namespace {
-
-// What cli/propagate.cpp needs to render an app again as it was submitted. The
-// --config-file is kept as its parsed document, so a re-render does not depend on the
-// file still being there.
-nlohmann::json render_inputs(const render::ChainOptions& options, const RenderFlags& flags,
-                             const spec::SpecRepository& repo, bool root) {
-  nlohmann::json jpaths = nlohmann::json::array(), roots = nlohmann::json::array();
-  for (const auto& p : options.base.jpaths) jpaths.push_back(p.string());
-  for (const auto& p : repo.roots()) roots.push_back(p.string());
-  nlohmann::json in = {
-      {"overrides", root ? options.root_overrides : nlohmann::json::object()},
-      {"jpaths", jpaths},
-      {"repo", roots},
-      {"limits",
-       {{"timeout_ms", options.base.timeout_ms},
-        {"max_output_bytes", options.base.max_output_bytes},
-        {"memory_limit_bytes", options.base.memory_limit_bytes}}},
-  };
-  if (!flags.config_file.empty()) {
-    auto layer = load_config_file_layer(flags.config_file);
-    if (layer) in["config_file"] = {{"path", flags.config_file}, {"document", layer->document}};
-  }
-  return in;
-}
-
-}  // namespace
-
-Result<std::unique_ptr<Submission>> prepare_submission(const Globals& g, const std::string& tenant,
-                                                       const std::vector<std::string>& dirs, const RenderFlags& flags,
-                                                       const RunningApps& running, const StoreConfigSource* center) {
-  auto s = std::make_unique<Submission>();
-  s->tenant = tenant;
-  auto expanded = expand_spec_paths(dirs);
-  if (!expanded) return fail(expanded.error());
-  Diagnostics errors;
-  for (const auto& d : *expanded) {
-    auto spec = spec::load_app_spec(d);
-    if (!spec) errors.insert(errors.end(), spec.error().begin(), spec.error().end());
-    else s->roots.push_back(std::move(*spec));
-  }
-  if (!errors.empty()) return fail(std::move(errors));
-  auto repo = open_repository(g, *expanded);
-  if (!repo) return fail(repo.error());
-  s->repo = std::move(*repo);
-  std::vector<const spec::AppSpec*> roots;
-  for (const auto& r : s->roots) roots.push_back(&r);
-  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant);
-  if (!plan) return fail(plan.error());
-  s->plan = std::move(*plan);
-
-  Globals scoped = g;
-  scoped.tenant = tenant;
-  auto options = chain_options(scoped, flags, center);
-  if (!options) return fail(options.error());
-  auto cache = open_render_cache(flags.no_cache);
-  auto chain = render::render_chain(s->plan, *options, cache.get());
-  if (!chain) return fail(chain.error());
-
-  for (size_t i : s->plan.order) {
-    const auto& node = s->plan.nodes[i];
-    if (node.action == spec::Action::Reuse) {
-      s->reused.push_back({node.name, node.version.to_string(), node.ready});
-      continue;
-    }
-    auto it = chain->rendered.find(i);
-    if (it == chain->rendered.end()) continue;  // render_chain reports failures itself.
-    AppToDeploy a;
-    a.record.tenant = tenant;
-    a.record.name = node.name;
-    a.record.version = node.version.to_string();
-    a.record.workload = it->second.workload;
-    a.record.document = it->second.document;
-    for (const auto& e : node.dependencies) a.record.dependencies.push_back(s->plan.nodes[e.node].name);
-    a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
-    bool root = std::find(s->plan.roots.begin(), s->plan.roots.end(), i) != s->plan.roots.end();
-    a.record.render_inputs = render_inputs(*options, flags, s->repo, root);
-    s->apps.push_back(std::move(a));
-  }
-  return s;
-}
-
-std::vector<Blocker> blocking_instances(const ClusterState& state, const std::string& tenant,
-                                        const std::vector<std::string>& apps) {
-  std::vector<Blocker> out;
-  for (const auto& name : apps) {
-    if (!state.find_app(tenant, name)) {
-      out.push_back({name, "Missing", "the app is no longer in the store (deleted while waiting?)"});
-      continue;
-    }
-    const AppRecord* app = state.find_app(tenant, name);
-    for (const auto& i : state.snapshot.instances) {
-      if (i.tenant != tenant || i.app != name) continue;
-      if (instance_outdated(i, *app)) {
-        out.push_back({i.key(), std::string(instance_state_name(i.state)),
-                       fmt::format("runs workload {}, the app is at {}: waiting for the rollout to replace it",
-                                   i.hash.empty() ? "?" : i.hash.substr(0, 12), app->workload.hash.substr(0, 12))});
-        continue;
-      }
-      if (i.state == InstanceState::Running || i.state == InstanceState::Succeeded) continue;
-      std::string reason = i.pending_reason;
-      if (reason.empty())
-        reason = i.node.empty() ? "not scheduled yet" : fmt::format("placed on {}, not running yet", i.node);
-      out.push_back({i.key(), std::string(instance_state_name(i.state)), reason});
-    }
-  }
-  return out;
-}
-
-std::string format_blockers(const std::vector<Blocker>& blockers) {
+std::string format_blockers(const std::vector<ops::Blocker>& blockers) {
   Table t({"INSTANCE", "STATE", "WHY"});
   for (const auto& b : blockers) t.add_row({b.instance, b.state, b.reason});
   std::string text = t.render();
@@ -145,7 +27,7 @@ std::string format_blockers(const std::vector<Blocker>& blockers) {
   return out;
 }
 
-nlohmann::json blockers_json(const std::vector<Blocker>& blockers) {
+nlohmann::json blockers_json(const std::vector<ops::Blocker>& blockers) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& b : blockers) out.push_back({{"instance", b.instance}, {"state", b.state}, {"reason", b.reason}});
   return out;
@@ -207,7 +89,7 @@ nlohmann::json report_json(const AppReport& r, const std::map<std::string, std::
 
 }  // namespace
 
-nlohmann::json outcome_json(const Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
+nlohmann::json outcome_json(const ops::Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
   auto terms = view.explain_scores && placements(out) <= 200 ? score_terms(out) : std::map<std::string, std::string>{};
   nlohmann::json apps = nlohmann::json::array(), others = nlohmann::json::array(), reused = nlohmann::json::array();
   for (const auto& r : out.apps) apps.push_back(report_json(r, terms));
@@ -224,7 +106,7 @@ nlohmann::json outcome_json(const Submission& s, const SubmitOutcome& out, const
           {"preempted", out.preempted}};
 }
 
-std::string format_outcome(const Globals& g, const Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
+std::string format_outcome(const Globals& g, const ops::Submission& s, const SubmitOutcome& out, const OutcomeView& view) {
   std::string text;
   auto heading = [&](const std::string& h) { text += bold(g, stdout, h) + "\n"; };
 

@@ -2,7 +2,7 @@
 // Saved plans: `gaia plan -f PATH... --out plan.json` writes the reviewed decision's
 // inputs (the rendered records, the set's flags) with a hash of every input file and the
 // store revision; `gaia apply plan.json` applies exactly those records and refuses when
-// anything drifted since (USERS.md 6: what gets applied is what was reviewed).
+// anything drifted since (what gets applied is what was reviewed).
 
 #include <filesystem>
 #include <map>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/apply_set.hpp"
 #include "controllers/apply.hpp"
+#include "ops/apply_set.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 inline constexpr const char* k_plan_format = "gaia-plan/v1";
 
@@ -43,8 +43,8 @@ struct SavedPlan {
   nlohmann::json decision = nlohmann::json::array();  // [{name, action, version}] reviewed.
 };
 
-// The scope of a rendered set (see InputScope).
-InputScope input_scope(const Globals& g, const ApplyFlags& f, const Submission& s);
+// The scope of a set rendered with `settings` (see InputScope).
+InputScope input_scope(const RenderSettings& settings, const Submission& s);
 
 // Hashes every file of `scope` but `plan_file` (content hash; a directory's files
 // recursively, skipping .git). Unreadable files are errors.
@@ -65,7 +65,23 @@ Result<SavedPlan> read_saved_plan(const std::filesystem::path& file);
 std::vector<std::string> plan_drift(const SavedPlan& plan, const std::filesystem::path& plan_file,
                                     const std::string& store, int64_t revision, const std::string& gaia_version);
 
-// "gaia 0.1.0", as `gaia --version` prints it.
+// "gaia 0.1.0 (gaia.libsonnet <hash>)": the binary and the Jsonnet library every render
+// uses, so a plan made by another build counts as drift.
 std::string gaia_version();
 
-}  // namespace gaia::cli
+// `gaia plan -f PATH... --out FILE`: the apply decision for the set on the state read
+// from `ws` (store file `store`), saved to `file` with everything apply checks for drift.
+struct PlanSaved {
+  ApplyPlan plan;
+  SavedPlan saved;
+};
+Result<PlanSaved> save_plan(const Workspace& ws, const SetRequest& request, const std::string& store,
+                            const std::filesystem::path& file);
+
+// `gaia apply PLAN.json`: refuses with one error per drifted input (nothing applied), or
+// commits exactly the reviewed records when the store is still at the plan's revision
+// and the decision made now is the reviewed one; then the controllers inline.
+Result<Applied> apply_saved_plan(const Workspace& ws, const std::filesystem::path& file, const std::string& store,
+                                 const ApplyOptions& options);
+
+}  // namespace gaia::ops

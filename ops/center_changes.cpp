@@ -1,10 +1,10 @@
-#include "cli/center_changes.hpp"
+#include "ops/center_changes.hpp"
 
 #include <fmt/format.h>
 
 #include "controllers/submit.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 std::string scope_name(const std::string& scope) {
   return scope == k_global_scope ? std::string("global") : "tenant " + scope;
@@ -28,11 +28,11 @@ CenterChange config_change(const std::string& scope, const std::vector<ConfigEdi
       else centers.erase(scope, e.key);
     }
   };
-  c.write = [scope, edits](Session& s, const StoreConfigSource& read) -> Result<void> {
+  c.write = [scope, edits](const Workspace& ws, const StoreConfigSource& read) -> Result<void> {
     std::map<std::string, int64_t> expected;
     for (const auto& e : edits)
       if (const ConfigEntry* x = read.find(scope, e.key)) expected[e.key] = x->revision;
-    auto w = write_config(*s.store, scope, edits, expected, s.op, s.state->now_rfc3339());
+    auto w = write_config(ws.store, scope, edits, expected, ws.op, ws.state.now_rfc3339());
     if (!w) return fail(w.error());
     if (!w->succeeded)
       return fail(Diagnostic{{}, "", fmt::format("a key of this change was changed by another command meanwhile"),
@@ -75,11 +75,11 @@ CenterChange label_change(const std::string& kind, const std::string& tenant, co
       else centers.erase_label(kind, owner, name, ch.key);
     }
   };
-  c.write = [kind, owner, name, changes](Session& s, const StoreConfigSource& read) -> Result<void> {
+  c.write = [kind, owner, name, changes](const Workspace& ws, const StoreConfigSource& read) -> Result<void> {
     std::map<std::string, int64_t> expected;
     for (const auto& ch : changes)
       if (const LabelEntry* x = read.find_label(kind, owner, name, ch.key)) expected[ch.key] = x->revision;
-    auto w = write_labels(*s.store, kind, owner, name, changes, expected);
+    auto w = write_labels(ws.store, kind, owner, name, changes, expected);
     if (!w) return fail(w.error());
     if (!w->succeeded)
       return fail(Diagnostic{{}, "", "a label of this change was changed by another command meanwhile",
@@ -122,8 +122,8 @@ CenterChange node_label_change(const std::vector<std::string>& names, const std:
     if (!o) return fail(o.error());
     return apply_batch(state, o->batch);
   };
-  c.write = [names, edits, overwrite, outcome](Session& s, const StoreConfigSource&) -> Result<void> {
-    auto r = s.state->update(s.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+  c.write = [names, edits, overwrite, outcome](const Workspace& ws, const StoreConfigSource&) -> Result<void> {
+    auto r = ws.state.update(ws.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
       auto o = decide_node_label(st, names, edits, overwrite);
       if (!o) return fail(o.error());
       *outcome = std::move(*o);
@@ -138,4 +138,4 @@ CenterChange node_label_change(const std::vector<std::string>& names, const std:
   return c;
 }
 
-}  // namespace gaia::cli
+}  // namespace gaia::ops

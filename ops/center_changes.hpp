@@ -1,17 +1,17 @@
 #pragma once
 // The changes `gaia config` and `gaia label` (and `gaia node label`) make, as
-// CenterChange values for apply_center_change (cli/propagate.hpp): what they touch, how
+// CenterChange values for apply_center_change (ops/propagate.hpp): what they touch, how
 // they look to a dry run, how they are written, and their timeline events.
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "cli/propagate.hpp"
 #include "controllers/node_ops.hpp"
 #include "lib/config_center.hpp"
+#include "ops/propagate.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 // "global" for the global scope, else "tenant NAME".
 std::string scope_name(const std::string& scope);
@@ -32,4 +32,4 @@ CenterChange label_change(const std::string& kind, const std::string& tenant, co
 CenterChange node_label_change(const std::vector<std::string>& names, const std::vector<LabelEdit>& edits,
                                bool overwrite, std::shared_ptr<NodeOpOutcome> outcome);
 
-}  // namespace gaia::cli
+}  // namespace gaia::ops

@@ -1,15 +1,15 @@
 #pragma once
-// Config and label changes and their propagation down the dependency chain (DESIGN.md
-// section 7): the part that renders, so it lives in cli/ (controllers/ may not use
-// render/); the decisions are controllers/propagation.hpp.
+// Config and label changes and their propagation down the dependency chain
+// (docs/decisions.md): the part that renders, so it lives in ops/ (controllers/ may not
+// use render/); the decisions are controllers/propagation.hpp.
 //
-// A change runs in this order, and its --dry-run is the same code stopping before the
+// A change runs in this order, and its dry run is the same code stopping before the
 // first write:
 //   1. load the cluster state and the centers, apply the change to a copy of the centers;
 //   2. re-render the apps whose recorded reads it changes, then, in topological order,
 //      the dependents whose imported outputs changed, each with the inputs it was
-//      submitted with (AppRecord.render_inputs) and its spec directory. Any failure
-//      refuses the change: nothing is written;
+//      submitted with (AppRecord::render_inputs, ops/render_inputs.hpp) and its spec
+//      directory. Any failure refuses the change: nothing is written;
 //   3. write the change (a config write with its history, a label write, or a node
 //      update);
 //   4. render again against what was written (render-cache hits unless someone else
@@ -20,19 +20,19 @@
 //      satisfy their required placement.
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "cli/common.hpp"
-#include "cli/context.hpp"
-#include "cli/controller_loop.hpp"
 #include "controllers/placement.hpp"
 #include "controllers/propagation.hpp"
 #include "lib/config_center.hpp"
+#include "ops/runner.hpp"
+#include "ops/submission.hpp"
+#include "ops/workspace.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 struct CenterChange {
   std::string description;  // "config web.replicas (global)", for messages.
@@ -40,7 +40,7 @@ struct CenterChange {
   // Applies the change to `centers` (a copy) as if written at `revision`.
   std::function<void(StoreConfigSource& centers, int64_t revision)> apply;
   // Writes the change; `before` is the centers the decision was made on.
-  std::function<Result<void>(Session& s, const StoreConfigSource& before)> write;
+  std::function<Result<void>(const Workspace& ws, const StoreConfigSource& before)> write;
   // Events committed with the re-rendered apps, from the centers as written.
   std::function<void(Batch& b, const StoreConfigSource& after)> events;
   // For node label changes: the cluster state once the change is written, so a dry run
@@ -70,14 +70,15 @@ struct Propagation {
 // --config-file layer it was submitted with (if any) on top, as at submit.
 ConfigSnapshot app_snapshot(const StoreConfigSource& centers, const AppRecord& app);
 
-// Steps 1-2 on a given state and centers (after the change).
+// Steps 1-2 on a given state and centers (after the change). Renders are cached in
+// `cache_dir` (none when empty).
 Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource& after,
-                              const std::vector<ChangedKey>& keys);
+                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir = {});
 
 struct ChangeOutcome {
   bool dry_run = false;
   Propagation propagation;
-  RerenderOutcome committed;               // Empty on a dry run.
+  RerenderOutcome committed;                 // Empty on a dry run.
   std::optional<ControllerRun> controllers;  // The inline run after the commit.
   // Node label changes: instances whose node no longer fits (on a dry run: would be
   // moved; after the change: the pinned ones left in place).
@@ -85,28 +86,25 @@ struct ChangeOutcome {
   std::vector<std::string> moved;  // Instances the placement controller moved.
 };
 
-Result<ChangeOutcome> apply_center_change(Session& s, const CenterChange& change, bool dry_run);
+// Steps 1-4 (1-2 for a dry run).
+Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChange& change, bool dry_run);
 
 // What `--wait` waits for: every app the change re-rendered runs its new workload on
 // every instance, and every instance it moved runs again.
 bool change_settled(const ChangeOutcome& o, const ClusterState& state);
 
-// --wait for a change (no-op for a dry run): follows the controllers until
-// change_settled or the timeout; on a timeout prints the blocking instances on stderr
-// and returns k_error. `timeout` is a duration ("5m").
-int wait_for_change(const Globals& g, Session& s, const ChangeOutcome& o, const std::string& timeout, bool print);
-
-// The impact chain: apps reading the change, then dependents, then rollout and moves.
-std::string format_propagation(const Globals& g, const ChangeOutcome& o);
-nlohmann::json propagation_json(const ChangeOutcome& o);
-
-// "3 Replaced, 3 Scheduled, 1 RolledOut": a batch's events counted by reason, in order of
-// first appearance ("" for none).
-std::string controller_summary(const Batch& b);
+// `--wait` for a change (done at once for a dry run): follows the controllers until
+// change_settled or the timeout; `blockers` names what is not rolled out at the end.
+struct ChangeWait {
+  bool done = false;
+  ClusterState state;
+  std::vector<Blocker> blockers;  // Empty when done.
+};
+Result<ChangeWait> wait_for_change(const Workspace& ws, const ChangeOutcome& o, const FollowOptions& options);
 
 // A value for display: JSON text, strings as they are, "<secret>" for keys under
 // `secrets.` (they never reach the terminal or the timeline unless asked for).
 std::string display_value(const std::string& key, const nlohmann::json& value);
 bool secret_key(std::string_view key);
 
-}  // namespace gaia::cli
+}  // namespace gaia::ops

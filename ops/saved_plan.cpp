@@ -1,27 +1,23 @@
-#include "cli/saved_plan.hpp"
+#include "ops/saved_plan.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "lib/codec.hpp"
 #include "lib/hash.hpp"
+#include "ops/loader.hpp"
 #include "render/embedded.hpp"
 
-namespace gaia::cli {
+namespace gaia::ops {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string canonical_path(const fs::path& p) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
-  return (ec ? p : c).string();
-}
 
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
@@ -43,7 +39,7 @@ std::string gaia_version() {
   return fmt::format("gaia 0.1.0 (gaia.libsonnet {})", content_hash(render::k_gaia_libsonnet).substr(0, 12));
 }
 
-InputScope input_scope(const Globals& g, const ApplyFlags& f, const Submission& s) {
+InputScope input_scope(const RenderSettings& settings, const Submission& s) {
   InputScope scope;
   for (const auto& node : s.plan.nodes) {
     if (!node.spec || node.action != spec::Action::Deploy) continue;
@@ -52,13 +48,13 @@ InputScope input_scope(const Globals& g, const ApplyFlags& f, const Submission& 
     fs::path beside = node.spec->dir.parent_path() / "vendor";
     if (fs::is_directory(beside, ec)) add_unique(scope.dirs, canonical_path(beside));
   }
-  for (const auto& j : g.jpath_paths()) {
+  for (const auto& j : settings.jpaths) {
     std::error_code ec;
     if (fs::is_directory(j, ec)) add_unique(scope.dirs, canonical_path(j));
   }
   for (const auto& r : s.repo.roots()) add_unique(scope.repo_roots, canonical_path(r));
-  for (const auto& v : f.flags.values) add_unique(scope.files, canonical_path(v));
-  if (!f.flags.config_file.empty()) add_unique(scope.files, canonical_path(f.flags.config_file));
+  for (const auto& v : settings.values) add_unique(scope.files, canonical_path(v));
+  if (!settings.config_file.empty()) add_unique(scope.files, canonical_path(settings.config_file));
   return scope;
 }
 
@@ -230,4 +226,86 @@ std::vector<std::string> plan_drift(const SavedPlan& p, const fs::path& plan_fil
   return out;
 }
 
-}  // namespace gaia::cli
+Result<PlanSaved> save_plan(const Workspace& ws, const SetRequest& request, const std::string& store,
+                            const fs::path& file) {
+  auto decided = decide_set(ws, request);
+  if (!decided) return fail(decided.error());
+  PlanSaved out;
+  out.plan = std::move(decided->plan);
+  SavedPlan& p = out.saved;
+  p.gaia_version = gaia_version();
+  p.store = canonical_path(store);
+  p.revision = decided->state.revision;
+  p.created = ws.state.now_rfc3339();
+  p.tenant = decided->set.request.tenant;
+  p.source = decided->source;
+  p.prune = request.prune;
+  for (const auto& d : request.paths) p.paths.push_back(canonical_path(d));
+  auto expanded = expand_spec_paths(p.paths);
+  if (!expanded) return fail(expanded.error());
+  for (const auto& d : *expanded) p.set_dirs.push_back(d.string());
+  p.overrides = {{"set", request.render.sets},
+                 {"values", request.render.values},
+                 {"config_file", request.render.config_file}};
+  p.scope = input_scope(request.render, *decided->set.submission);
+  auto hashes = hash_inputs(p.scope, file);
+  if (!hashes) return fail(hashes.error());
+  p.inputs = std::move(*hashes);
+  p.request = decided->set.request;
+  p.decision = decision_summary(out.plan);
+  if (auto w = write_saved_plan(file, p); !w) return fail(w.error());
+  return out;
+}
+
+Result<Applied> apply_saved_plan(const Workspace& ws, const fs::path& file, const std::string& store,
+                                 const ApplyOptions& options) {
+  auto p = read_saved_plan(file);
+  if (!p) return fail(p.error());
+  auto loaded = ws.state.load();
+  if (!loaded) return fail(loaded.error());
+  if (options.check_revision && loaded->revision != *options.check_revision)
+    return fail(revision_moved(loaded->revision, *options.check_revision));
+  auto drift = plan_drift(*p, file, canonical_path(store), loaded->revision, gaia_version());
+  std::vector<std::string> shown;
+  for (const auto& path : p->paths) shown.push_back(display_path(path));
+  std::string replan = fmt::format("plan again (`gaia plan -f {} --out {}`), review it, and apply the new plan",
+                                   fmt::join(shown, " -f "), file.string());
+  if (!drift.empty()) {
+    Diagnostics ds;
+    for (const auto& d : drift) ds.push_back(Diagnostic{{file.string()}, "", "drifted since the plan was made: " + d, ""});
+    ds.back().hint = replan + "; nothing was applied";
+    return fail(std::move(ds));
+  }
+  Applied applied{{}, p->tenant, p->source, *loaded, std::nullopt};
+  auto decide = [&](const ClusterState& st) -> Result<void> {
+    if (st.revision != p->revision)
+      return fail(Diagnostic{{file.string()}, "",
+                             fmt::format("drifted since the plan was made: the store is at revision {}, the plan "
+                                         "was made at revision {}",
+                                         st.revision, p->revision),
+                             replan + "; nothing was applied"});
+    applied.plan = plan_apply(st, p->request);
+    if (decision_summary(applied.plan) != p->decision)
+      return fail(Diagnostic{{file.string()}, "decision", "the decision made now differs from the reviewed one", replan});
+    return {};
+  };
+  if (options.dry_run) {
+    if (auto d = decide(*loaded); !d) return fail(d.error());
+    return applied;
+  }
+  auto committed = ws.state.update(ws.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    if (auto d = decide(st); !d) return d;
+    b = applied.plan.batch;
+    return {};
+  });
+  if (!committed) return fail(committed.error());
+  applied.state = std::move(*committed);
+  if (applied.plan.changed()) {
+    auto run = run_controllers(ws);
+    if (!run) return fail(run.error());
+    applied.controllers = std::move(*run);
+  }
+  return applied;
+}
+
+}  // namespace gaia::ops

@@ -1,0 +1,146 @@
+#include "ops/apply_set.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lib/hash.hpp"
+
+namespace gaia::ops {
+
+namespace fs = std::filesystem;
+
+Result<std::string> apply_source(const SetRequest& request) {
+  if (!request.source.empty()) {
+    if (request.source.find_first_of("\n\r") != std::string::npos)
+      return fail(Diagnostic{{}, "--source", "a source name is one line", "e.g. --source github.com/acme/deploy:prod"});
+    return request.source;
+  }
+  std::vector<std::string> parts;
+  for (const auto& p : request.paths) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    std::string s = (ec ? fs::path(p) : c).string();
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    parts.push_back(s);
+  }
+  std::sort(parts.begin(), parts.end());
+  parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+  return fmt::format("dir:{}", fmt::join(parts, ","));
+}
+
+InMemoryRunningApps running_apps(const ClusterState& state, const std::string& tenant) {
+  InMemoryRunningApps out;
+  for (const auto& [id, a] : state.apps)
+    if (a.tenant == tenant) out.add(RunningApp{a.tenant, a.name, a.version, a.workload.outputs, a.status == "Ready"});
+  return out;
+}
+
+std::string resolution_fingerprint(const ClusterState& state, const std::string& tenant) {
+  Hasher h;
+  for (const auto& a : running_apps(state, tenant).list(tenant)) {
+    h.add(a.name);
+    h.add(a.version);
+    h.add(a.outputs.dump());
+    h.add(a.ready ? "ready" : "not ready");
+  }
+  return h.hex();
+}
+
+Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& source, const ClusterState& state,
+                                const StoreConfigSource* center, const RenderInputs* inputs) {
+  const std::string& tenant = request.tenant;
+  auto running = running_apps(state, tenant);
+  auto sub = inputs ? prepare_submission(tenant, request.paths, *inputs, request.render.cache_dir, running, center)
+                    : prepare_submission(SubmitRequest{tenant, request.paths, request.render}, running, center);
+  if (!sub) return fail(sub.error());
+  ApplySet set;
+  set.fingerprint = resolution_fingerprint(state, tenant);
+  set.request.tenant = tenant;
+  set.request.source = source;
+  set.request.prune = request.prune;
+  set.request.apps = (*sub)->apps;
+  for (const auto& r : (*sub)->reused) set.request.reused.push_back(r.name);
+  for (const auto& node : (*sub)->plan.nodes)
+    if (node.spec && !node.spec->secrets.empty()) set.request.secrets[node.name] = node.spec->secrets;
+  set.submission = std::move(*sub);
+  return set;
+}
+
+Result<SetDecision> decide_set(const Workspace& ws, const SetRequest& request) {
+  auto source = apply_source(request);
+  if (!source) return fail(source.error());
+  auto loaded = ws.state.load();
+  if (!loaded) return fail(loaded.error());
+  auto center = StoreConfigSource::load(ws.store);
+  if (!center) return fail(center.error());
+  auto set = load_apply_set(request, *source, *loaded, &*center);
+  if (!set) return fail(set.error());
+  SetDecision out;
+  out.source = std::move(*source);
+  out.plan = plan_apply(*loaded, set->request);
+  out.set = std::move(*set);
+  out.state = std::move(*loaded);
+  return out;
+}
+
+std::vector<std::string> Applied::waited_apps() const {
+  std::vector<std::string> names;
+  for (const auto& c : plan.apps)
+    if (c.action != "prune" && c.action != "keep") names.push_back(c.name);
+  return names;
+}
+
+Diagnostic revision_moved(int64_t now, int64_t wanted) {
+  return Diagnostic{{}, "--check-revision",
+                    fmt::format("the store is at revision {}, not {}: it changed since it was read, so nothing was applied",
+                                now, wanted),
+                    fmt::format("review the changes again (`gaia diff -f PATH...`), then apply with --check-revision {}",
+                                now)};
+}
+
+Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const ApplyOptions& options) {
+  auto source = apply_source(request);
+  if (!source) return fail(source.error());
+  auto loaded = ws.state.load();
+  if (!loaded) return fail(loaded.error());
+  if (options.check_revision && loaded->revision != *options.check_revision)
+    return fail(revision_moved(loaded->revision, *options.check_revision));
+  auto center = StoreConfigSource::load(ws.store);
+  if (!center) return fail(center.error());
+  auto set = load_apply_set(request, *source, *loaded, &*center);
+  if (!set) return fail(set.error());
+
+  Applied applied{{}, set->request.tenant, *source, *loaded, std::nullopt};
+  if (options.dry_run) {
+    applied.plan = plan_apply(*loaded, set->request);
+    return applied;
+  }
+  // Decided inside the transaction: a concurrent writer makes it decide again on what
+  // that writer committed (resolving the set again, with the inputs read the first
+  // time, if the apps it reuses changed), so two applies never interleave; with
+  // check_revision the retry fails instead.
+  auto committed = ws.state.update(ws.op, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    if (options.check_revision && st.revision != *options.check_revision)
+      return fail(revision_moved(st.revision, *options.check_revision));
+    if (resolution_fingerprint(st, set->request.tenant) != set->fingerprint) {
+      RenderInputs inputs = set->submission->inputs;
+      auto again = load_apply_set(request, *source, st, &*center, &inputs);
+      if (!again) return fail(again.error());
+      *set = std::move(*again);
+    }
+    applied.plan = plan_apply(st, set->request);
+    b = applied.plan.batch;
+    return {};
+  });
+  if (!committed) return fail(committed.error());
+  applied.state = std::move(*committed);
+  if (applied.plan.changed()) {
+    auto run = run_controllers(ws);
+    if (!run) return fail(run.error());
+    applied.controllers = std::move(*run);
+  }
+  return applied;
+}
+
+}  // namespace gaia::ops

@@ -1,0 +1,189 @@
+#include "ops/submission.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "controllers/rollout.hpp"
+#include "render/chain.hpp"
+#include "spec/app_spec.hpp"
+
+namespace gaia::ops {
+
+std::vector<std::string> Submission::app_names() const {
+  std::vector<std::string> out;
+  for (const auto& r : reused) out.push_back(r.name);
+  for (const auto& a : apps) out.push_back(a.record.name);
+  return out;
+}
+
+namespace {
+
+// Loads the specs of `dirs`, opens the repository and resolves the chain: everything
+// before rendering.
+Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant, const std::vector<std::string>& dirs,
+                                                       const std::vector<std::string>& repo_roots,
+                                                       const RunningApps& running) {
+  auto s = std::make_unique<Submission>();
+  s->tenant = tenant;
+  auto expanded = expand_spec_paths(dirs);
+  if (!expanded) return fail(expanded.error());
+  Diagnostics errors;
+  for (const auto& d : *expanded) {
+    auto spec = spec::load_app_spec(d);
+    if (!spec) errors.insert(errors.end(), spec.error().begin(), spec.error().end());
+    else s->roots.push_back(std::move(*spec));
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  auto repo = open_repository(std::vector<std::filesystem::path>(repo_roots.begin(), repo_roots.end()), *expanded);
+  if (!repo) return fail(repo.error());
+  s->repo = std::move(*repo);
+  std::vector<const spec::AppSpec*> roots;
+  for (const auto& r : s->roots) roots.push_back(&r);
+  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant);
+  if (!plan) return fail(plan.error());
+  s->plan = std::move(*plan);
+  return s;
+}
+
+// What an app records of the inputs: the command's, with the repository roots
+// resolution used, and the overrides only for the roots the user named.
+RenderInputs recorded_inputs(const RenderInputs& loaded, const spec::SpecRepository& repo, bool root) {
+  RenderInputs in = loaded;
+  in.repo.clear();
+  for (const auto& p : repo.roots()) in.repo.push_back(p.string());
+  if (!root) in.overrides = nlohmann::json::object();
+  return in;
+}
+
+// Renders the resolved chain with `inputs` and builds the records to deploy.
+Result<void> render_submission(Submission& s, const std::filesystem::path& cache_dir, const StoreConfigSource* center) {
+  auto options = chain_options(s.inputs, s.tenant, center);
+  auto cache = open_render_cache(cache_dir);
+  auto chain = render::render_chain(s.plan, options, cache.get());
+  if (!chain) return fail(chain.error());
+  for (size_t i : s.plan.order) {
+    const auto& node = s.plan.nodes[i];
+    if (node.action == spec::Action::Reuse) {
+      s.reused.push_back({node.name, node.version.to_string(), node.ready});
+      continue;
+    }
+    auto it = chain->rendered.find(i);
+    if (it == chain->rendered.end()) continue;  // render_chain reports failures itself.
+    AppToDeploy a;
+    a.record.tenant = s.tenant;
+    a.record.name = node.name;
+    a.record.version = node.version.to_string();
+    a.record.workload = it->second.workload;
+    a.record.document = it->second.document;
+    for (const auto& e : node.dependencies) a.record.dependencies.push_back(s.plan.nodes[e.node].name);
+    a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
+    bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
+    a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);
+    s.apps.push_back(std::move(a));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& request, const RunningApps& running,
+                                                       const StoreConfigSource* center) {
+  std::vector<std::string> roots;
+  for (const auto& p : request.render.repo) roots.push_back(p.string());
+  auto s = resolve_submission(request.tenant, request.dirs, roots, running);
+  if (!s) return fail(s.error());
+  auto inputs = load_render_inputs(request.render);
+  if (!inputs) return fail(inputs.error());
+  (*s)->inputs = std::move(*inputs);
+  if (auto r = render_submission(**s, request.render.cache_dir, center); !r) return fail(r.error());
+  return std::move(*s);
+}
+
+Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant, const std::vector<std::string>& dirs,
+                                                       const RenderInputs& inputs,
+                                                       const std::filesystem::path& cache_dir,
+                                                       const RunningApps& running, const StoreConfigSource* center) {
+  auto s = resolve_submission(tenant, dirs, inputs.repo, running);
+  if (!s) return fail(s.error());
+  (*s)->inputs = inputs;
+  if (auto r = render_submission(**s, cache_dir, center); !r) return fail(r.error());
+  return std::move(*s);
+}
+
+Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
+  auto loaded = ws.state.load();
+  if (!loaded) return fail(loaded.error());
+  auto center = StoreConfigSource::load(ws.store);
+  if (!center) return fail(center.error());
+  auto sub = prepare_submission(request, ws.state, &*center);
+  if (!sub) return fail(sub.error());
+  Planned out;
+  out.outcome = plan_submit(*loaded, (*sub)->apps);
+  out.submission = std::move(*sub);
+  out.state = std::move(*loaded);
+  return out;
+}
+
+Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
+  auto center = StoreConfigSource::load(ws.store);
+  if (!center) return fail(center.error());
+  auto sub = prepare_submission(request, ws.state, &*center);
+  if (!sub) return fail(sub.error());
+  Submitted out;
+  out.submission = std::move(*sub);
+  // The decision is recomputed inside decide(): if another process commits first, the
+  // submission is planned again on what it wrote, never on a stale state.
+  auto done = commit_and_reconcile(ws, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    out.outcome = plan_submit(st, out.submission->apps);
+    b = out.outcome.batch;
+    return {};
+  });
+  if (!done) return fail(done.error());
+  out.controllers = std::move(done->controllers);
+  // What the command prints is what runs when it returns: the runner started what the
+  // submission placed (a dependent after its dependencies).
+  refresh_reports(out.outcome, out.controllers.state);
+  return out;
+}
+
+std::vector<Blocker> blocking_instances(const ClusterState& state, const std::string& tenant,
+                                        const std::vector<std::string>& apps) {
+  std::vector<Blocker> out;
+  for (const auto& name : apps) {
+    if (!state.find_app(tenant, name)) {
+      out.push_back({name, "Missing", "the app is no longer in the store (deleted while waiting?)"});
+      continue;
+    }
+    const AppRecord* app = state.find_app(tenant, name);
+    for (const auto& i : state.snapshot.instances) {
+      if (i.tenant != tenant || i.app != name) continue;
+      if (instance_outdated(i, *app)) {
+        out.push_back({i.key(), std::string(instance_state_name(i.state)),
+                       fmt::format("runs workload {}, the app is at {}: waiting for the rollout to replace it",
+                                   i.hash.empty() ? "?" : i.hash.substr(0, 12), app->workload.hash.substr(0, 12))});
+        continue;
+      }
+      if (serving(i)) continue;
+      std::string reason = i.pending_reason;
+      if (reason.empty())
+        reason = i.node.empty() ? "not scheduled yet" : fmt::format("placed on {}, not running yet", i.node);
+      out.push_back({i.key(), std::string(instance_state_name(i.state)), reason});
+    }
+  }
+  return out;
+}
+
+Result<AppsWait> wait_for_apps(const Workspace& ws, const std::string& tenant, const std::vector<std::string>& apps,
+                               const FollowOptions& options) {
+  auto f = follow_controllers(ws, [&](const ClusterState& st) { return blocking_instances(st, tenant, apps).empty(); },
+                              options);
+  if (!f) return fail(f.error());
+  AppsWait w;
+  w.done = f->done;
+  w.blockers = blocking_instances(f->state, tenant, apps);
+  w.state = std::move(f->state);
+  return w;
+}
+
+}  // namespace gaia::ops

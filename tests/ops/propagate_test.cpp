@@ -1,0 +1,130 @@
+// Config changes and their propagation without the CLI: a change re-renders the apps
+// reading it and, down the chain, the dependents whose imports changed; a dry run
+// writes nothing; a change that breaks a reader is refused before anything is written;
+// the committed change rolls out through the inline controllers.
+#include <catch2/catch.hpp>
+
+#include "ops/center_changes.hpp"
+#include "ops/propagate.hpp"
+#include "ops/submission.hpp"
+#include "tests/ops/ops_fixture.hpp"
+
+namespace gaia::test {
+
+namespace {
+
+using json = nlohmann::json;
+
+// base (reads base.replicas, outputs it as `size`) and top, which imports base's size.
+void submit_chain(OpsFixture& f) {
+  f.add_nodes(3);
+  f.write_app("apps/base", "base");
+  f.write_app("apps/top", "top", "dependencies:\n  - name: base\n    version: \"^1.0\"\n    import: [size]\n", "base");
+  ops::SubmitRequest request;
+  request.dirs = {(f.dir().path() / "apps" / "top").string()};
+  auto submitted = ops::submit(f.ws("op-submit"), request);
+  REQUIRE(submitted);
+  REQUIRE(running_of(f.load(), "base") == 1);
+  REQUIRE(running_of(f.load(), "top") == 1);
+}
+
+ops::CenterChange set_global(OpsFixture& f, const std::string& key, const json& value) {
+  auto centers = StoreConfigSource::load(f.store());
+  REQUIRE(centers);
+  return ops::config_change(std::string(k_global_scope), {ConfigEdit{key, value}}, *centers);
+}
+
+const ops::PropagatedApp* find(const ops::Propagation& p, const std::string& name) {
+  for (const auto& a : p.apps)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string upstream_env(const ClusterState& st) {
+  return st.find_app("default", "top")->workload.roles.at(0).env.at("UPSTREAM");
+}
+
+}  // namespace
+
+TEST_CASE("propagate: a dry run shows the readers and the dependents it would re-render, and writes nothing",
+          "[ops][propagate]") {
+  OpsFixture f;
+  submit_chain(f);
+  int64_t before = f.revision();
+  auto outcome = ops::apply_center_change(f.ws(), set_global(f, "base.replicas", 3), true);
+  REQUIRE(outcome);
+  CHECK(outcome->dry_run);
+  CHECK(f.revision() == before);
+  const auto* base = find(outcome->propagation, "base");
+  const auto* top = find(outcome->propagation, "top");
+  REQUIRE(base);
+  REQUIRE(top);
+  CHECK(base->direct);
+  CHECK(base->rerendered);
+  CHECK(base->outputs_changed);
+  REQUIRE(base->reads.size() == 1);
+  CHECK(base->reads[0].read.key == "base.replicas");
+  CHECK_FALSE(top->direct);
+  CHECK(top->rerendered);
+  CHECK(top->imports == std::vector<std::string>{"base.size"});
+  CHECK(outcome->propagation.rerenders.size() == 2);
+  CHECK_FALSE(outcome->controllers);
+  // Nothing was written: no key, no re-render.
+  auto centers = StoreConfigSource::load(f.store());
+  REQUIRE(centers);
+  CHECK_FALSE(centers->find(std::string(k_global_scope), "base.replicas"));
+  CHECK(upstream_env(f.load()) == "1");
+}
+
+TEST_CASE("propagate: a config change re-renders the chain and rolls it out", "[ops][propagate]") {
+  OpsFixture f;
+  submit_chain(f);
+  auto outcome = ops::apply_center_change(f.ws("op-config"), set_global(f, "base.replicas", 3), false);
+  REQUIRE(outcome);
+  CHECK_FALSE(outcome->dry_run);
+  CHECK(outcome->committed.applied == std::vector<std::string>{"default/base", "default/top"});
+  REQUIRE(outcome->controllers);
+
+  ClusterState st = f.load();
+  CHECK(running_of(st, "base") == 3);
+  CHECK(upstream_env(st) == "3");
+  CHECK(ops::change_settled(*outcome, st));
+  auto w = ops::wait_for_change(f.ws(), *outcome, ops::FollowOptions{});
+  REQUIRE(w);
+  CHECK(w->done);
+  CHECK(w->blockers.empty());
+
+  // The change's own event comes first, then the re-renders it caused.
+  auto events = f.state().events_after(0);
+  REQUIRE(events);
+  std::vector<std::string> reasons;
+  for (const auto& e : *events)
+    if (e.op == "op-config") reasons.push_back(e.reason);
+  REQUIRE_FALSE(reasons.empty());
+  CHECK(reasons.front() == "ConfigChanged");
+  CHECK(std::count(reasons.begin(), reasons.end(), "Rerendered") == 2);
+}
+
+TEST_CASE("propagate: a change that breaks a reader's render is refused before it is written", "[ops][propagate]") {
+  OpsFixture f;
+  submit_chain(f);
+  int64_t before = f.revision();
+  auto outcome = ops::apply_center_change(f.ws(), set_global(f, "base.replicas", "many"), false);
+  REQUIRE_FALSE(outcome);
+  CHECK(outcome.error().front().message.find("re-rendering base (default) for this change") != std::string::npos);
+  CHECK(f.revision() == before);
+  auto centers = StoreConfigSource::load(f.store());
+  REQUIRE(centers);
+  CHECK_FALSE(centers->find(std::string(k_global_scope), "base.replicas"));
+}
+
+TEST_CASE("propagate: an app whose spec directory moved on is named, and the change refused", "[ops][propagate]") {
+  OpsFixture f;
+  submit_chain(f);
+  f.dir().write("apps/base/app.yaml", "name: base\nversion: 2.0.0\noutputs: [size]\n");
+  auto outcome = ops::apply_center_change(f.ws(), set_global(f, "base.replicas", 2), true);
+  REQUIRE_FALSE(outcome);
+  CHECK(outcome.error().front().message == "default/base runs base 1.0.0, but its spec directory now holds base 2.0.0");
+}
+
+}  // namespace gaia::test

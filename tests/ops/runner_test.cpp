@@ -1,0 +1,119 @@
+// The controller runner on a real store: a run commits what the controllers decide
+// under the workspace's operation id and converges (a second run does nothing), a
+// command's own change is followed by the inline run, and following stops when the
+// cluster is done or the time is up, reporting through the callbacks only.
+#include <catch2/catch.hpp>
+
+#include "controllers/submit.hpp"
+#include "ops/runner.hpp"
+#include "tests/ops/ops_fixture.hpp"
+
+namespace gaia::test {
+
+namespace {
+
+// Commits apps decided by plan_submit, as a submit would, without running anything else.
+void deploy_records(OpsFixture& f, std::vector<AppToDeploy> apps) {
+  auto r = f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
+    b = plan_submit(st, apps).batch;
+    return {};
+  });
+  REQUIRE(r);
+}
+
+}  // namespace
+
+TEST_CASE("runner: run_controllers places what waited for capacity and then converges", "[ops][runner]") {
+  OpsFixture f;
+  // No nodes yet: the instances stay pending.
+  deploy_records(f, {fixture_app("svc", {fixture_role("main", 3, res(1000, 1))})});
+  REQUIRE(running_of(f.load(), "svc") == 0);
+  f.put_nodes(2);
+
+  auto first = ops::run_controllers(f.ws("op-run"));
+  REQUIRE(first);
+  CHECK(running_of(first->state, "svc") == 3);
+  CHECK_FALSE(first->outcome.batch.empty());
+  // Every event the run committed carries the workspace's operation id.
+  auto events = f.state().events_after(0);
+  REQUIRE(events);
+  size_t by_run = 0;
+  for (const auto& e : *events) by_run += e.op == "op-run";
+  CHECK(by_run == first->outcome.batch.events.size());
+
+  // Converged: a second run decides nothing and writes nothing.
+  int64_t before = f.revision();
+  auto second = ops::run_controllers(f.ws("op-again"));
+  REQUIRE(second);
+  CHECK(second->outcome.batch.empty());
+  CHECK(f.revision() == before);
+}
+
+TEST_CASE("runner: commit_and_reconcile commits the command's change, then runs the controllers", "[ops][runner]") {
+  OpsFixture f;
+  f.add_nodes(2);
+  std::vector<AppToDeploy> apps{fixture_app("svc", {fixture_role("main", 2, res(1000, 1))})};
+  int decisions = 0;
+  auto done = ops::commit_and_reconcile(f.ws("op-cmd"), [&](const ClusterState& st, Batch& b) -> Result<void> {
+    ++decisions;
+    b = plan_submit(st, apps).batch;
+    return {};
+  });
+  REQUIRE(done);
+  CHECK(decisions == 1);
+  CHECK(done->committed.find_app("default", "svc"));
+  CHECK(running_of(done->controllers.state, "svc") == 2);
+
+  // A refused decision writes nothing and runs nothing.
+  int64_t before = f.revision();
+  auto refused = ops::commit_and_reconcile(f.ws(), [](const ClusterState&, Batch&) -> Result<void> {
+    return fail(Diagnostic{{}, "", "refused", ""});
+  });
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().front().message == "refused");
+  CHECK(f.revision() == before);
+}
+
+TEST_CASE("runner: follow_controllers stops when done, or at the timeout with the callbacks called", "[ops][runner]") {
+  OpsFixture f;
+  f.add_nodes(1, 2000, 4);
+  // Two instances of 1.5 CPU: one fits on the 2-CPU node, the other never does.
+  deploy_records(f, {fixture_app("big", {fixture_role("main", 2, res(1500, 1))})});
+
+  int runs = 0, waits = 0;
+  ops::FollowOptions options;
+  options.timeout = std::chrono::milliseconds(10'000);
+  options.on_run = [&](const Batch&) { ++runs; };
+  options.on_wait = [&](const ClusterState&) { ++waits; };
+  auto one = ops::follow_controllers(
+      f.ws(), [](const ClusterState& st) { return running_of(st, "big") >= 1; }, options);
+  REQUIRE(one);
+  CHECK(one->done);
+  CHECK(one->runs == 1);
+  CHECK(runs == 1);
+  CHECK(waits == 0);
+
+  options.timeout = std::chrono::milliseconds(300);
+  auto all = ops::follow_controllers(
+      f.ws(), [](const ClusterState& st) { return running_of(st, "big") == 2; }, options);
+  REQUIRE(all);
+  CHECK_FALSE(all->done);
+  CHECK(all->runs >= 2);
+  CHECK(running_of(all->state, "big") == 1);
+  CHECK(waits == all->runs);
+}
+
+TEST_CASE("runner: the -vv line of a run goes through the workspace's log", "[ops][runner]") {
+  OpsFixture f;
+  f.add_nodes(1);
+  std::vector<std::pair<int, std::string>> lines;
+  ops::Workspace ws = f.ws();
+  ws.log = [&](int level, const std::string& line) { lines.emplace_back(level, line); };
+  REQUIRE(ops::run_controllers(ws));
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].first == 2);
+  CHECK(lines[0].second.starts_with("controllers: "));
+  CHECK(lines[0].second.find(" pass(es), ") != std::string::npos);
+}
+
+}  // namespace gaia::test
