@@ -16,25 +16,14 @@
 #include "controllers/submit.hpp"
 #include "lib/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace gaia {
 namespace {
 
 using test::kGi;
 using test::res;
-
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gaia-reconcile-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::filesystem::path path;
-};
+using test::TempDir;
 
 Priority prio(Band b, int level = 100) {
   Priority p;
@@ -181,8 +170,8 @@ struct Harness {
 };
 
 void run_sequence(uint32_t seed, int steps) {
-  TempDir dir;
-  Harness h(dir.path / "state.db");
+  TempDir dir("gaia-reconcile");
+  Harness h(dir.path() / "state.db");
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
   auto cat = catalogue();
