@@ -1,7 +1,7 @@
 #pragma once
-// Config and label changes and their propagation down the dependency chain (DESIGN.md
-// section 7): the part that renders, so it lives in cli/ (controllers/ may not use
-// render/); the decisions are controllers/propagation.hpp.
+// Config and label changes and their propagation down the dependency chain
+// (docs/cli.md#gaia-config): the part that renders, so it lives in cli/ (controllers/
+// may not use render/); the decisions are controllers/propagation.hpp.
 //
 // A change runs in this order, and its --dry-run is the same code stopping before the
 // first write:

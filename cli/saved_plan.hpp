@@ -1,8 +1,9 @@
 #pragma once
 // Saved plans: `gaia plan -f PATH... --out plan.json` writes the reviewed decision's
-// inputs (the rendered records, the set's flags) with a hash of every input file and the
-// store revision; `gaia apply plan.json` applies exactly those records and refuses when
-// anything drifted since (USERS.md 6: what gets applied is what was reviewed).
+// inputs (the rendered records, the set's flags) with a hash of every input file and
+// the store revision; `gaia apply plan.json` applies exactly those records and refuses
+// when anything drifted since (docs/cli.md#saved-plans: what gets applied is what was
+// reviewed).
 
 #include <filesystem>
 #include <map>

@@ -1,10 +1,11 @@
 #pragma once
-// The controller loop of DESIGN.md section 7. Each controller is a pure function of the
-// cluster state (and the time) returning the batch that moves the cluster toward its
-// goal; running it again on the result returns an empty batch. reconcile() runs them in
-// a fixed order on the state each previous one left, over and over until a whole pass
-// changes nothing (the sim backend starts placed instances at once, so one controller's
-// action often enables another's), and returns everything as one batch to commit.
+// The controller loop (ARCHITECTURE.md, "The controllers"). Each controller is a pure
+// function of the cluster state (and the time) returning the batch that moves the
+// cluster toward its goal; running it again on the result returns an empty batch.
+// reconcile() runs them in a fixed order on the state each previous one left, over and
+// over until a whole pass changes nothing (the sim backend starts placed instances at
+// once, so one controller's action often enables another's), and returns everything as
+// one batch to commit.
 //
 // Controllers never sleep: one that waits for a time (a restart back-off, the end of a
 // start-up period) says when it wants to run again in `wake_at_ms`, and the caller
@@ -22,7 +23,7 @@ namespace gaia {
 
 // Tunables of the run-time controllers (reclamation, runtime preemption, restarts).
 struct ControllerOptions {
-  // Reclamation (DESIGN.md section 6): a prod instance keeps its full request as its
+  // Reclamation (docs/decisions.md): a prod instance keeps its full request as its
   // reservation for `startup_ms` after it started, then its reservation decays to its
   // observed usage times (1 + margin); a usage spike above the reservation snaps it back
   // to the request.

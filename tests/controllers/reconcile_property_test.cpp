@@ -1,7 +1,7 @@
 // The controllers under long random sequences of what happens to a cluster: submits,
 // scaling, nodes failing and recovering, drains, spec changes and usage spikes. After
 // every step the state (committed to a real SQLite store through State, as the CLI does)
-// must satisfy the invariants of DESIGN.md sections 6-7, and a second reconcile must
+// must satisfy the invariants of check_invariants below, and a second reconcile must
 // find nothing to do. Seeds are fixed so a failure replays exactly; the failing seed and
 // step are printed.
 #include <catch2/catch.hpp>
