@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "lib/version.hpp"
 #include "spec/app_spec.hpp"
 
 namespace gaia::cli {
@@ -11,7 +12,7 @@ namespace gaia::cli {
 void build_app(CLI::App& app, Globals& g, int& code) {
   app.name("gaia");
   app.description("gaia: use a whole cluster as one computer");
-  app.set_version_flag("--version", "gaia 0.1.0");
+  app.set_version_flag("--version", fmt::format("gaia {}", gaia::version()));
   app.require_subcommand(1);
   // Global flags may come before or after the command (`gaia deps DIR --repo R`).
   app.fallthrough(true);

@@ -1,4 +1,4 @@
-// gaia endpoints APP[/ROLE]: what an app's names resolve to (DESIGN.md section 5). Each
+// gaia endpoints APP[/ROLE]: what an app's names resolve to (docs/cli.md). Each
 // instance is registered as <ordinal>.<role>.<app>.<tenant>.gaia, and each role as
 // <role>.<app>.<tenant>.gaia (resolving to all its running instances), with the address
 // from the node's instance subnet, the host ports allocated from the node's range, and

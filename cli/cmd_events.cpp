@@ -1,4 +1,4 @@
-// gaia events: the timeline (DESIGN.md section 8), filtered by app, instance, node,
+// gaia events: the timeline (docs/cli.md#gaia-events), filtered by app, instance, node,
 // reason, type, tenant, operation and time; `-f` follows new events as other gaia
 // processes commit them; `--retention N` sets how many events the store keeps.
 #include <fmt/format.h>

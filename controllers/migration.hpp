@@ -1,6 +1,6 @@
 #pragma once
-// The migration controller (DESIGN.md section 7) and the node changes behind `gaia
-// drain` and `gaia node fail|recover`.
+// The migration controller and the node changes behind `gaia drain` and `gaia node
+// fail|recover` (docs/cli.md#gaia-drain, docs/cli.md#gaia-node-fail--gaia-node-recover).
 //
 // Node down. Every instance on a Down node goes back to pending (event Evicted) and the
 // scheduler controller re-places it elsewhere. A stateful instance whose volume is on
@@ -23,8 +23,8 @@
 // migrate_times. Moves a user asked for (drain, `gaia migrate`, `gaia rebalance`)
 // count in Instance.migrations and are refused once it reaches the role's
 // migrate_times (the instance stays where it is; drain_blockers says why). Moves caused
-// by a node failure are gaia's or the infrastructure's fault and never count, as
-// DESIGN.md section 1 says of Gaia's internal retries.
+// by a node failure are gaia's or the infrastructure's fault and never count
+// (docs/spec.md section 5.8), just as internal failures never spend retry_times.
 
 #include <optional>
 #include <string>

@@ -1,9 +1,9 @@
 #pragma once
-// Config and label propagation down the dependency chain (DESIGN.md section 7), the pure
-// part: which apps a change touches, in which order, which dependents follow, and what
-// committing the re-rendered apps means for their instances. Rendering itself needs
-// render/, which controllers/ may not use, so the CLI renders (cli/propagate.hpp) and
-// calls these to decide.
+// Config and label propagation down the dependency chain (docs/cli.md#gaia-config), the
+// pure part: which apps a change touches, in which order, which dependents follow, and
+// what committing the re-rendered apps means for their instances. Rendering itself
+// needs render/, which controllers/ may not use, so the CLI renders (cli/propagate.hpp)
+// and calls these to decide.
 //
 // An app is touched directly when one of its recorded reads (AppRecord.workload.reads)
 // names a changed key and would now read a different value: for config, the key itself,

@@ -1,6 +1,6 @@
 #pragma once
-// `gaia rebalance`: a bounded plan of moves (DESIGN.md section 7, "defragmentation to
-// fit large requests"; Hippo keeps allocation above 90% by continuous migration, Borg
+// `gaia rebalance` (docs/cli.md#gaia-rebalance): a bounded plan of moves, defragmenting
+// to fit large requests (Hippo keeps allocation above 90% by continuous migration, Borg
 // judges a policy by how few machines a workload needs). User-invoked, so it is not one
 // of the default controllers: moving running instances costs the user something, and
 // every move counts against the instance's migrate_times.

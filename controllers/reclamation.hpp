@@ -1,5 +1,5 @@
 #pragma once
-// Reclamation (DESIGN.md section 6, after Borg): capacity a prod instance reserved but
+// Reclamation (after Borg; docs/decisions.md): capacity a prod instance reserved but
 // does not use is lent to nonprod work.
 //
 // A running prod instance's reservation (Instance::reservation) is its request for

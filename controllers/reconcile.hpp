@@ -1,7 +1,7 @@
 #pragma once
-// The controller loop of DESIGN.md section 7. Each controller is a pure function of the
-// cluster state (and the time) returning the batch that moves the cluster toward its
-// goal; running it again on the result returns an empty batch. reconcile() runs them in
+// The controller loop (ARCHITECTURE.md, "The controllers and the backend"). Each
+// controller is a pure function of the cluster state (and the time) returning the batch
+// that moves the cluster toward its goal; running it again on the result returns an empty batch. reconcile() runs them in
 // a fixed order on the state each previous one left, over and over until a whole pass
 // changes nothing (one controller's action often enables another's), and returns
 // everything as one batch to commit. Controllers never talk to a backend: what runs

@@ -1,7 +1,7 @@
 #pragma once
-// The replicas controller (DESIGN.md section 7): keeps the number of instances of each
-// role equal to what the app asks for. Desired replicas are AppRecord.scale[role] when
-// `gaia scale` set it, else the role's replicas in the rendered workload.
+// The replicas controller (docs/cli.md#gaia-scale): keeps the number of instances of
+// each role equal to what the app asks for. Desired replicas are AppRecord.scale[role]
+// when `gaia scale` set it, else the role's replicas in the rendered workload.
 //
 // Scale up creates the missing ordinals (lowest first) as pending instances stamped with
 // the app's workload hash; the scheduler controller places them later in the same pass,

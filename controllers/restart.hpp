@@ -1,5 +1,5 @@
 #pragma once
-// Restarts (DESIGN.md section 7): a failed instance is restarted with exponential
+// Restarts (docs/decisions.md): a failed instance is restarted with exponential
 // back-off up to its role's retry_times; then the role is marked failed.
 //
 // A Failed instance first gets a restart time, now + backoff_ms * 2^restarts (capped at

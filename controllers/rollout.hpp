@@ -1,7 +1,7 @@
 #pragma once
-// The rollout controller (DESIGN.md section 7): when an app's workload changes (a submit
-// of a changed spec, a config or label change that re-rendered it), its instances are
-// replaced in batches rather than all at once.
+// The rollout controller (docs/cli.md#rolling-updates): when an app's workload changes
+// (a submit of a changed spec, a config or label change that re-rendered it), its
+// instances are replaced in batches rather than all at once.
 //
 // An instance is outdated when its hash differs from its app's workload hash. Instance
 // names are ordinals ("2.web.shop.default"), so a replacement takes the old instance's

@@ -1,5 +1,5 @@
 #pragma once
-// Runtime preemption (DESIGN.md section 6): acting on real usage rather than requests.
+// Runtime preemption (docs/decisions.md): acting on real usage rather than requests.
 //
 // Memory is incompressible: when the observed memory usage of a node's running
 // instances (an instance not observed counts at its request) exceeds the node's

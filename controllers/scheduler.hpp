@@ -1,7 +1,7 @@
 #pragma once
-// The scheduler (DESIGN.md section 6): a pure function from a cluster snapshot and a
-// list of pending instances to a decision. No I/O; the caller applies the decision
-// (binds placements, evicts victims and marks them pending again).
+// The scheduler (docs/cluster-file.md#scheduler): a pure function from a cluster
+// snapshot and a list of pending instances to a decision. No I/O; the caller applies
+// the decision (binds placements, evicts victims and marks them pending again).
 //
 // How it stays fast at 10,000 nodes / 100,000 instances:
 //  - The snapshot is indexed once (controllers/cluster_index.hpp) and updated

@@ -266,7 +266,7 @@ struct Work {
   }
 
   // How close `node` is to the instances of the role's `near` target, found through the
-  // topology table from their addresses (DESIGN.md section 5). O(1) per placement once
+  // topology table from their addresses (docs/cluster-file.md). O(1) per placement once
   // the target's index is built.
   std::string locality(const Instance& i, const Node& node) {
     auto role = state.snapshot.roles.find(fmt::format("{}/{}/{}", i.tenant, i.app, i.role));

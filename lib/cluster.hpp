@@ -1,5 +1,5 @@
 #pragma once
-// The cluster model of DESIGN.md section 5: nodes, tenants, instances, and the snapshot
+// The cluster model (docs/cluster-file.md): nodes, tenants, instances, and the snapshot
 // that scheduling and reconciling decisions are pure functions of.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The config and label centers in the store (DESIGN.md sections 3 and 7).
+// The config and label centers in the store (docs/cli.md#gaia-config, #gaia-label).
 //
 // Config keys are dotted paths ("hdfs.replication") with JSON values, kept per scope:
 // "_global" or a tenant name. Each write is one store key,

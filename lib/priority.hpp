@@ -1,5 +1,5 @@
 #pragma once
-// Priority bands SYS > PROD > NONPROD with levels inside a band (DESIGN.md section 5).
+// Priority bands SYS > PROD > NONPROD with levels inside a band (docs/spec.md section 9).
 // A higher priority may preempt a strictly lower one.
 
 #include <compare>

@@ -1,10 +1,10 @@
 #pragma once
-// The sim backend's usage model (DESIGN.md section 2: "usage from a model, failures
-// injectable"): what each instance uses, as a fraction of its request, with spikes that
-// last until a given time. It is kept in the store (key sim/usage) and read with the
-// rest of the cluster state, so everything the run-time controllers decide (observed
-// usage, reclamation, runtime preemption) is a function of the stored state and the
-// time, and a test sets usage by writing a model rather than by mocking a backend.
+// The sim backend's usage model (docs/decisions.md): what each instance uses, as a
+// fraction of its request, with spikes that last until a given time. It is kept in the
+// store (key sim/usage) and read with the rest of the cluster state, so everything the
+// run-time controllers decide (observed usage, reclamation, runtime preemption) is a
+// function of the stored state and the time, and a test sets usage by writing a model
+// rather than by mocking a backend.
 
 #include <cstdint>
 #include <map>

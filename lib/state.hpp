@@ -1,5 +1,5 @@
 #pragma once
-// gaia's objects in the Store (DESIGN.md sections 2 and 8): nodes, tenants, apps,
+// gaia's objects in the Store (ARCHITECTURE.md, docs/store.md): nodes, tenants, apps,
 // instances, the scheduler profile and the event timeline, as JSON under fixed key
 // prefixes. Readers load a consistent Snapshot; writers commit a Batch atomically,
 // guarded by a compare on the timeline sequence key that every write advances, so two
@@ -45,7 +45,7 @@ struct AppRecord {
 void to_json(nlohmann::json& j, const AppRecord& a);
 void from_json(const nlohmann::json& j, AppRecord& a);
 
-// One timeline entry (DESIGN.md section 8).
+// One timeline entry (docs/cli.md#gaia-events).
 struct TimelineEvent {
   int64_t seq = 0;
   std::string time;           // RFC 3339 UTC with milliseconds.

@@ -1,5 +1,5 @@
 #pragma once
-// Store: the control plane's state of record (DESIGN.md section 2).
+// Store: the control plane's state of record (docs/store.md).
 //
 // The model is etcd's, so an embedded SQLite file and an etcd cluster both fit behind
 // it. Keys are strings whose '/'-separated segments act as prefixes ("apps/default/hdfs",

@@ -1,8 +1,8 @@
 #pragma once
-// Reading the timeline (DESIGN.md section 8): which events a `gaia events` query selects,
-// how its time bounds are written, and the retention setting kept in the store. The
-// filter is a pure function of one event, so the same code serves a one-shot listing and
-// `--follow`, and is tested without a store.
+// Reading the timeline (docs/cli.md#gaia-events): which events a `gaia events` query
+// selects, how its time bounds are written, and the retention setting kept in the
+// store. The filter is a pure function of one event, so the same code serves a one-shot
+// listing and `--follow`, and is tested without a store.
 
 #include <chrono>
 #include <cstdint>

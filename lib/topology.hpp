@@ -1,5 +1,5 @@
 #pragma once
-// Network topology lookup (DESIGN.md section 5): a table from CIDR prefixes (node
+// Network topology lookup (docs/cluster-file.md): a table from CIDR prefixes (node
 // subnets, instance subnets, switch and rack ranges) to where they are, answering
 // "which node, switch, rack and zone does this address belong to?" by longest-prefix
 // match. The table is a path-compressed binary trie (Patricia tree), one for IPv4 and

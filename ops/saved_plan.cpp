@@ -10,6 +10,7 @@
 #include "lib/codec.hpp"
 #include "lib/hash.hpp"
 #include "ops/loader.hpp"
+#include "lib/version.hpp"
 #include "render/embedded.hpp"
 
 namespace gaia::ops {
@@ -36,7 +37,8 @@ Result<std::string> file_hash(const fs::path& p) {
 std::string gaia_version() {
   // The embedded Jsonnet library is part of every render, so a binary with another one
   // may render the same specs differently.
-  return fmt::format("gaia 0.1.0 (gaia.libsonnet {})", content_hash(render::k_gaia_libsonnet).substr(0, 12));
+  return fmt::format("gaia {} (gaia.libsonnet {})", gaia::version(),
+                     content_hash(render::k_gaia_libsonnet).substr(0, 12));
 }
 
 InputScope input_scope(const RenderSettings& settings, const Submission& s) {

@@ -65,8 +65,8 @@ Result<SavedPlan> read_saved_plan(const std::filesystem::path& file);
 std::vector<std::string> plan_drift(const SavedPlan& plan, const std::filesystem::path& plan_file,
                                     const std::string& store, int64_t revision, const std::string& gaia_version);
 
-// "gaia 0.1.0 (gaia.libsonnet <hash>)": the binary and the Jsonnet library every render
-// uses, so a plan made by another build counts as drift.
+// "gaia 0.1.0 (gaia.libsonnet 0123456789ab)": the version `gaia --version` prints
+// (lib/version.hpp) and the hash of the embedded Jsonnet library.
 std::string gaia_version();
 
 // `gaia plan -f PATH... --out FILE`: the apply decision for the set on the state read

@@ -39,7 +39,7 @@
     '%s.%s.%s.gaia' % [role, a.name, a.tenant],
 
   // gaia.instanceName(app, role, ordinal, tenant='default'): the DNS name of one
-  // instance: '<ordinal>.<role>.<app>.<tenant>.gaia' (DESIGN.md section 5). Stateful roles keep ordinals.
+  // instance: '<ordinal>.<role>.<app>.<tenant>.gaia' (docs/spec.md section 6). Stateful roles keep ordinals.
   instanceName(app, role, ordinal, tenant=null)::
     assert std.isNumber(ordinal) && ordinal >= 0 && std.floor(ordinal) == ordinal :
            'gaia.instanceName: ordinal must be an integer >= 0';

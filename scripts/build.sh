@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Configures and builds gaia into build/ (or $GAIA_BUILD_DIR). Used by demo.sh and test.sh.
-# The build also generates the shell completion scripts into $BUILD/completions/; run as
-# root, this installs them where bash-completion, zsh and fish look for them (set
-# GAIA_NO_COMPLETIONS=1 to skip), and otherwise prints how to load them.
+#   bash scripts/build.sh            everything: gaia, the test executables, gaia-bench
+#   bash scripts/build.sh gaia ...   only the named CMake targets (and what they need)
+# Both use the same configuration and build folder, so building more later reuses what
+# is built. Building gaia also generates the shell completion scripts into
+# $BUILD/completions/; run as root, this installs them where bash-completion, zsh and
+# fish look for them (set GAIA_NO_COMPLETIONS=1 to skip), and otherwise prints how to
+# load them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GAIA_BUILD_DIR:-$ROOT/build}"
 JOBS="${GAIA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+TARGETS=()
+for t in "$@"; do TARGETS+=(--target "$t"); done
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE="${GAIA_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
-cmake --build "$BUILD" -j"$JOBS"
+cmake --build "$BUILD" -j"$JOBS" "${TARGETS[@]}"
 
 COMPLETIONS="$BUILD/completions"
 if [ "${GAIA_NO_COMPLETIONS:-0}" = 1 ] || [ ! -f "$COMPLETIONS/gaia.bash" ]; then

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs gaia on the embedded default
+# The main job: installs what is missing, builds the gaia binary (only it: not the tests
+# or the benchmarks, which scripts/test.sh builds), and runs gaia on the embedded default
 # against the example stack in examples/. Pass --no-setup to skip the install and build.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GAIA_BUILD_DIR:-$ROOT/build}"
 if [ "${1:-}" != "--no-setup" ]; then
   bash "$ROOT/scripts/setup.sh"
-  bash "$ROOT/scripts/build.sh"
+  bash "$ROOT/scripts/build.sh" gaia
 fi
 GAIA="$BUILD/cli/gaia"
 export GAIA_REPO="$ROOT/examples"

@@ -214,8 +214,8 @@ class Resolver {
     return true;
   }
 
-  // The rule of DESIGN.md section 4: a running version satisfying every range, else the
-  // highest repository version satisfying every range.
+  // The rule of docs/spec.md section 8: a running version satisfying every range, else
+  // the highest repository version satisfying every range.
   Choice best(int n, const std::vector<Req>& reqs) const {
     const NameInfo& info = m_names[n];
     if (info.root) return {Kind::Root, 0};

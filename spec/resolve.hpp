@@ -1,5 +1,5 @@
 #pragma once
-// Dependency resolution (DESIGN.md section 4): a pure function from the specs being
+// Dependency resolution (docs/spec.md section 8): a pure function from the specs being
 // submitted, the spec repository and the apps running in the tenant to a plan, a DAG of
 // apps to reuse or deploy in topological order.
 //

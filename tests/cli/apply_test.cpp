@@ -5,18 +5,12 @@
 // concurrent applies from two processes, --check-revision, saved plans and drift,
 // secrets masked, broken specs failing with exit 1.
 #include <catch2/catch.hpp>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "lib/clock.hpp"
-#include "lib/sqlite_store.hpp"
-#include "lib/state.hpp"
 #include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
@@ -32,32 +26,11 @@ void copy_stack(const Scratch& s) {
     fs::copy(examples_dir() + "/" + app, s.dir() / "specs" / app, fs::copy_options::recursive);
 }
 
-struct Cli {
-  const Scratch& s;
-  std::string store = (s.dir() / "store.db").string();
-
-  RunResult run(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"--store", store});
-    return s.gaia(args);
-  }
-  RunResult expect(int code, const std::vector<std::string>& args) const {
-    auto r = run(args);
-    INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nexit " << r.code << "\nstdout: " << r.out
-                 << "\nstderr: " << r.err);
-    REQUIRE(r.code == code);
-    return r;
-  }
+// The store-bound runner, plus the two calls every case here makes.
+struct Cli : StoreCli {
+  using StoreCli::StoreCli;
   void cluster() const {
-    expect(0, {"cluster", "create", "-f", std::string(GAIA_SOURCE_DIR) + "/examples/clusters/bigdata-50.yaml"});
-  }
-  gaia::ClusterState load() const {
-    auto st = gaia::SqliteStore::open(store);
-    REQUIRE(st);
-    gaia::SystemClock clock;
-    gaia::State state(**st, clock);
-    auto loaded = state.load();
-    REQUIRE(loaded);
-    return *loaded;
+    expect(0, {"cluster", "create", "-f", examples_dir() + "/clusters/bigdata-50.yaml"});
   }
   std::string instances() const { return expect(0, {"get", "instances", "-o", "json"}).out; }
 };
@@ -81,37 +54,6 @@ const json* app_entry(const json& j, const std::string& name) {
   for (const auto& a : j["apps"])
     if (a["name"] == name) return &a;
   return nullptr;
-}
-
-// Starts gaia in the background with its output in files, for concurrent runs.
-pid_t spawn(const Scratch& s, const std::vector<std::string>& args, const std::string& tag) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int out = ::open((s.dir() / (tag + ".out")).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = ::open((s.dir() / (tag + ".err")).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    if (::chdir(s.dir().c_str()) != 0) ::_exit(127);
-    ::setenv("XDG_STATE_HOME", (s.dir() / "state").c_str(), 1);
-    ::setenv("XDG_CACHE_HOME", (s.dir() / "cache").c_str(), 1);
-    ::setenv("NO_COLOR", "1", 1);
-    ::unsetenv("GAIA_REPO");
-    ::unsetenv("GAIA_STORE");
-    std::vector<char*> argv{const_cast<char*>(GAIA_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(GAIA_BINARY, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
@@ -326,9 +268,9 @@ TEST_CASE("two processes applying at once never interleave: both converge", "[ap
   g.cluster();
   // Two pipelines apply the same folder and a third applies another one, all at once.
   std::vector<pid_t> pids;
-  pids.push_back(spawn(s, {"--store", g.store, "apply", "-f", "specs"}, "p1"));
-  pids.push_back(spawn(s, {"--store", g.store, "apply", "-f", "specs"}, "p2"));
-  pids.push_back(spawn(s, {"--store", g.store, "apply", "-f", "team2"}, "p3"));
+  pids.push_back(s.spawn({"--store", g.store, "apply", "-f", "specs"}, "p1"));
+  pids.push_back(s.spawn({"--store", g.store, "apply", "-f", "specs"}, "p2"));
+  pids.push_back(s.spawn({"--store", g.store, "apply", "-f", "team2"}, "p3"));
   for (size_t k = 0; k < pids.size(); ++k) {
     int code = wait_exit(pids[k]);
     INFO(Scratch::slurp(s.dir() / fmt::format("p{}.out", k + 1)) << Scratch::slurp(s.dir() / fmt::format("p{}.err", k + 1)));
@@ -357,8 +299,8 @@ TEST_CASE("two processes applying at once never interleave: both converge", "[ap
   write_app(s, "specs/app4", "app4", "1.0.0");
   write_app(s, "team2/other2", "other2", "1.0.0");
   std::string revision = std::to_string(g.load().revision);
-  pid_t a = spawn(s, {"--store", g.store, "apply", "-f", "specs", "--check-revision", revision}, "c1");
-  pid_t b = spawn(s, {"--store", g.store, "apply", "-f", "team2", "--check-revision", revision}, "c2");
+  pid_t a = s.spawn({"--store", g.store, "apply", "-f", "specs", "--check-revision", revision}, "c1");
+  pid_t b = s.spawn({"--store", g.store, "apply", "-f", "team2", "--check-revision", revision}, "c2");
   int ca = wait_exit(a), cb = wait_exit(b);
   std::string ea = Scratch::slurp(s.dir() / "c1.err"), eb = Scratch::slurp(s.dir() / "c2.err");
   INFO(ea << eb);

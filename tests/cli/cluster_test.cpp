@@ -8,8 +8,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tests/cli/e2e_util.hpp"
-#include "tests/cli/run_util.hpp"
-#include "tests/golden_util.hpp"
 
 using namespace gaia::test;
 using nlohmann::json;
@@ -24,16 +22,9 @@ json json_of(const RunResult& r) {
   return j;
 }
 
-RunResult ok(const Scratch& s, const std::vector<std::string>& args) {
-  auto r = s.gaia(args);
-  INFO("gaia " << args[0] << " " << (args.size() > 1 ? args[1] : "") << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return r;
-}
-
 size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
-std::string cluster_file(const std::string& name) { return std::string(GAIA_SOURCE_DIR) + "/examples/clusters/" + name; }
+std::string cluster_file(const std::string& name) { return examples_dir() + "/clusters/" + name; }
 
 }  // namespace
 

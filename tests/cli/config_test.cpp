@@ -11,19 +11,11 @@
 #include "lib/config_center.hpp"
 #include "lib/sqlite_store.hpp"
 #include "tests/cli/e2e_util.hpp"
-#include "tests/cli/run_util.hpp"
 
 using namespace gaia::test;
 using nlohmann::json;
 
 namespace {
-
-RunResult ok(const Scratch& s, const std::vector<std::string>& args) {
-  auto r = s.gaia(args);
-  INFO("gaia " << args[0] << (args.size() > 1 ? " " + args[1] : "") << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return r;
-}
 
 json json_of(const Scratch& s, const std::vector<std::string>& args) {
   auto r = ok(s, args);
@@ -35,12 +27,7 @@ json json_of(const Scratch& s, const std::vector<std::string>& args) {
 std::vector<json> events(const Scratch& s, const std::vector<std::string>& filter = {}) {
   std::vector<std::string> args = {"events", "-o", "json"};
   args.insert(args.end(), filter.begin(), filter.end());
-  auto r = ok(s, args);
-  std::vector<json> out;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
+  return json_lines(ok(s, args).out);
 }
 
 size_t count_reason(const std::vector<json>& evs, const std::string& reason, const std::string& app = "") {
@@ -100,7 +87,8 @@ void check_rolled_out(const Scratch& s, const std::string& app) {
   CHECK(n > 0);
 }
 
-std::string store_path(const Scratch& s) { return (s.dir() / "state" / "gaia" / "gaia.db").string(); }
+// The store of the default context, which these tests use (no --store).
+std::string default_store(const Scratch& s) { return (s.dir() / "state" / "gaia" / "gaia.db").string(); }
 
 }  // namespace
 
@@ -334,7 +322,7 @@ TEST_CASE("describe app shows each config value read, its revision and whether i
   // A write that bypasses propagation (another tool, a crash between the two commits)
   // leaves the app stale, and describe says so.
   {
-    auto store = gaia::SqliteStore::open(store_path(s));
+    auto store = gaia::SqliteStore::open(default_store(s));
     REQUIRE(store);
     auto centers = gaia::StoreConfigSource::load(**store);
     REQUIRE(centers);

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "tests/cli/run_util.hpp"
+#include "tests/cli/e2e_util.hpp"
 
 using gaia::test::RunResult;
 using gaia::test::Scratch;

@@ -3,9 +3,7 @@
 // filters, followed live from a second process, and bounded by --retention.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -25,24 +23,6 @@ using namespace gaia::test;
 using nlohmann::json;
 
 namespace {
-
-std::vector<json> json_lines(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    INFO("line: " << line);
-    REQUIRE_NOTHROW(out.push_back(json::parse(line)));
-  }
-  return out;
-}
-
-RunResult ok(const Scratch& s, const std::vector<std::string>& args) {
-  RunResult r = s.gaia(args);
-  INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return r;
-}
 
 // The operation id a writing command prints on stderr with -v.
 std::string op_of(const RunResult& r) {
@@ -82,26 +62,6 @@ std::vector<json> events_json(const Scratch& s, std::vector<std::string> extra =
   return json_lines(ok(s, args).out);
 }
 
-// Starts gaia with `args` in the background, its stdout going to `out`.
-pid_t spawn(const Scratch& s, const std::vector<std::string>& args, const std::filesystem::path& out) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open((out.string() + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::setenv("XDG_STATE_HOME", (s.dir() / "state").c_str(), 1);
-    ::setenv("NO_COLOR", "1", 1);
-    ::unsetenv("GAIA_STORE");
-    std::vector<char*> argv{const_cast<char*>(GAIA_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(GAIA_BINARY, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 // Waits up to `limit` for `path` to contain `needle`.
 bool wait_for_text(const std::filesystem::path& path, const std::string& needle, std::chrono::milliseconds limit) {
   auto until = std::chrono::steady_clock::now() + limit;
@@ -110,12 +70,6 @@ bool wait_for_text(const std::filesystem::path& path, const std::string& needle,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return Scratch::slurp(path).find(needle) != std::string::npos;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // Commits `n` events with reason `reason` to the store at `path`, as another gaia
@@ -230,7 +184,7 @@ TEST_CASE("gaia events -f sees another process's events within a second", "[e2e]
   auto store_path = s.dir() / "follow.db";
   commit_events(store_path, "Seeded", 1);
   auto out = s.dir() / "follow.out";
-  pid_t pid = spawn(s, {"--store", store_path.string(), "events", "-f", "-o", "json", "--reason", "Seeded,Live"}, out);
+  pid_t pid = s.spawn({"--store", store_path.string(), "events", "-f", "-o", "json", "--reason", "Seeded,Live"}, "follow");
   // The follower has started (and printed the listing) once the seeded event shows.
   REQUIRE(wait_for_text(out, "\"Seeded\"", std::chrono::seconds(10)));
   commit_events(store_path, "Live", 3);
@@ -238,7 +192,7 @@ TEST_CASE("gaia events -f sees another process's events within a second", "[e2e]
   bool seen = wait_for_text(out, "outside event 2", std::chrono::seconds(1));
   ::kill(pid, SIGTERM);
   int code = wait_exit(pid);
-  INFO(Scratch::slurp(out) << Scratch::slurp(out.string() + ".err"));
+  INFO(Scratch::slurp(out) << Scratch::slurp(s.dir() / "follow.err"));
   CHECK(seen);
   CHECK(code == 0);  // SIGTERM ends a follower cleanly.
   auto lines = json_lines(Scratch::slurp(out));

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "cli/app.hpp"
-#include "tests/cli/run_util.hpp"
+#include "tests/cli/e2e_util.hpp"
 #include "tests/golden_util.hpp"
 
 using namespace gaia::cli;

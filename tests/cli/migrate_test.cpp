@@ -9,58 +9,22 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "lib/clock.hpp"
-#include "lib/sqlite_store.hpp"
-#include "lib/state.hpp"
-#include "tests/cli/run_util.hpp"
+#include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
 using nlohmann::json;
 
 namespace {
 
-std::string store_path(const Scratch& s) { return (s.dir() / "store.db").string(); }
-
-RunResult ok(const Scratch& s, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--store", store_path(s)});
-  auto r = s.gaia(args);
-  INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return r;
-}
-
-RunResult run(const Scratch& s, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--store", store_path(s)});
-  return s.gaia(args);
-}
-
-gaia::ClusterState load(const Scratch& s) {
-  auto store = gaia::SqliteStore::open(store_path(s));
-  REQUIRE(store);
-  gaia::SystemClock clock;
-  gaia::State state(**store, clock);
-  auto st = state.load();
-  REQUIRE(st);
-  return *st;
-}
-
-int64_t revision(const Scratch& s) {
-  auto store = gaia::SqliteStore::open(store_path(s));
-  REQUIRE(store);
-  auto r = (*store)->revision();
-  REQUIRE(r);
-  return *r;
-}
-
 // Runs a command that must fail with `code`, mention `needle` on stderr, and write
 // nothing.
-void refused(const Scratch& s, const std::vector<std::string>& args, int code, const std::string& needle) {
-  int64_t before = revision(s);
-  auto r = run(s, args);
+void refused(const StoreCli& g, const std::vector<std::string>& args, int code, const std::string& needle) {
+  int64_t before = g.revision();
+  auto r = g.run(args);
   INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.code == code);
   CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(revision(s) == before);
+  CHECK(g.revision() == before);
 }
 
 // An app `name` with roles given as jsonnet role bodies by name.
@@ -102,130 +66,134 @@ const gaia::Instance& instance(const gaia::ClusterState& st, const std::string& 
 
 TEST_CASE("scale: absolute and relative counts, highest ordinals removed first", "[e2e][scale]") {
   Scratch s;
-  ok(s, {"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi"});
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi"});
   write_roles(s, "web", {{"web", service(2, "1")}});
-  ok(s, {"submit", "apps/web", "--wait", "--timeout", "30s"});
+  g.ok({"submit", "apps/web", "--wait", "--timeout", "30s"});
 
-  auto up = ok(s, {"scale", "web", "--replicas", "4"});
+  auto up = g.ok({"scale", "web", "--replicas", "4"});
   CHECK(up.out.find("scaled web/web: 2 -> 4 replica(s)") != std::string::npos);
-  auto st = load(s);
+  auto st = g.load();
   CHECK(ordinals(st, "web") == std::vector<int>{0, 1, 2, 3});
   CHECK(running(st, "web") == 4);
   CHECK(st.apps.at("default/web").scale.at("web") == 4);
 
-  ok(s, {"scale", "web/web", "--replicas", "+2"});
-  CHECK(running(load(s), "web") == 6);
-  auto down = ok(s, {"scale", "web", "--replicas=-3"});
+  g.ok({"scale", "web/web", "--replicas", "+2"});
+  CHECK(running(g.load(), "web") == 6);
+  auto down = g.ok({"scale", "web", "--replicas=-3"});
   CHECK(down.out.find("6 -> 3") != std::string::npos);
-  CHECK(ordinals(load(s), "web") == std::vector<int>{0, 1, 2});
+  CHECK(ordinals(g.load(), "web") == std::vector<int>{0, 1, 2});
   // A negative change may also follow the flag as its own argument.
-  ok(s, {"scale", "web", "--replicas", "-1"});
-  CHECK(ordinals(load(s), "web") == std::vector<int>{0, 1});
+  g.ok({"scale", "web", "--replicas", "-1"});
+  CHECK(ordinals(g.load(), "web") == std::vector<int>{0, 1});
 
-  auto same = ok(s, {"scale", "web", "--replicas", "2"});
+  auto same = g.ok({"scale", "web", "--replicas", "2"});
   CHECK(same.out.find("already has 2") != std::string::npos);
 
   // Dry run: says what would happen, writes nothing.
-  int64_t before = revision(s);
-  auto dry = ok(s, {"scale", "web", "--replicas", "3", "--dry-run"});
+  int64_t before = g.revision();
+  auto dry = g.ok({"scale", "web", "--replicas", "3", "--dry-run"});
   CHECK(dry.out.find("would scale web/web: 2 -> 3") != std::string::npos);
   CHECK(dry.out.find("2.web.web.default on node-") != std::string::npos);
   CHECK(dry.out.find("dry run") != std::string::npos);
-  CHECK(revision(s) == before);
+  CHECK(g.revision() == before);
 
   // Scaling beyond the cluster: the rest is pending with the scheduler's reason.
-  auto big = ok(s, {"scale", "web", "--replicas", "14"});
+  auto big = g.ok({"scale", "web", "--replicas", "14"});
   CHECK(big.out.find("pending: 0/3 nodes fit") != std::string::npos);
-  auto events = ok(s, {"events", "--reason", "ScaledUp", "-o", "json"});
+  auto events = g.ok({"events", "--reason", "ScaledUp", "-o", "json"});
   CHECK(events.out.find("ScaledUp") != std::string::npos);
 }
 
 TEST_CASE("scale: errors name the problem and leave the store unchanged", "[e2e][scale]") {
   Scratch s;
-  ok(s, {"cluster", "create", "--nodes", "2", "--cpu", "4", "--memory", "16Gi"});
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "2", "--cpu", "4", "--memory", "16Gi"});
   write_roles(s, "web", {{"web", service(1, "500m")}});
   write_roles(s, "duo", {{"api", service(1, "500m")}, {"worker", service(1, "500m")}, {"job", "{ kind: 'batch', image: 'busybox', resources: { cpu: '100m', memory: '64Mi' } }"}});
-  ok(s, {"submit", "apps/web", "apps/duo", "--wait", "--timeout", "30s"});
+  g.ok({"submit", "apps/web", "apps/duo", "--wait", "--timeout", "30s"});
 
-  refused(s, {"scale", "wbe", "--replicas", "2"}, 1, "did you mean web?");
-  refused(s, {"scale", "duo", "--replicas", "2"}, 1, "api, job, worker");
-  refused(s, {"scale", "duo/wroker", "--replicas", "2"}, 1, "did you mean duo/worker?");
-  refused(s, {"scale", "duo/job", "--replicas", "2"}, 1, "batch role");
-  refused(s, {"scale", "web", "--replicas=-5"}, 1, "would make -4");
-  refused(s, {"scale", "web", "--replicas", "1000000"}, 1, "more than the 10000");
-  refused(s, {"scale", "web", "--replicas", "lots"}, 2, "expected a count");
-  refused(s, {"scale", "web", "--replicas", "99999999999999999999"}, 2, "expected a count");
-  refused(s, {"--tenant", "other", "scale", "web", "--replicas", "2"}, 1, "--tenant default");
-  auto help = ok(s, {"scale", "--help"});
+  refused(g, {"scale", "wbe", "--replicas", "2"}, 1, "did you mean web?");
+  refused(g, {"scale", "duo", "--replicas", "2"}, 1, "api, job, worker");
+  refused(g, {"scale", "duo/wroker", "--replicas", "2"}, 1, "did you mean duo/worker?");
+  refused(g, {"scale", "duo/job", "--replicas", "2"}, 1, "batch role");
+  refused(g, {"scale", "web", "--replicas=-5"}, 1, "would make -4");
+  refused(g, {"scale", "web", "--replicas", "1000000"}, 1, "more than the 10000");
+  refused(g, {"scale", "web", "--replicas", "lots"}, 2, "expected a count");
+  refused(g, {"scale", "web", "--replicas", "99999999999999999999"}, 2, "expected a count");
+  refused(g, {"--tenant", "other", "scale", "web", "--replicas", "2"}, 1, "--tenant default");
+  auto help = g.ok({"scale", "--help"});
   CHECK(help.out.find("Examples:") != std::string::npos);
 }
 
 TEST_CASE("migrate: --to moves an instance, refusals are explained", "[e2e][migrate]") {
   Scratch s;
-  ok(s, {"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi"});
-  ok(s, {"node", "add", "--nodes", "1", "--cpu", "500m", "--memory", "1Gi", "--name-prefix", "tiny"});
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi"});
+  g.ok({"node", "add", "--nodes", "1", "--cpu", "500m", "--memory", "1Gi", "--name-prefix", "tiny"});
   write_roles(s, "web", {{"web", service(1, "1", "migration: { migrate_times: 1 }")}});
-  ok(s, {"submit", "apps/web", "--wait", "--timeout", "30s"});
-  std::string from = instance(load(s), "0.web.web.default").node;
+  g.ok({"submit", "apps/web", "--wait", "--timeout", "30s"});
+  std::string from = instance(g.load(), "0.web.web.default").node;
   std::string to = from == "node-1" ? "node-2" : "node-1";
 
   // Dry run: the move is printed, nothing written.
-  int64_t before = revision(s);
-  auto dry = ok(s, {"migrate", "web/web/0", "--to", to, "--dry-run"});
+  int64_t before = g.revision();
+  auto dry = g.ok({"migrate", "web/web/0", "--to", to, "--dry-run"});
   CHECK(dry.out.find("would move 0.web.web.default from " + from + " to " + to) != std::string::npos);
-  CHECK(revision(s) == before);
+  CHECK(g.revision() == before);
 
-  refused(s, {"migrate", "0.web.web.default", "--to", "tiny-1"}, 1, "ResourceFit");
-  refused(s, {"migrate", "0.web.web.default", "--to", "nod-1"}, 1, "did you mean node-1?");
-  refused(s, {"migrate", "0.web.web.default", "--to", from}, 1, "already on " + from);
-  refused(s, {"migrate", "0.wbe.web.default"}, 1, "did you mean 0.web.web.default?");
+  refused(g, {"migrate", "0.web.web.default", "--to", "tiny-1"}, 1, "ResourceFit");
+  refused(g, {"migrate", "0.web.web.default", "--to", "nod-1"}, 1, "did you mean node-1?");
+  refused(g, {"migrate", "0.web.web.default", "--to", from}, 1, "already on " + from);
+  refused(g, {"migrate", "0.wbe.web.default"}, 1, "did you mean 0.web.web.default?");
 
-  auto moved = ok(s, {"migrate", "0.web.web.default", "--to", to});
+  auto moved = g.ok({"migrate", "0.web.web.default", "--to", to});
   CHECK(moved.out.find("moved 0.web.web.default from " + from + " to " + to) != std::string::npos);
-  auto st = load(s);
+  auto st = g.load();
   CHECK(instance(st, "0.web.web.default").node == to);
   CHECK(instance(st, "0.web.web.default").migrations == 1);
 
   // migrate_times is 1: the next move is refused, --force overrides.
-  refused(s, {"migrate", "0.web.web.default"}, 1, "migrate_times");
-  auto forced = ok(s, {"migrate", "0.web.web.default", "--force", "-o", "json"});
+  refused(g, {"migrate", "0.web.web.default"}, 1, "migrate_times");
+  auto forced = g.ok({"migrate", "0.web.web.default", "--force", "-o", "json"});
   auto j = json::parse(forced.out);
   CHECK(j["migrations"] == 2);
   CHECK(j["from"] == to);
-  auto events = ok(s, {"events", "--reason", "Migrated"});
+  auto events = g.ok({"events", "--reason", "Migrated"});
   CHECK(events.out.find("0.web.web.default") != std::string::npos);
-  CHECK(ok(s, {"migrate", "--help"}).out.find("Examples:") != std::string::npos);
+  CHECK(g.ok({"migrate", "--help"}).out.find("Examples:") != std::string::npos);
 }
 
 TEST_CASE("drain: dry run writes nothing, drain keeps min_available and empties the node", "[e2e][drain]") {
   Scratch s;
+  StoreCli g{s};
   // One node first, so every replica lands on it; then two empty ones to drain onto.
-  ok(s, {"cluster", "create", "--nodes", "1", "--cpu", "8", "--memory", "32Gi"});
+  g.ok({"cluster", "create", "--nodes", "1", "--cpu", "8", "--memory", "32Gi"});
   write_roles(s, "web", {{"web", service(3, "1", "migration: { min_available: 2 }")},
                          {"pinned", service(1, "1", "migration: { migrate_times: 0 }")}});
-  ok(s, {"submit", "apps/web", "--wait", "--timeout", "30s"});
-  ok(s, {"node", "add", "--nodes", "2", "--cpu", "8", "--memory", "32Gi"});
-  auto st = load(s);
+  g.ok({"submit", "apps/web", "--wait", "--timeout", "30s"});
+  g.ok({"node", "add", "--nodes", "2", "--cpu", "8", "--memory", "32Gi"});
+  auto st = g.load();
   REQUIRE(st.snapshot.nodes.size() == 3);
   for (const auto& i : st.snapshot.instances) REQUIRE(i.node == "node-1");
 
-  int64_t before = revision(s);
-  auto dry = ok(s, {"drain", "node-1", "--dry-run"});
+  int64_t before = g.revision();
+  auto dry = g.ok({"drain", "node-1", "--dry-run"});
   CHECK(dry.out.find("drain node-1 would move its instances:") != std::string::npos);
   CHECK(dry.out.find("0.web.web.default") != std::string::npos);
   CHECK(dry.out.find("migrate_times") != std::string::npos);  // The pinned one stays, and why.
   CHECK(dry.out.find("3 moved, 0 pending, 1 still on the node") != std::string::npos);
   CHECK(dry.out.find("dry run: nothing was written") != std::string::npos);
-  CHECK(revision(s) == before);
-  auto dry_json = json::parse(ok(s, {"drain", "node-1", "--dry-run", "-o", "json"}).out);
+  CHECK(g.revision() == before);
+  auto dry_json = json::parse(g.ok({"drain", "node-1", "--dry-run", "-o", "json"}).out);
   CHECK(dry_json["moves"].size() == 4);
-  CHECK(revision(s) == before);
-  refused(s, {"drain", "nod-1"}, 1, "did you mean node-1?");
+  CHECK(g.revision() == before);
+  refused(g, {"drain", "nod-1"}, 1, "did you mean node-1?");
 
-  auto drained = ok(s, {"drain", "node-1"});
+  auto drained = g.ok({"drain", "node-1"});
   CHECK(drained.out.find("3 moved") != std::string::npos);
   CHECK(drained.out.find("still on node-1") != std::string::npos);
-  st = load(s);
+  st = g.load();
   CHECK(st.find_node("node-1")->state == gaia::NodeState::Cordoned);
   CHECK(st.find_node("node-1")->draining);
   for (const auto& i : st.snapshot.instances) {
@@ -238,7 +206,7 @@ TEST_CASE("drain: dry run writes nothing, drain keeps min_available and empties 
   // Every pass kept two of the three web replicas running: the timeline shows the moves
   // one at a time, each re-placed before the next left.
   auto events = json::parse("[" + [&] {
-    std::string lines = ok(s, {"events", "-o", "json"}).out, joined;
+    std::string lines = g.ok({"events", "-o", "json"}).out, joined;
     for (size_t at = 0; at < lines.size();) {
       size_t end = lines.find('\n', at);
       if (end == std::string::npos) end = lines.size();
@@ -257,37 +225,38 @@ TEST_CASE("drain: dry run writes nothing, drain keeps min_available and empties 
   CHECK(lowest == 2);
 
   // --wait gives up on the pinned instance and says why.
-  auto wait = run(s, {"drain", "node-1", "--wait", "--timeout", "1s"});
+  auto wait = g.run({"drain", "node-1", "--wait", "--timeout", "1s"});
   CHECK(wait.code == 1);
   CHECK(wait.err.find("0.pinned.web.default") != std::string::npos);
   CHECK(wait.err.find("migrate_times") != std::string::npos);
   // Scaling the pinned role away lets the drain finish.
-  ok(s, {"scale", "web/pinned", "--replicas", "0"});
-  auto finished = ok(s, {"events", "--reason", "Drained"});
+  g.ok({"scale", "web/pinned", "--replicas", "0"});
+  auto finished = g.ok({"events", "--reason", "Drained"});
   CHECK(finished.out.find("node-1") != std::string::npos);
-  CHECK_FALSE(load(s).find_node("node-1")->draining);
-  CHECK(ok(s, {"drain", "--help"}).out.find("Examples:") != std::string::npos);
+  CHECK_FALSE(g.load().find_node("node-1")->draining);
+  CHECK(g.ok({"drain", "--help"}).out.find("Examples:") != std::string::npos);
 }
 
 TEST_CASE("node fail and recover: stateless instances move, stateful ones wait for their volume", "[e2e][drain]") {
   Scratch s;
-  ok(s, {"cluster", "create", "--nodes", "1", "--cpu", "8", "--memory", "32Gi"});
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "1", "--cpu", "8", "--memory", "32Gi"});
   write_roles(s, "web", {{"web", service(2, "1")}});
   write_roles(s, "db", {{"db", service(1, "1", "volumes: [{ name: 'data', size: '1Gi', class: 'hdd', mount: '/data' }]")}});
-  ok(s, {"submit", "apps/web", "apps/db", "--wait", "--timeout", "30s"});
-  ok(s, {"node", "add", "--nodes", "2", "--cpu", "8", "--memory", "32Gi"});
+  g.ok({"submit", "apps/web", "apps/db", "--wait", "--timeout", "30s"});
+  g.ok({"node", "add", "--nodes", "2", "--cpu", "8", "--memory", "32Gi"});
 
-  int64_t before = revision(s);
-  auto dry = ok(s, {"node", "fail", "node-1", "--dry-run"});
+  int64_t before = g.revision();
+  auto dry = g.ok({"node", "fail", "node-1", "--dry-run"});
   CHECK(dry.out.find("fail node-1 would move its instances:") != std::string::npos);
   CHECK(dry.out.find("waiting for node node-1 (holds volume data)") != std::string::npos);
   CHECK(dry.out.find("2 moved, 1 pending") != std::string::npos);
-  CHECK(revision(s) == before);
-  CHECK(load(s).find_node("node-1")->state == gaia::NodeState::Ready);
+  CHECK(g.revision() == before);
+  CHECK(g.load().find_node("node-1")->state == gaia::NodeState::Ready);
 
-  auto failed = ok(s, {"node", "fail", "node-1"});
+  auto failed = g.ok({"node", "fail", "node-1"});
   CHECK(failed.out.find("2 moved, 1 pending") != std::string::npos);
-  auto st = load(s);
+  auto st = g.load();
   CHECK(st.find_node("node-1")->state == gaia::NodeState::Down);
   for (const auto& i : st.snapshot.instances) {
     CHECK(i.node != "node-1");
@@ -296,57 +265,58 @@ TEST_CASE("node fail and recover: stateless instances move, stateful ones wait f
   const auto& db = instance(st, "0.db.db.default");
   CHECK(db.state == gaia::InstanceState::Pending);
   CHECK(db.pending_reason == "waiting for node node-1 (holds volume data)");
-  CHECK(ok(s, {"node", "fail", "node-1"}).out.find("already down") != std::string::npos);
-  refused(s, {"migrate", "0.db.db.default"}, 1, "--force");
-  refused(s, {"drain", "node-1"}, 1, "is down");
+  CHECK(g.ok({"node", "fail", "node-1"}).out.find("already down") != std::string::npos);
+  refused(g, {"migrate", "0.db.db.default"}, 1, "--force");
+  refused(g, {"drain", "node-1"}, 1, "is down");
 
-  auto recovered = ok(s, {"node", "recover", "node-1"});
+  auto recovered = g.ok({"node", "recover", "node-1"});
   CHECK(recovered.out.find("NodeRecovered") != std::string::npos);
-  st = load(s);
+  st = g.load();
   CHECK(st.find_node("node-1")->state == gaia::NodeState::Ready);
   CHECK(instance(st, "0.db.db.default").state == gaia::InstanceState::Running);
   CHECK(instance(st, "0.db.db.default").node == "node-1");
 
   // --move-stateful: the stateful instance starts elsewhere, with a fresh volume.
-  auto moved = ok(s, {"node", "fail", "node-1", "--move-stateful"});
+  auto moved = g.ok({"node", "fail", "node-1", "--move-stateful"});
   CHECK(moved.out.find("0.db.db.default") != std::string::npos);
-  st = load(s);
+  st = g.load();
   const auto& db2 = instance(st, "0.db.db.default");
   CHECK(db2.state == gaia::InstanceState::Running);
   CHECK(db2.node != "node-1");
   REQUIRE(db2.volumes.size() == 1);
   CHECK(db2.volumes[0].node == db2.node);
-  CHECK(ok(s, {"events", "--reason", "VolumeLost"}).out.find("0.db.db.default") != std::string::npos);
-  refused(s, {"node", "fail", "nope"}, 1, "no node named 'nope'");
-  CHECK(ok(s, {"node", "fail", "--help"}).out.find("Examples:") != std::string::npos);
+  CHECK(g.ok({"events", "--reason", "VolumeLost"}).out.find("0.db.db.default") != std::string::npos);
+  refused(g, {"node", "fail", "nope"}, 1, "no node named 'nope'");
+  CHECK(g.ok({"node", "fail", "--help"}).out.find("Examples:") != std::string::npos);
 }
 
 TEST_CASE("rebalance: the plan first, then the moves that let a large instance fit", "[e2e][rebalance]") {
   Scratch s;
-  ok(s, {"cluster", "create", "--nodes", "2", "--cpu", "4", "--memory", "16Gi"});
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "2", "--cpu", "4", "--memory", "16Gi"});
   write_roles(s, "small", {{"s", service(4, "1")}});  // Two per node: 2 cores free on each.
-  ok(s, {"submit", "apps/small", "--wait", "--timeout", "30s"});
+  g.ok({"submit", "apps/small", "--wait", "--timeout", "30s"});
   write_roles(s, "big", {{"b", service(1, "4")}});
-  ok(s, {"submit", "apps/big"});
-  REQUIRE(instance(load(s), "0.b.big.default").state == gaia::InstanceState::Pending);
+  g.ok({"submit", "apps/big"});
+  REQUIRE(instance(g.load(), "0.b.big.default").state == gaia::InstanceState::Pending);
 
-  int64_t before = revision(s);
-  auto dry = ok(s, {"rebalance", "--dry-run"});
+  int64_t before = g.revision();
+  auto dry = g.ok({"rebalance", "--dry-run"});
   CHECK(dry.out.find("plan: 2 move(s)") != std::string::npos);
   CHECK(dry.out.find("then 0.b.big.default fits on node-") != std::string::npos);
   CHECK(dry.out.find("dry run: nothing was written") != std::string::npos);
-  CHECK(revision(s) == before);
-  refused(s, {"rebalance", "--max-moves", "-1"}, 2, "--max-moves");
-  auto one = ok(s, {"rebalance", "--dry-run", "--max-moves", "1"});
+  CHECK(g.revision() == before);
+  refused(g, {"rebalance", "--max-moves", "-1"}, 2, "--max-moves");
+  auto one = g.ok({"rebalance", "--dry-run", "--max-moves", "1"});
   CHECK(one.out.find("0.b.big.default still fits nowhere") != std::string::npos);
 
-  auto applied = ok(s, {"rebalance"});
+  auto applied = g.ok({"rebalance"});
   CHECK(applied.out.find("plan: 2 move(s)") != std::string::npos);
   CHECK(applied.out.find("applied 2 move(s)") != std::string::npos);
-  auto st = load(s);
+  auto st = g.load();
   CHECK(instance(st, "0.b.big.default").state == gaia::InstanceState::Running);
   CHECK(running(st, "small") == 4);
   // Nothing left to do.
-  CHECK(ok(s, {"rebalance", "--dry-run"}).out.find("nothing to move") != std::string::npos);
-  CHECK(ok(s, {"rebalance", "--help"}).out.find("Examples:") != std::string::npos);
+  CHECK(g.ok({"rebalance", "--dry-run"}).out.find("nothing to move") != std::string::npos);
+  CHECK(g.ok({"rebalance", "--help"}).out.find("Examples:") != std::string::npos);
 }

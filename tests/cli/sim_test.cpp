@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/run_util.hpp"
+#include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
 using nlohmann::json;
@@ -17,18 +17,10 @@ namespace {
 
 struct Sim {
   Scratch s;
-  std::string store = (s.dir() / "store.db").string();
+  StoreCli cli{s};
 
-  RunResult run(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"--store", store});
-    return s.gaia(args);
-  }
-  RunResult ok(const std::vector<std::string>& args) const {
-    auto r = run(args);
-    INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
-    REQUIRE(r.code == 0);
-    return r;
-  }
+  RunResult run(const std::vector<std::string>& args) const { return cli.run(args); }
+  RunResult ok(const std::vector<std::string>& args) const { return cli.ok(args); }
   json instances() const { return json::parse(ok({"get", "instances", "-o", "json"}).out); }
   json instance(const std::string& key) const {
     for (const auto& i : instances()) {
@@ -40,17 +32,7 @@ struct Sim {
     return {};
   }
   std::vector<json> events(const std::string& reason) const {
-    std::vector<json> out;
-    std::string text = ok({"events", "-o", "json", "--reason", reason}).out;
-    size_t at = 0;
-    while (at < text.size()) {
-      size_t nl = text.find('\n', at);
-      std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-      if (!line.empty()) out.push_back(json::parse(line));
-      if (nl == std::string::npos) break;
-      at = nl + 1;
-    }
-    return out;
+    return json_lines(ok({"events", "-o", "json", "--reason", reason}).out);
   }
 
   // An app with one role of `replicas` instances: `cpu` cores and `memory`, restart

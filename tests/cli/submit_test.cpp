@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +14,8 @@
 #include <set>
 #include <thread>
 
-#include "lib/clock.hpp"
-#include "lib/sqlite_store.hpp"
-#include "lib/state.hpp"
 #include "lib/topology.hpp"
-#include "tests/cli/run_util.hpp"
+#include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
 using nlohmann::json;
@@ -27,34 +23,6 @@ using nlohmann::json;
 namespace {
 
 std::string examples(const std::string& app) { return examples_dir() + "/" + app; }
-
-RunResult ok(const Scratch& s, const std::vector<std::string>& args) {
-  auto r = s.gaia(args);
-  INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return r;
-}
-
-std::string store_path(const Scratch& s) { return (s.dir() / "store.db").string(); }
-
-// Reads the store the way gaia does, from the test process.
-gaia::ClusterState load(const Scratch& s) {
-  auto store = gaia::SqliteStore::open(store_path(s));
-  REQUIRE(store);
-  gaia::SystemClock clock;
-  gaia::State state(**store, clock);
-  auto st = state.load();
-  REQUIRE(st);
-  return *st;
-}
-
-int64_t revision(const Scratch& s) {
-  auto store = gaia::SqliteStore::open(store_path(s));
-  REQUIRE(store);
-  auto r = (*store)->revision();
-  REQUIRE(r);
-  return *r;
-}
 
 // An app with one role `web` of `replicas` instances of `cpu` cores and 1Gi, depending
 // on `deps` (names, any version).
@@ -108,44 +76,15 @@ void check_store_invariants(const gaia::ClusterState& st) {
   }
 }
 
-// Starts gaia without waiting for it.
-pid_t spawn(const Scratch& s, const std::vector<std::string>& args) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    if (::chdir(s.dir().c_str()) != 0) ::_exit(127);
-    ::setenv("XDG_STATE_HOME", (s.dir() / "state").c_str(), 1);
-    ::setenv("XDG_CACHE_HOME", (s.dir() / "cache").c_str(), 1);
-    ::setenv("NO_COLOR", "1", 1);
-    ::unsetenv("GAIA_REPO");
-    ::unsetenv("GAIA_STORE");
-    std::vector<char*> argv{const_cast<char*>(GAIA_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(GAIA_BINARY, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 }  // namespace
 
 TEST_CASE("submit: the example stack on a cluster, resubmit, plan, status, endpoints", "[e2e][submit]") {
   Scratch s;
   std::string store = store_path(s);
-  ok(s, {"--store", store, "cluster", "create", "-f", std::string(GAIA_SOURCE_DIR) + "/examples/clusters/bigdata-50.yaml"});
+  ok(s, {"--store", store, "cluster", "create", "-f", examples_dir() + "/clusters/bigdata-50.yaml"});
 
   // Plan first: the whole chain, and nothing written.
-  int64_t before = revision(s);
+  int64_t before = store_revision(store);
   auto plan = ok(s, {"--store", store, "plan", examples("web")});
   CHECK(plan.out.find("would place:") != std::string::npos);
   CHECK(plan.out.find("0.server.zookeeper.default") != std::string::npos);
@@ -153,12 +92,12 @@ TEST_CASE("submit: the example stack on a cluster, resubmit, plan, status, endpo
   auto plan_json = json::parse(ok(s, {"--store", store, "plan", examples("web"), "-o", "json"}).out);
   CHECK(plan_json["dry_run"] == true);
   CHECK(plan_json["apps"].size() == 5);
-  CHECK(revision(s) == before);
-  CHECK(load(s).apps.empty());
+  CHECK(store_revision(store) == before);
+  CHECK(load_state(store).apps.empty());
 
   auto submit = ok(s, {"--store", store, "submit", examples("web"), "--wait", "--timeout", "60s"});
   CHECK(submit.out.find("ready: every instance of") != std::string::npos);
-  auto st = load(s);
+  auto st = load_state(store);
   CHECK(st.apps.size() == 5);
   for (const auto& [id, app] : st.apps) CHECK(app.status == "Ready");
   for (const auto& i : st.snapshot.instances) {
@@ -187,16 +126,16 @@ TEST_CASE("submit: the example stack on a cluster, resubmit, plan, status, endpo
   auto more = ok(s, {"--store", store, "submit", examples("spark"), examples("trainer"), "--wait", "--timeout", "60s"});
   CHECK(more.out.find("reuse") != std::string::npos);
   CHECK(more.out.find("hdfs") != std::string::npos);
-  st = load(s);
+  st = load_state(store);
   CHECK(st.apps.size() == 7);
   check_store_invariants(st);
 
   // Resubmitting the unchanged spec writes nothing and says so.
-  int64_t settled = revision(s);
+  int64_t settled = store_revision(store);
   auto again = ok(s, {"--store", store, "submit", examples("web")});
   CHECK(again.out.find("no changes") != std::string::npos);
   CHECK(again.out.find("unchanged") != std::string::npos);
-  CHECK(revision(s) == settled);
+  CHECK(store_revision(store) == settled);
 
   auto status = json::parse(ok(s, {"--store", store, "status", "-o", "json"}).out);
   CHECK(status["nodes"]["total"] == 50);
@@ -242,12 +181,12 @@ TEST_CASE("delete: refuses while dependents exist, cascades dependents first, fr
   CHECK(big.out.find("not running yet") != std::string::npos);
   CHECK(big.out.find("ResourceFit") != std::string::npos);
 
-  int64_t before = revision(s);
+  int64_t before = store_revision(store);
   auto refused = s.gaia({"--store", store, "delete", "base"});
   CHECK(refused.code == 1);
   CHECK(refused.err.find("mid, top") != std::string::npos);
   CHECK(refused.err.find("--cascade") != std::string::npos);
-  CHECK(revision(s) == before);
+  CHECK(store_revision(store) == before);
   auto unknown = s.gaia({"--store", store, "delete", "bsae"});
   CHECK(unknown.code == 1);
   CHECK(unknown.err.find("did you mean base?") != std::string::npos);
@@ -261,7 +200,7 @@ TEST_CASE("delete: refuses while dependents exist, cascades dependents first, fr
   // The freed room went to the pending instance in the same command.
   REQUIRE(j["placed"].size() == 1);
   CHECK(j["placed"][0]["instance"] == "0.web.big.default");
-  auto st = load(s);
+  auto st = load_state(store);
   CHECK(st.apps.size() == 1);
   CHECK(st.find_app("default", "big")->status == "Ready");
   check_store_invariants(st);
@@ -284,7 +223,7 @@ TEST_CASE("submit --wait: a timeout names each blocking instance and why", "[e2e
   CHECK(r.err.find("waiting for dependency huge") != std::string::npos);
   CHECK(r.err.find("timed out") == std::string::npos);
   // The submission itself is committed: both apps are there, pending.
-  auto st = load(s);
+  auto st = load_state(store);
   CHECK(st.apps.size() == 2);
   CHECK(st.find_app("default", "front")->status == "Pending");
 
@@ -296,10 +235,10 @@ TEST_CASE("submit --wait: a timeout names each blocking instance and why", "[e2e
   CHECK(doc["wait"]["blocking"].size() == 3);
 
   // A bad timeout is an error before anything is written.
-  int64_t before = revision(s);
+  int64_t before = store_revision(store);
   auto bad = s.gaia({"--store", store, "submit", "apps/front", "--wait", "--timeout", "soon"});
   CHECK(bad.code == 1);
-  CHECK(revision(s) == before);
+  CHECK(store_revision(store) == before);
 
   // Without --wait: exit 0, and the pending instances are listed with their reasons.
   write_app(s, "huge2", 1, "64");
@@ -318,11 +257,11 @@ TEST_CASE("submit: 8 processes at once on one store lose and duplicate nothing",
   // Six different apps and the same app twice, all at once.
   std::vector<pid_t> pids;
   for (int k = 0; k < 6; ++k)
-    pids.push_back(spawn(s, {"--store", store, "submit", fmt::format("apps/app{}", k), "--no-cache"}));
-  for (int k = 0; k < 2; ++k) pids.push_back(spawn(s, {"--store", store, "submit", "apps/shared", "--no-cache"}));
+    pids.push_back(s.spawn({"--store", store, "submit", fmt::format("apps/app{}", k), "--no-cache"}));
+  for (int k = 0; k < 2; ++k) pids.push_back(s.spawn({"--store", store, "submit", "apps/shared", "--no-cache"}));
   for (pid_t p : pids) CHECK(wait_exit(p) == 0);
 
-  auto st = load(s);
+  auto st = load_state(store);
   CHECK(st.apps.size() == 7);
   CHECK(st.snapshot.instances.size() == 6 * 3 + 4);
   for (const auto& i : st.snapshot.instances) CHECK(i.state == gaia::InstanceState::Running);
@@ -354,7 +293,7 @@ TEST_CASE("submit: processes killed with SIGKILL leave a consistent store", "[e2
   int killed = 0;
   for (int round = 0; round < 6; ++round) {
     // Alternate replica counts so rounds update the app (replace instances), not only add.
-    pid_t pid = spawn(s, {"--store", store, "submit", examples("web"), "--set", fmt::format("replicas={}", 2 + round % 3),
+    pid_t pid = s.spawn({"--store", store, "submit", examples("web"), "--set", fmt::format("replicas={}", 2 + round % 3),
                           "--no-cache"});
     std::this_thread::sleep_for(std::chrono::milliseconds(delay(rng)));
     if (::kill(pid, SIGKILL) == 0) ++killed;
@@ -364,12 +303,12 @@ TEST_CASE("submit: processes killed with SIGKILL leave a consistent store", "[e2
     auto check = (*integrity)->integrity_check();
     INFO((check ? std::string() : check.error().to_string()));
     REQUIRE(check);
-    check_store_invariants(load(s));
+    check_store_invariants(load_state(store));
   }
   CHECK(killed > 0);
   // The store still works: a full submit completes on top of whatever the kills left.
   ok(s, {"--store", store, "submit", examples("web"), "--wait", "--timeout", "60s"});
-  auto st = load(s);
+  auto st = load_state(store);
   check_store_invariants(st);
   for (const auto& [id, app] : st.apps) CHECK(app.status == "Ready");
 }

@@ -59,7 +59,7 @@ struct Harness {
 
 void run_sequence(uint32_t seed, int steps) {
   TempDir dir;
-  Harness h(dir.path / "state.db");
+  Harness h(dir.path() / "state.db");
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
   auto cat = catalogue();

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <random>
 #include <set>
 
 #include "tests/controllers/sim_fixture.hpp"
@@ -14,6 +13,7 @@
 #include "controllers/submit.hpp"
 #include "lib/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace gaia {
 namespace {
@@ -232,8 +232,8 @@ TEST_CASE("resubmitting an unchanged spec changes nothing", "[submit]") {
 }
 
 TEST_CASE("an update rolls the instances out and commits cleanly to a real store", "[submit]") {
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("gaia-submit-test-{}", std::random_device{}());
-  auto store = SqliteStore::open(dir / "gaia.db");
+  test::TempDir dir("gaia-submit-test");
+  auto store = SqliteStore::open(dir.path() / "gaia.db");
   REQUIRE(store);
   ManualClock clock;
   State st(**store, clock);
@@ -298,8 +298,6 @@ TEST_CASE("an update rolls the instances out and commits cleanly to a real store
     CHECK(i.node == volume_node.at(i.key()));
   }
   CHECK(s2->find_app("default", "db")->version == "2.0.0");
-  store->reset();
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("an update never hands out an address another app holds", "[submit][address]") {

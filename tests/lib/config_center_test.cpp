@@ -7,7 +7,7 @@
 
 #include "lib/sqlite_store.hpp"
 #include "lib/state.hpp"
-#include "tests/spec/temp_dir.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using json = nlohmann::json;

@@ -6,26 +6,20 @@
 
 #include "lib/leader.hpp"
 #include "lib/sqlite_store.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Dir {
-  Dir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gaia-leader-XXXXXX").string();
-    path = mkdtemp(pattern.data());
-  }
-  ~Dir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
+using Dir = gaia::test::TempDir;
 
 std::unique_ptr<SqliteStore> open_store(const Dir& d, std::shared_ptr<const Clock> clock) {
   SqliteStoreOptions o;
   o.clock = clock;
   o.synchronous_full = false;
-  auto s = SqliteStore::open(d.path / "state.db", o);
+  auto s = SqliteStore::open(d.path() / "state.db", o);
   REQUIRE(s);
   return std::move(*s);
 }

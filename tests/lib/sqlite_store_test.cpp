@@ -13,30 +13,14 @@
 #include <thread>
 
 #include "tests/lib/store_contract.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using gaia::testing::must;
 using namespace std::chrono_literals;
+using gaia::test::TempDir;
 
 namespace {
-
-// A directory under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gaia-store-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  const std::filesystem::path& path() const { return m_path; }
-
- private:
-  std::filesystem::path m_path;
-};
 
 class SqliteBackend final : public gaia::testing::StoreBackend {
  public:

@@ -8,7 +8,7 @@
 #include "lib/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "lib/timeline.hpp"
-#include "tests/spec/temp_dir.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using namespace std::chrono_literals;

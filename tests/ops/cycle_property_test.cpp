@@ -78,7 +78,7 @@ struct Totals {
 
 void run_sequence(uint32_t seed, int steps, Totals& totals) {
   TempDir dir;
-  Harness h(dir.path / "state.db");
+  Harness h(dir.path() / "state.db");
   test::FakeBackendOptions fo;
   fo.seed = seed;
   fo.start_delay = 2;

@@ -8,7 +8,7 @@
 
 #include "spec/suggest.hpp"
 #include "tests/golden_util.hpp"
-#include "tests/spec/temp_dir.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using namespace gaia::spec;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "spec/resolve.hpp"
-#include "tests/spec/temp_dir.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace gaia;
 using namespace gaia::spec;

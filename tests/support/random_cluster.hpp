@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controllers/submit.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace gaia::test::random_cluster {
 
@@ -21,18 +22,7 @@ inline constexpr int64_t kGiB = 1024LL * 1024 * 1024;
 inline Resources gib(int64_t cpu_millis, int64_t mem_gi) { return Resources{cpu_millis, mem_gi * kGiB, 0, 0}; }
 
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gaia-reconcile-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::filesystem::path path;
-};
+using test::TempDir;
 
 inline Priority prio(Band b, int level = 100) {
   Priority p;

@@ -1,28 +1,28 @@
 #pragma once
-// A scratch directory under the system temp dir, removed with everything in it when the
-// test ends.
+// A scratch directory under the system temp dir, made with mkdtemp (unique even across
+// processes running tests in parallel) and removed with everything in it when the test
+// ends. Every test folder uses this one; tests/cli/e2e_util.hpp builds its Scratch on it.
 
-#include <atomic>
+#include <stdlib.h>
+
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 namespace gaia::test {
 
 class TempDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    m_path = std::filesystem::temp_directory_path() /
-             ("gaia-spec-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + "-" +
-              std::to_string(counter++));
-    std::filesystem::create_directories(m_path);
+  // `prefix` names the directory (<temp>/<prefix>-XXXXXX), so a leftover says whose it is.
+  explicit TempDir(const std::string& prefix = "gaia-test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    m_path = pattern;
   }
   ~TempDir() {
     std::error_code ec;
+    // A test may have taken its own permissions away to provoke an error.
     std::filesystem::permissions(m_path, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
     std::filesystem::remove_all(m_path, ec);
   }
@@ -35,7 +35,7 @@ class TempDir {
   std::filesystem::path write(const std::string& relpath, const std::string& text) const {
     std::filesystem::path p = m_path / relpath;
     std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
     return p;
   }
 
