@@ -10,6 +10,7 @@
 #include <set>
 
 #include "controllers/controller_options.hpp"
+#include "controllers/lifecycle.hpp"
 #include "cli/controller_loop.hpp"
 #include "cli/migration_view.hpp"
 #include "controllers/replicas.hpp"
@@ -194,7 +195,7 @@ int run_scale(const Globals& g, const ScaleArgs& a) {
     ClusterState changed = apply_batch(*st, d->batch);
     // The options `gaia sim options` stored, as the real run reads them.
     ctx.options = stored_controller_options(*st);
-    auto outcome = reconcile(changed, ctx);
+    auto outcome = reconcile_with_healthy_backend(changed, ctx);
     if (json) {
       nlohmann::json j{{"app", d->app}, {"role", d->role}, {"from", d->from}, {"to", d->to}, {"dry_run", true},
                        {"events", outcome.batch.events.size()}};

@@ -1031,6 +1031,7 @@ _gaia_opts() {
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
         '--reason' 'text' 'Why it exited (shown in events and describe)' \
+        '--exit-code' 'text' 'Exit with this code instead (0 finishes a batch instance: Succeeded)' \
         '--internal' 'flag' 'A failure of gaia itself (node agent crash): does not spend retry_times' \
         '--wait' 'flag' 'Follow the controllers until the instance runs again or its role fails' \
         '--timeout' 'text' 'How long --wait waits (e.g. 30s, 5m)' \

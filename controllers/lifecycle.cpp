@@ -85,8 +85,7 @@ void bind_instance(Instance& i, const std::string& node) {
   i.state = InstanceState::Placed;
   ++i.generation;
   i.pending_reason.clear();
-  i.failure.clear();
-  i.exit_code = 0;
+  // `failure` and `exit_code` stay: the last failure, for `gaia describe`.
   i.started_ms = 0;
   i.usage.reset();
   i.reservation.reset();
@@ -190,6 +189,47 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
     for (const auto& [tenant, app] : touched) sync_app_status(after, tenant, app, b);
   }
   return b;
+}
+
+Observation healthy_observation(const ClusterState& state, int64_t now_ms) {
+  Observation obs;
+  for (const auto& i : state.snapshot.instances) {
+    if (i.node.empty() || (i.state != InstanceState::Placed && i.state != InstanceState::Running)) continue;
+    ObservedCopy c;
+    c.instance = i.key();
+    c.node = i.node;
+    c.generation = i.generation;
+    c.phase = CopyPhase::Running;
+    c.started_ms = i.started_ms ? i.started_ms : now_ms;
+    c.usage = i.usage;
+    obs.copies.push_back(std::move(c));
+  }
+  return obs;
+}
+
+ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx, int max_rounds) {
+  ReconcileOutcome total;
+  total.after = state;
+  total.converged = false;
+  std::set<std::string> active;
+  for (int round = 0; round < max_rounds; ++round) {
+    auto r = reconcile(total.after, ctx);
+    total.passes += r.passes;
+    for (const auto& a : r.active) active.insert(a);
+    total.wake_at_ms = r.wake_at_ms;
+    total.after = std::move(r.after);
+    merge_batch(total.batch, r.batch);
+    Batch b = observe_instances(total.after, healthy_observation(total.after, ctx.now_ms), ctx.now_ms);
+    if (r.batch.empty() && b.empty()) {
+      total.converged = true;
+      break;
+    }
+    total.after = apply_batch(std::move(total.after), b);
+    total.after.seq += static_cast<int64_t>(b.events.size());
+    merge_batch(total.batch, std::move(b));
+  }
+  total.active.assign(active.begin(), active.end());
+  return total;
 }
 
 Actuation plan_actuation(const ClusterState& state, const Observation& obs) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/reconcile.hpp"
 #include "lib/backend.hpp"
 #include "lib/state.hpp"
 
@@ -34,7 +35,8 @@ namespace gaia {
 // it ran reset. Volume bindings stay, so a stateful instance returns to its data.
 void evict_instance(Instance& i, std::string reason, bool node_down = false);
 
-// Binds a pending instance to `node`: Placed, a new generation, run-time facts reset.
+// Binds a pending instance to `node`: Placed, a new generation, run-time facts reset
+// (the last failure is kept, for `gaia describe`).
 // The backend is asked to start it by the next actuation.
 void bind_instance(Instance& i, const std::string& node);
 
@@ -47,6 +49,16 @@ void bind_instance(Instance& i, const std::string& node);
 // times of running instances follow the observation without events. Nodes the backend
 // cannot reach are skipped: their copies are unknown, not lost. App statuses follow.
 Batch observe_instances(const ClusterState& state, const Observation& obs, int64_t now_ms);
+
+// What a healthy backend that starts and stops at once would report for `state`: every
+// bound or running instance has a ready copy of its current generation; Terminating ones
+// are gone. What-if plans (`--dry-run`) use it to show where things end up.
+Observation healthy_observation(const ClusterState& state, int64_t now_ms);
+
+// The controllers on `state` with such a backend, round after round until nothing
+// changes: the end state a what-if shows. `outcome.batch` holds every change.
+ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx,
+                                               int max_rounds = 32);
 
 struct Actuation {
   std::vector<StartSpec> starts;

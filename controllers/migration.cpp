@@ -1,4 +1,3 @@
-#include "controllers/lifecycle.hpp"
 #include "controllers/migration.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "controllers/lifecycle.hpp"
 #include "controllers/node_ops.hpp"
 #include "controllers/scheduler.hpp"
 
@@ -367,7 +367,8 @@ WhatIf report_moves(const ClusterState& before, const std::vector<std::string>& 
 
 WhatIf what_if(const ClusterState& before, const Batch& change, const ControllerContext& ctx) {
   ClusterState changed = apply_batch(before, change);
-  ReconcileOutcome outcome = reconcile(changed, ctx);
+  // Where things end up once a healthy backend has started what the controllers place.
+  ReconcileOutcome outcome = reconcile_with_healthy_backend(changed, ctx);
   std::vector<std::string> nodes;
   for (const auto& n : change.put_nodes) nodes.push_back(n.name);
   WhatIf w = report_moves(before, nodes, outcome.after, outcome.batch);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "controllers/submit.hpp"
@@ -84,37 +85,42 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
   for (int round = 0; round < options.max_rounds; ++round) {
     ++r.rounds;
     int64_t now = to_millis(clock.now());
-    auto obs = backend.observe(now);
-    if (!obs) {
-      // Nothing is known about what runs: decide nothing, so an unreachable backend
-      // never looks like a cluster where everything was lost.
-      Batch warn;
-      warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs.error().to_string()),
-                 "Warning");
-      r.errors.push_back(obs.error());
-      auto st = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
-        b = warn;
-        return {};
-      });
-      if (!st) return std::unexpected(st.error());
-      r.state = std::move(*st);
-      merge_batch(r.batch, std::move(warn));
-      return r;
-    }
+    // The observation is taken after the state is loaded (inside decide, again on every
+    // retry), so it is never older than the state it is applied to: a copy another
+    // process started and recorded Running since is in it, and not mistaken for lost.
+    std::optional<BackendResult<Observation>> obs;
     Decision d;
     auto st = state.update(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
-      d = decide(s, *obs, now, options);
+      obs = backend.observe(now);
+      if (!*obs) return {};
+      d = decide(s, **obs, now, options);
       b = d.batch;
       return {};
     });
     if (!st) return std::unexpected(st.error());
+    if (!*obs) {
+      // Nothing is known about what runs: decide nothing, so an unreachable backend
+      // never looks like a cluster where everything was lost.
+      Batch warn;
+      warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs->error().to_string()),
+                 "Warning");
+      r.errors.push_back(obs->error());
+      auto warned = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
+        b = warn;
+        return {};
+      });
+      if (!warned) return std::unexpected(warned.error());
+      r.state = std::move(*warned);
+      merge_batch(r.batch, std::move(warn));
+      return r;
+    }
     r.state = std::move(*st);
-    r.wake_at_ms = earliest(d.outcome.wake_at_ms, obs->wake_at_ms);
+    r.wake_at_ms = earliest(d.outcome.wake_at_ms, (*obs)->wake_at_ms);
     note_active(r, d.outcome.active);
     bool changed = !d.batch.empty();
     merge_batch(r.batch, std::move(d.batch));
 
-    Actuation act = plan_actuation(r.state, *obs);
+    Actuation act = plan_actuation(r.state, **obs);
     r.held = act.held;
     if (!act.empty()) {
       size_t errors_before = r.errors.size();

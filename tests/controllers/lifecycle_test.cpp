@@ -70,7 +70,7 @@ TEST_CASE("lifecycle: a copy of an earlier generation says nothing about the cur
   CHECK(a.starts.size() == 2);
 }
 
-TEST_CASE("lifecycle: a batch copy that exits 0 finishes its instance; other exits fail it", "[lifecycle]") {
+TEST_CASE("lifecycle: a batch copy that exits 0 finishes its instance, other exits fail it", "[lifecycle]") {
   ClusterState s = two_placed("batch");
   for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
   Observation obs;
@@ -163,7 +163,7 @@ TEST_CASE("lifecycle: dependents start only once their dependencies serve", "[li
   CHECK(b.stops.empty());
 }
 
-TEST_CASE("lifecycle: copies nobody wants are stopped; starting twice is not asked", "[lifecycle]") {
+TEST_CASE("lifecycle: copies nobody wants are stopped and starting twice is not asked", "[lifecycle]") {
   ClusterState s = two_placed();
   Observation obs;
   obs.copies.push_back(copy_of(inst(s, "0.fe.web.default"), CopyPhase::Starting));

@@ -234,7 +234,7 @@ TEST_CASE("migration: what-if reports landing nodes and writes nothing", "[migra
   for (const auto& m : w.moves) {
     CHECK(m.from == "n1");
     CHECK((m.to == "n2" || m.to == "n3"));
-    CHECK(m.state == "Placed");  // Bound there; the backend starts it after the commit.
+    CHECK(m.state == "Running");  // Where it runs once a healthy backend started it.
   }
   CHECK(s.find_node("n1")->state == NodeState::Ready);  // The input is untouched.
 }

@@ -17,7 +17,7 @@
 #include "lib/state.hpp"
 #include "ops/workspace.hpp"
 #include "tests/controllers/state_fixture.hpp"
-#include "tests/spec/temp_dir.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace gaia::test {
 
