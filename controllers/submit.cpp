@@ -441,14 +441,7 @@ struct Work {
       auto slash = id.find('/');
       set_app_status(id.substr(0, slash), id.substr(slash + 1), r);
     }
-    auto totals = [&](AppReport& rep) {
-      auto it = r.counts.find(app_id(rep.tenant, rep.name));
-      rep.instances = it == r.counts.end() ? 0 : it->second.first;
-      rep.running = it == r.counts.end() ? 0 : it->second.second;
-      rep.ready = r.ready(state, rep.tenant, rep.name);
-    };
-    for (auto& rep : out.apps) totals(rep);
-    for (auto& rep : out.others) totals(rep);
+    refresh_reports(out, state);
     // Pending instances of the reported apps as they stand at the end (an instance tried
     // twice is counted once).
     std::set<std::string> reported;

@@ -25,23 +25,9 @@ using test::kGi;
 using test::res;
 using namespace test::random_cluster;
 
-struct Harness {
-  explicit Harness(const std::filesystem::path& db) {
-    SqliteStoreOptions o;
-    o.synchronous_full = false;  // Durability is not under test here; speed is welcome.
-    o.clock = clock;
-    store = std::move(*SqliteStore::open(db, o));
-    state = std::make_unique<State>(*store, *clock);
-  }
 
-  ClusterState commit(const std::function<void(const ClusterState&, Batch&)>& change) {
-    auto st = state->update("op-test", [&](const ClusterState& s, Batch& b) -> Result<void> {
-      change(s, b);
-      return {};
-    });
-    REQUIRE(st);
-    return *st;
-  }
+struct Harness : StoreHarness {
+  using StoreHarness::StoreHarness;
 
   ReconcileOutcome reconcile_once() {
     ReconcileOutcome out;
@@ -51,10 +37,6 @@ struct Harness {
     });
     return out;
   }
-
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<SqliteStore> store;
-  std::unique_ptr<State> state;
 };
 
 void run_sequence(uint32_t seed, int steps) {

@@ -19,18 +19,9 @@ namespace gaia::test {
 // copy of its current generation (the sim starts at once), using what `model` says;
 // Terminating ones are gone (the sim stops at once).
 inline Observation sim_observation(const ClusterState& s, const SimUsageModel& model, int64_t now_ms) {
-  Observation obs;
-  for (const auto& i : s.snapshot.instances) {
-    if (i.node.empty() || (i.state != InstanceState::Placed && i.state != InstanceState::Running)) continue;
-    ObservedCopy c;
-    c.instance = i.key();
-    c.node = i.node;
-    c.generation = i.generation;
-    c.phase = CopyPhase::Running;
-    c.started_ms = i.started_ms ? i.started_ms : now_ms;
-    c.usage = model.usage_of(i, now_ms);
-    obs.copies.push_back(std::move(c));
-  }
+  Observation obs = healthy_observation(s, now_ms);
+  for (auto& c : obs.copies)
+    if (const Instance* i = s.find_instance(c.instance)) c.usage = model.usage_of(*i, now_ms);
   obs.wake_at_ms = model.next_change_ms(now_ms);
   return obs;
 }

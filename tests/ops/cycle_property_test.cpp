@@ -21,27 +21,7 @@ namespace {
 
 using namespace test::random_cluster;
 
-struct Harness {
-  explicit Harness(const std::filesystem::path& db) {
-    SqliteStoreOptions o;
-    o.synchronous_full = false;  // Durability is not under test here; speed is welcome.
-    o.clock = clock;
-    store = std::move(*SqliteStore::open(db, o));
-    state = std::make_unique<State>(*store, *clock);
-  }
-
-  void commit(const std::function<void(const ClusterState&, Batch&)>& change) {
-    auto st = state->update("op-test", [&](const ClusterState& s, Batch& b) -> Result<void> {
-      change(s, b);
-      return {};
-    });
-    REQUIRE(st);
-  }
-
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<SqliteStore> store;
-  std::unique_ptr<State> state;
-};
+using Harness = StoreHarness;
 
 // What runs must match what the store says, once settled.
 std::vector<std::string> mismatches(const ClusterState& st, const test::FakeBackend& fake) {

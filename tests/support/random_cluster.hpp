@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "controllers/submit.hpp"
+#include "lib/sqlite_store.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace gaia::test::random_cluster {
@@ -136,5 +139,29 @@ inline std::vector<std::string> violations(const ClusterState& st) {
   return out;
 }
 
+
+// A real SQLite store (in a test's temp dir) with the State facade and a manual clock.
+struct StoreHarness {
+  explicit StoreHarness(const std::filesystem::path& db) {
+    SqliteStoreOptions o;
+    o.synchronous_full = false;  // Durability is not under test here; speed is welcome.
+    o.clock = clock;
+    store = std::move(*SqliteStore::open(db, o));
+    state = std::make_unique<State>(*store, *clock);
+  }
+
+  ClusterState commit(const std::function<void(const ClusterState&, Batch&)>& change) {
+    auto st = state->update("op-test", [&](const ClusterState& s, Batch& b) -> Result<void> {
+      change(s, b);
+      return {};
+    });
+    REQUIRE(st);
+    return *st;
+  }
+
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<State> state;
+};
 
 }  // namespace gaia::test::random_cluster
