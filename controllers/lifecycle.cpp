@@ -207,19 +207,24 @@ Observation healthy_observation(const ClusterState& state, int64_t now_ms) {
   return obs;
 }
 
-ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx, int max_rounds) {
+ReconcileOutcome reconcile_with_backend_model(const ClusterState& state, const ControllerContext& ctx,
+                                             const ObservationModel& observe,
+                                             const std::vector<NamedController>& controllers, int max_rounds) {
   ReconcileOutcome total;
   total.after = state;
   total.converged = false;
   std::set<std::string> active;
   for (int round = 0; round < max_rounds; ++round) {
-    auto r = reconcile(total.after, ctx);
+    auto r = reconcile(total.after, ctx, controllers);
     total.passes += r.passes;
     for (const auto& a : r.active) active.insert(a);
-    total.wake_at_ms = r.wake_at_ms;
     total.after = std::move(r.after);
     merge_batch(total.batch, r.batch);
-    Batch b = observe_instances(total.after, healthy_observation(total.after, ctx.now_ms), ctx.now_ms);
+    Observation obs = observe(total.after, ctx.now_ms);
+    total.wake_at_ms = r.wake_at_ms == 0   ? obs.wake_at_ms
+                       : obs.wake_at_ms == 0 ? r.wake_at_ms
+                                             : std::min(r.wake_at_ms, obs.wake_at_ms);
+    Batch b = observe_instances(total.after, obs, ctx.now_ms);
     if (r.batch.empty() && b.empty()) {
       total.converged = true;
       break;
@@ -230,6 +235,10 @@ ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const
   }
   total.active.assign(active.begin(), active.end());
   return total;
+}
+
+ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx) {
+  return reconcile_with_backend_model(state, ctx, &healthy_observation);
 }
 
 Actuation plan_actuation(const ClusterState& state, const Observation& obs) {

@@ -15,6 +15,7 @@
 // make-before-break: its old copy runs until the new one is up, unless the old node's
 // room is needed first.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,19 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
 // are gone. What-if plans (`--dry-run`) use it to show where things end up.
 Observation healthy_observation(const ClusterState& state, int64_t now_ms);
 
-// The controllers on `state` with such a backend, round after round until nothing
+// What a modelled backend reports for a state (healthy_observation, or one that also
+// models usage).
+using ObservationModel = std::function<Observation(const ClusterState&, int64_t now_ms)>;
+
+// The controllers on `state` with a modelled backend, round after round until nothing
 // changes: the end state a what-if shows. `outcome.batch` holds every change.
-ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx,
-                                               int max_rounds = 32);
+ReconcileOutcome reconcile_with_backend_model(const ClusterState& state, const ControllerContext& ctx,
+                                             const ObservationModel& observe,
+                                             const std::vector<NamedController>& controllers = default_controllers(),
+                                             int max_rounds = 32);
+
+// The same with healthy_observation.
+ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx);
 
 struct Actuation {
   std::vector<StartSpec> starts;

@@ -13,8 +13,9 @@
 // most (running - min_available) instances of a role leave it, and only instances the
 // scheduler can place elsewhere (on the cluster as it is, preemption included) are
 // taken off, so a drain never leaves a role below min_available nor strands an
-// instance in pending for lack of room. The sim starts a placed instance at once, so
-// the next pass sees the moved instances running and moves the next batch. A stateful
+// instance in pending for lack of room. Moved instances count again once the backend
+// reports them running (controllers/lifecycle.hpp); the next pass then moves the next
+// batch. A stateful
 // instance's volumes travel with it on a drain (the node is alive, so the data is
 // copied: the scheduler binds fresh volumes on the new node). When nothing occupies
 // the node any more it stays cordoned, its draining flag is cleared and a Drained event

@@ -2,7 +2,7 @@
 // Config and label propagation down the dependency chain (docs/cli.md#gaia-config), the
 // pure part: which apps a change touches, in which order, which dependents follow, and
 // what committing the re-rendered apps means for their instances. Rendering itself
-// needs render/, which controllers/ may not use, so the CLI renders (cli/propagate.hpp)
+// needs render/, which controllers/ may not use, so ops/ renders (ops/propagate.hpp)
 // and calls these to decide.
 //
 // An app is touched directly when one of its recorded reads (AppRecord.workload.reads)

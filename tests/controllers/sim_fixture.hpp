@@ -29,32 +29,10 @@ inline Observation sim_observation(const ClusterState& s, const SimUsageModel& m
 // The controllers and a cluster that starts and stops copies at once, until nothing
 // changes: what a command on the embedded default does (ops/cycle.hpp), in memory.
 inline ReconcileOutcome settle_sim(const ClusterState& s, const ControllerContext& ctx,
-                               const std::vector<NamedController>& controllers = default_controllers(),
-                               const SimUsageModel& model = {}) {
-  ReconcileOutcome total;
-  total.after = s;
-  total.converged = false;
-  std::set<std::string> active;
-  for (int round = 0; round < 32; ++round) {
-    ++total.passes;
-    auto r = reconcile(total.after, ctx, controllers);
-    for (const auto& a : r.active) active.insert(a);
-    total.after = std::move(r.after);
-    merge_batch(total.batch, r.batch);
-    Observation obs = sim_observation(total.after, model, ctx.now_ms);
-    int64_t wake = r.wake_at_ms == 0 ? obs.wake_at_ms : obs.wake_at_ms == 0 ? r.wake_at_ms : std::min(r.wake_at_ms, obs.wake_at_ms);
-    total.wake_at_ms = wake;
-    Batch b = observe_instances(total.after, obs, ctx.now_ms);
-    if (r.batch.empty() && b.empty()) {
-      total.converged = true;
-      break;
-    }
-    total.after = apply_batch(std::move(total.after), b);
-    total.after.seq += static_cast<int64_t>(b.events.size());
-    merge_batch(total.batch, std::move(b));
-  }
-  total.active.assign(active.begin(), active.end());
-  return total;
+                                   const std::vector<NamedController>& controllers = default_controllers(),
+                                   const SimUsageModel& model = {}) {
+  return reconcile_with_backend_model(
+      s, ctx, [&](const ClusterState& st, int64_t now) { return sim_observation(st, model, now); }, controllers);
 }
 
 // `s` after the backend started every bound instance: they run.

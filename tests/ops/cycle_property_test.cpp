@@ -68,7 +68,6 @@ void run_sequence(uint32_t seed, int steps, Totals& totals) {
   fo.batch_runs_for = 3;
   test::FakeBackend fake(fo);
   std::mt19937 rng(seed);
-  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
   auto cat = catalogue_with_jobs();
   auto base = base_cluster(8);
   h.commit([&](const ClusterState&, Batch& b) { b.put_nodes = base.snapshot.nodes; });
@@ -77,70 +76,8 @@ void run_sequence(uint32_t seed, int steps, Totals& totals) {
   options.controller.max_backoff_ms = 100;
 
   for (int step = 0; step < steps; ++step) {
-    auto st = h.state->load();
-    REQUIRE(st);
-    std::string what;
-    switch (pick(6)) {
-      case 0: {
-        auto& a = cat[pick(cat.size())];
-        std::vector<AppToDeploy> chain;
-        std::function<void(const std::string&)> add = [&](const std::string& name) {
-          for (auto& c : cat)
-            if (c.record.name == name) {
-              for (const auto& d : c.record.dependencies) add(d);
-              bool seen = false;
-              for (auto& x : chain) seen |= x.record.name == name;
-              if (!seen) chain.push_back(c);
-            }
-        };
-        add(a.record.name);
-        what = "submit " + a.record.name;
-        h.commit([&](const ClusterState& s, Batch& b) { b = plan_submit(s, chain).batch; });
-        break;
-      }
-      case 1: {
-        if (st->apps.empty()) continue;
-        auto it = std::next(st->apps.begin(), static_cast<long>(pick(st->apps.size())));
-        AppRecord rec = it->second;
-        const Role& r = rec.workload.roles[pick(rec.workload.roles.size())];
-        int n = static_cast<int>(pick(7));
-        rec.scale[r.name] = n;
-        what = fmt::format("scale {}/{} to {}", rec.name, r.name, n);
-        h.commit([&](const ClusterState&, Batch& b) { b.put_apps.push_back(rec); });
-        break;
-      }
-      case 2: {
-        Node n = st->snapshot.nodes[pick(st->snapshot.nodes.size())];
-        n.state = pick(2) ? NodeState::Down : NodeState::Ready;
-        n.draining = false;
-        what = fmt::format("node {} {}", n.name, node_state_name(n.state));
-        h.commit([&](const ClusterState&, Batch& b) { b.put_nodes.push_back(n); });
-        break;
-      }
-      case 3: {
-        Node n = st->snapshot.nodes[pick(st->snapshot.nodes.size())];
-        if (n.state == NodeState::Down) continue;
-        n.state = NodeState::Cordoned;
-        n.draining = true;
-        what = "drain " + n.name;
-        h.commit([&](const ClusterState&, Batch& b) { b.put_nodes.push_back(n); });
-        break;
-      }
-      case 4: {
-        if (st->apps.empty()) continue;
-        auto it = std::next(st->apps.begin(), static_cast<long>(pick(st->apps.size())));
-        AppRecord rec = it->second;
-        rehash(rec, ++generation);
-        what = "re-render " + rec.name;
-        h.commit([&](const ClusterState&, Batch& b) { b.put_apps.push_back(rec); });
-        break;
-      }
-      case 5: {
-        h.clock->advance(std::chrono::milliseconds(static_cast<int64_t>(pick(120'000))));
-        what = "time passes";
-        break;
-      }
-    }
+    std::string what = random_change(h, rng, cat, generation);
+    if (what.empty()) continue;
     INFO(fmt::format("seed {} step {}: {}", seed, step, what));
     // Cycles with the backend misbehaving; then cycles until it settles, with the chaos
     // off (a lost copy or a failed start is repaired by a later cycle).
