@@ -99,6 +99,15 @@ Diagnostic revision_moved(int64_t now, int64_t wanted) {
                                 now)};
 }
 
+Result<void> finish_apply(const Workspace& ws, ClusterState committed, Applied& applied) {
+  applied.state = std::move(committed);
+  if (!applied.plan.changed()) return {};
+  auto run = run_controllers(ws);
+  if (!run) return fail(run.error());
+  applied.controllers = std::move(*run);
+  return {};
+}
+
 Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const ApplyOptions& options) {
   auto source = apply_source(request);
   if (!source) return fail(source.error());
@@ -134,12 +143,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
     return {};
   });
   if (!committed) return fail(committed.error());
-  applied.state = std::move(*committed);
-  if (applied.plan.changed()) {
-    auto run = run_controllers(ws);
-    if (!run) return fail(run.error());
-    applied.controllers = std::move(*run);
-  }
+  if (auto done = finish_apply(ws, std::move(*committed), applied); !done) return fail(done.error());
   return applied;
 }
 

@@ -83,6 +83,10 @@ struct Applied {
   std::vector<std::string> waited_apps() const;
 };
 
+// After an apply's commit: records the committed state and, when the apply changed
+// something, runs the controllers inline (an apply that changes nothing writes nothing).
+Result<void> finish_apply(const Workspace& ws, ClusterState committed, Applied& applied);
+
 // `gaia apply -f PATH...`: decided inside the transaction, so a concurrent writer makes
 // it decide again on what that writer committed (resolving the set again if the apps it
 // reuses changed) and two applies never interleave; with check_revision the retry fails

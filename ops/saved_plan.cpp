@@ -301,12 +301,7 @@ Result<Applied> apply_saved_plan(const Workspace& ws, const fs::path& file, cons
     return {};
   });
   if (!committed) return fail(committed.error());
-  applied.state = std::move(*committed);
-  if (applied.plan.changed()) {
-    auto run = run_controllers(ws);
-    if (!run) return fail(run.error());
-    applied.controllers = std::move(*run);
-  }
+  if (auto done = finish_apply(ws, std::move(*committed), applied); !done) return fail(done.error());
   return applied;
 }
 
