@@ -287,7 +287,10 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     StartSpec s;
     s.instance = i;
     if (const Role* r = role_of(state, i)) s.role = *r;
-    if (const AppRecord* a = state.find_app(i.tenant, i.app)) s.app_version = a->version;
+    if (const AppRecord* a = state.find_app(i.tenant, i.app)) {
+      s.app_version = a->version;
+      s.config = a->workload.config;
+    }
     s.env = instance_env(state, i);
     out.starts.push_back(std::move(s));
   }

@@ -97,6 +97,9 @@ struct StartSpec {
   Instance instance;
   Role role;
   std::string app_version;
+  // The app's evaluated config (config.jsonnet with the centers' values): a backend
+  // that runs processes writes it into the copy's working directory.
+  nlohmann::json config = nlohmann::json::object();
   // Environment gaia adds for the instance (its name, address, ports, tenant, resolved
   // outputs of its dependencies), merged over the role's env by the backend.
   std::map<std::string, std::string> env;
