@@ -2,7 +2,7 @@
 //
 // The workload of schedule-basic-5k (5,000 nodes, 50,000 instances, same seed and
 // generator) placed the way `gaia submit` places it, with every placement committed to
-// a real SQLite store (lib/sqlite_store.hpp, default options: WAL, synchronous FULL)
+// a real SQLite store (store/sqlite_store.hpp, default options: WAL, synchronous FULL)
 // in a temp dir:
 //
 //  1. The cluster (nodes, tenants, profile) is written through State::update.
@@ -29,7 +29,7 @@
 #include "controllers/submit.hpp"
 #include "lib/clock.hpp"
 #include "lib/hash.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 
 namespace gaia::bench {

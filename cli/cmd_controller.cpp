@@ -14,6 +14,7 @@
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
 #include "lib/leader.hpp"
+#include "ops/propagate.hpp"
 #include "lib/timeline.hpp"
 
 namespace gaia::cli {
@@ -83,6 +84,8 @@ int run_controller(const Globals& g, const RunArgs& a) {
   bool was_leading = false;
   std::string last_waiting_for;
   int runs = 0;
+  int64_t healed_at = -1;  // Store revision of the last stale-render check.
+  std::string last_heal_error;
   while (!g_stop.load()) {
     if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
     auto lead = election.try_lead(s.state->now_rfc3339());
@@ -109,6 +112,26 @@ int run_controller(const Globals& g, const RunArgs& a) {
     last_waiting_for.clear();
     // Each pass gets its own operation id, so `gaia events --op` groups what one pass did.
     s.op = new_operation_id(s.clock);
+    // Apps left stale by a crash between a config write and its re-render are healed
+    // first, so the controllers act on the workloads the centers call for. Checked only
+    // when the store moved since the last check: an idle cluster costs nothing.
+    if (auto rev = s.store->revision(); rev && *rev != healed_at) {
+      auto healed = ops::heal_stale_renders(s.workspace());
+      if (!healed) {
+        std::string why = format_diagnostics(healed.error());
+        if (why != last_heal_error && !g.quiet)
+          std::printf("%s cannot repair stale renders yet:\n%s", yellow(g, stdout, "warning:").c_str(), why.c_str());
+        last_heal_error = why;
+      } else {
+        last_heal_error.clear();
+        if (!healed->batch.empty() && !g.quiet) {
+          std::printf("%s pass %s: repaired %zu stale render(s)\n", s.state->now_rfc3339().c_str(), s.op.c_str(),
+                      healed->applied.size());
+          print_controller_events(g, healed->batch);
+        }
+      }
+      if (auto after = s.store->revision(); after) healed_at = *after;
+    }
     auto run = ops::run_controllers(s.workspace());
     if (!run) return report(g, run.error());
     ++runs;

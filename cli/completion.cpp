@@ -8,7 +8,7 @@
 
 #include "cli/context.hpp"
 #include "lib/clock.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 
 namespace gaia::cli {

@@ -1,5 +1,8 @@
 #include "cli/context.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
@@ -9,7 +12,7 @@
 #include "cli/render_flags.hpp"
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/timeline.hpp"
 
 namespace gaia::cli {
@@ -98,6 +101,11 @@ ops::Workspace Session::workspace() const {
   ops::Workspace ws{*store, *state, clock, op, render_cache_dir(), {}};
   ws.backend = backend.get();
   if (globals) ws.log = [g = globals](int level, const std::string& line) { log_verbose(*g, level, line); };
+  // Crash tests kill a real gaia at a named point between two commits (ops/workspace.hpp).
+  if (const char* at = std::getenv("GAIA_TEST_KILL_AT"); at && *at)
+    ws.crash_point = [at = std::string(at)](std::string_view point) {
+      if (point == at) ::kill(::getpid(), SIGKILL);
+    };
   return ws;
 }
 

@@ -66,6 +66,9 @@ size_t placements(const SubmitOutcome& out) {
 
 std::string app_state(const AppReport& r) {
   if (r.ready) return "Ready";
+  // Every instance has a node and the backend is still starting them (a real backend
+  // does not start copies before the command returns): say so, rather than "Pending".
+  if (r.pending.empty() && r.instances > 0) return fmt::format("Starting ({}/{} running)", r.running, r.instances);
   return fmt::format("Pending ({}/{} running)", r.running, r.instances);
 }
 

@@ -341,6 +341,27 @@ std::map<std::string, std::string> instance_env(const ClusterState& state, const
       if (const AppRecord* dep = state.find_app(i.tenant, d); dep && dep->workload.outputs.is_object())
         for (const auto& [k, v] : dep->workload.outputs.items())
           env["GAIA_DEP_" + env_name(d) + "_" + env_name(k)] = v.is_string() ? v.get<std::string>() : v.dump();
+  // Where the dependencies serve now: GAIA_DEP_<APP>_<ROLE>_<PORT> = "address:port" of
+  // every serving instance (comma-separated, by ordinal). Outputs are rendered before
+  // anything is placed, so they carry names; a process on a machine without gaia's DNS
+  // connects to these. A dependent starts only once its dependencies serve, so the
+  // list is complete when it starts.
+  if (const AppRecord* a = state.find_app(i.tenant, i.app)) {
+    std::map<std::string, std::vector<std::pair<int, std::string>>> endpoints;
+    for (const auto& d : a->dependencies)
+      for (const auto& x : state.snapshot.instances) {
+        if (x.tenant != i.tenant || x.app != d || !serving(x) || x.address.empty()) continue;
+        for (const auto& [port_name, port] : x.ports)
+          endpoints["GAIA_DEP_" + env_name(d) + "_" + env_name(x.role) + "_" + env_name(port_name)].emplace_back(
+              x.ordinal, fmt::format("{}:{}", x.address, port));
+      }
+    for (auto& [name, list] : endpoints) {
+      std::sort(list.begin(), list.end());
+      std::vector<std::string> parts;
+      for (const auto& [ordinal, endpoint] : list) parts.push_back(endpoint);
+      env[name] = fmt::format("{}", fmt::join(parts, ","));
+    }
+  }
   return env;
 }
 

@@ -91,7 +91,8 @@ struct Actuation {
 Actuation plan_actuation(const ClusterState& state, const Observation& obs);
 
 // What gaia adds to a copy's environment: its names, address and ports, and the
-// resolved outputs of its app's dependencies.
+// resolved outputs of its app's dependencies, and GAIA_DEP_<APP>_<ROLE>_<PORT> with the
+// "address:port" list of the dependencies' serving instances.
 std::map<std::string, std::string> instance_env(const ClusterState& state, const Instance& i);
 
 }  // namespace gaia

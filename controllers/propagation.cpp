@@ -50,6 +50,20 @@ std::vector<DirectImpact> direct_impact(const ClusterState& state, const std::ve
   return out;
 }
 
+std::vector<ChangedKey> stale_keys(const ClusterState& state,
+                                   const std::function<ConfigSnapshot(const AppRecord&)>& now) {
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& [id, app] : state.apps) {
+    if (app.workload.reads.empty()) continue;
+    ConfigSnapshot snapshot = now(app);
+    for (const auto& read : app.workload.reads)
+      if (!read_holds(read, snapshot)) keys.emplace(read.kind, read.key);
+  }
+  std::vector<ChangedKey> out;
+  for (const auto& [kind, key] : keys) out.push_back(ChangedKey{kind, key});
+  return out;
+}
+
 std::vector<std::string> propagation_order(const ClusterState& state, const std::vector<std::string>& seeds) {
   std::map<std::string, std::vector<std::string>> dependents;  // id -> ids depending on it
   for (const auto& [id, app] : state.apps)

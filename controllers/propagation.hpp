@@ -58,6 +58,13 @@ struct DirectImpact {
 std::vector<DirectImpact> direct_impact(const ClusterState& state, const std::vector<ChangedKey>& changed,
                                         const std::function<ConfigSnapshot(const AppRecord&)>& after);
 
+// The keys some app's recorded reads no longer hold in the snapshot `now(app)` returns,
+// each once, sorted. Normally empty: a change re-renders its readers in the same command.
+// A crash between a config write and that re-render (two commits) leaves readers stale;
+// `gaia controller run` feeds these keys back into the propagation so it heals.
+std::vector<ChangedKey> stale_keys(const ClusterState& state,
+                                   const std::function<ConfigSnapshot(const AppRecord&)>& now);
+
 // `seeds` ("tenant/name") and every app depending on them, directly or through others
 // (AppRecord.dependencies, same tenant), dependencies before dependents; apps at the same
 // depth by id. Apps on a dependency cycle (only a corrupt store has one) come last.

@@ -104,32 +104,4 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
   return out;
 }
 
-Result<Batch> plan_instance_failure(const ClusterState& state, const std::string& key, const std::string& reason,
-                                    bool internal) {
-  const Instance* i = state.find_instance(key);
-  if (!i)
-    return fail(Diagnostic{{}, "INSTANCE", fmt::format("no instance {}", key),
-                           "list instances with `gaia get instances`"});
-  if (!running_on_node(*i))
-    return fail(Diagnostic{{}, "INSTANCE",
-                           fmt::format("instance {} is {}, not running: only a running instance can fail", key,
-                                       instance_state_name(i->state)),
-                           "pick a Running instance from `gaia get instances`"});
-  Batch b;
-  Instance x = *i;
-  x.state = InstanceState::Failed;
-  x.failure = reason;
-  x.internal_failure = internal;
-  x.restart_at_ms = 0;
-  x.usage.reset();
-  x.throttled = false;
-  b.put_instances.push_back(x);
-  b.instance_event(*i, "Failed",
-                 internal ? fmt::format("internal failure: {} (gaia's own fault: does not count against retry_times)",
-                                        reason)
-                          : fmt::format("exited: {}", reason),
-                 "Warning");
-  return b;
-}
-
 }  // namespace gaia

@@ -25,10 +25,4 @@ int64_t restart_backoff_ms(const Role& role, int restarts, bool internal, const 
 
 ControllerResult restart_failed(const ClusterState& state, const ControllerContext& ctx);
 
-// `gaia sim fail`: the batch that makes the running instance `key` exit with `reason`
-// (state Failed, event Failed). `internal` marks the failure as gaia's own. Errors name
-// the instance and say what would work (unknown instance, not running).
-Result<Batch> plan_instance_failure(const ClusterState& state, const std::string& key, const std::string& reason,
-                                    bool internal);
-
 }  // namespace gaia

@@ -179,6 +179,7 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
     return out;
   }
   if (auto w = change.write(ws, *centers); !w) return fail(w.error());
+  ws.crash_if("center-change-written");
 
   // Render against what was written, and commit whatever it yields on the current state.
   auto written = StoreConfigSource::load(ws.store);
@@ -209,6 +210,30 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
     if (e.reason == "Displaced" && !e.instance.empty()) out.moved.push_back(e.instance);
   if (change.preview) out.placement = placement_violations(run->state);
   out.controllers = std::move(*run);
+  return out;
+}
+
+Result<RerenderOutcome> heal_stale_renders(const Workspace& ws) {
+  auto centers = StoreConfigSource::load(ws.store);
+  if (!centers) return fail(centers.error());
+  RerenderOutcome out;
+  auto committed = ws.state.update(ws.op, [&](const ClusterState& state, Batch& b) -> Result<void> {
+    out = {};
+    auto keys = stale_keys(state, [&](const AppRecord& a) { return app_snapshot(*centers, a); });
+    if (keys.empty()) return {};
+    auto prop = propagate(state, *centers, keys, ws.render_cache_dir);
+    if (!prop) {
+      Diagnostics errors = prop.error();
+      for (auto& e : errors)
+        if (e.hint.empty()) e.hint = "the app keeps running its last render; fix the cause or set the value again";
+      return fail(std::move(errors));
+    }
+    for (auto& r : prop->rerenders) r.why = "repairing a stale render: " + r.why;
+    out = plan_rerender(state, prop->rerenders);
+    b = out.batch;
+    return {};
+  });
+  if (!committed) return fail(committed.error());
   return out;
 }
 

@@ -89,6 +89,15 @@ struct ChangeOutcome {
 // Steps 1-4 (1-2 for a dry run).
 Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChange& change, bool dry_run);
 
+// Heals what a crash between a config (or label) write and its re-render left behind:
+// the apps whose recorded reads no longer hold (controllers/propagation.hpp stale_keys)
+// are re-rendered, with the dependents whose imports change, and committed as the change
+// would have done, each Rerendered event saying it repairs a stale render. `gaia
+// controller run` calls it every pass in which the store moved. Returns what was
+// committed (empty when nothing was stale); a render failure is returned and nothing is
+// written.
+Result<RerenderOutcome> heal_stale_renders(const Workspace& ws);
+
 // What `--wait` waits for: every app the change re-rendered runs its new workload on
 // every instance, and every instance it moved runs again.
 bool change_settled(const ChangeOutcome& o, const ClusterState& state);

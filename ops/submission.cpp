@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "controllers/lifecycle.hpp"
 #include "controllers/rollout.hpp"
 #include "render/chain.hpp"
 #include "spec/app_spec.hpp"
@@ -120,6 +121,12 @@ Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
   if (!sub) return fail(sub.error());
   Planned out;
   out.outcome = plan_submit(*loaded, (*sub)->apps);
+  // Where the submission ends once the backend starts what it binds: a plan reports an
+  // app Ready when it would be (not "Pending (0/3 running)" because nothing has started
+  // in a plan), the same as a submit on the sim, which starts copies at once.
+  ControllerContext ctx{to_millis(ws.clock.now()), {}};
+  ReconcileOutcome settled = reconcile_with_healthy_backend(out.outcome.after, ctx);
+  refresh_reports(out.outcome, apply_batch(out.outcome.after, settled.batch));
   out.submission = std::move(*sub);
   out.state = std::move(*loaded);
   return out;

@@ -33,6 +33,16 @@ struct Workspace {
   // start and stop copies. Set by whoever builds the workspace.
   Backend* backend = nullptr;
 
+  // Called at the points where a crash leaves work half done (between two commits of one
+  // command), with the point's name. The CLI sets it only when the environment asks for a
+  // crash at a named point (GAIA_TEST_KILL_AT), so the tests can kill a real gaia process
+  // exactly there; otherwise it is empty and costs nothing.
+  std::function<void(std::string_view point)> crash_point = {};
+
+  void crash_if(std::string_view point) const {
+    if (crash_point) crash_point(point);
+  }
+
   void trace(int level, const std::string& line) const {
     if (log) log(level, line);
   }

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "lib/config_center.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
@@ -382,4 +382,37 @@ TEST_CASE("config set --wait follows the rollout and names what blocks it", "[e2
     if (i["state"] == "Running") ++running;
   CHECK(running == 1);
   CHECK(s.gaia({"config", "set", "job.cpu=2", "--wait", "--timeout", "soon"}).code == 2);
+}
+
+TEST_CASE("a gaia killed between a config write and the re-render leaves stale apps that controller run heals",
+          "[e2e][config][crash]") {
+  Scratch s;
+  deploy_chain(s);
+  // SIGKILL at the point between the two commits, as a power cut would.
+  auto killed = s.gaia({"config", "set", "api.port=9090"}, {{"GAIA_TEST_KILL_AT", "center-change-written"}});
+  REQUIRE(killed.code == 128 + 9);
+  auto stale = ok(s, {"describe", "app", "api"});
+  CHECK(stale.out.find("stale: now 9090") != std::string::npos);
+  json apps = json_of(s, {"get", "apps", "-o", "json"});
+  for (const auto& a : apps)
+    if (a["name"] == "front") CHECK(a["document"].dump().find("http://api:8080") != std::string::npos);
+
+  auto healed = ok(s, {"controller", "run", "--once"});
+  CHECK(healed.out.find("repaired 2 stale render(s)") != std::string::npos);
+  auto fresh = ok(s, {"describe", "app", "api"});
+  CHECK(fresh.out.find("stale") == std::string::npos);
+  apps = json_of(s, {"get", "apps", "-o", "json"});
+  for (const auto& a : apps)
+    if (a["name"] == "front") CHECK(a["document"].dump().find("http://api:9090") != std::string::npos);
+  auto evs = events(s);
+  size_t repairs = 0;
+  for (const auto& e : evs)
+    if (e.value("reason", "") == "Rerendered" && e.value("message", "").find("repairing a stale render") != std::string::npos)
+      ++repairs;
+  CHECK(repairs == 2);
+  ok(s, {"controller", "run", "--for", "3s", "--interval", "500ms", "--lease-ttl", "2s"});
+  check_rolled_out(s, "front");
+  // A second pass finds nothing more to repair.
+  auto quiet = ok(s, {"controller", "run", "--once"});
+  CHECK(quiet.out.find("repaired") == std::string::npos);
 }

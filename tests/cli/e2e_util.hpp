@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "lib/clock.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "tests/golden_util.hpp"
 #include "tests/temp_dir.hpp"

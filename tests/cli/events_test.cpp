@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "tests/cli/e2e_util.hpp"
 

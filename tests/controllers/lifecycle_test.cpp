@@ -2,6 +2,7 @@
 // what an observation does to stored instances, and which copies get started and
 // stopped. Every case also checks that deciding again on the result changes nothing.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "controllers/lifecycle.hpp"
 #include "tests/controllers/runtime_fixture.hpp"
@@ -161,6 +162,30 @@ TEST_CASE("lifecycle: dependents start only once their dependencies serve", "[li
   CHECK(b.starts[0].instance.key() == "0.fe.api.default");
   CHECK(b.starts[0].env.at("GAIA_INSTANCE") == "0.fe.api.default");
   CHECK(b.stops.empty());
+}
+
+TEST_CASE("lifecycle: a dependent's environment lists where its dependencies serve", "[lifecycle]") {
+  ClusterState s = two_placed();
+  AppRecord api = s.apps["default/web"];
+  api.name = "api";
+  api.dependencies = {"web"};
+  s.apps["default/api"] = api;
+  int k = 0;
+  for (auto& i : s.snapshot.instances) {
+    i.address = fmt::format("127.64.128.{}", 1 + k);
+    i.ports = {{"http", 8080 + k}};
+    i.state = k == 0 ? InstanceState::Running : InstanceState::Placed;  // Only ordinal 0 serves.
+    ++k;
+  }
+  Instance x = inst(s, "0.fe.web.default");
+  x.app = "api";
+  auto env = instance_env(s, x);
+  CHECK(env.at("GAIA_DEP_WEB_FE_HTTP") == "127.64.128.1:8080");
+  for (auto& i : s.snapshot.instances) i.state = InstanceState::Running;
+  env = instance_env(s, x);
+  CHECK(env.at("GAIA_DEP_WEB_FE_HTTP") == "127.64.128.1:8080,127.64.128.2:8081");
+  CHECK(env.at("GAIA_ADDRESS") == "127.64.128.1");
+  CHECK(env.at("GAIA_PORT_HTTP") == "8080");
 }
 
 TEST_CASE("lifecycle: copies nobody wants are stopped and starting twice is not asked", "[lifecycle]") {

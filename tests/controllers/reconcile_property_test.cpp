@@ -14,7 +14,7 @@
 
 #include "controllers/reconcile.hpp"
 #include "controllers/submit.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
 #include "tests/support/random_cluster.hpp"
 

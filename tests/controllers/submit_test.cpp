@@ -11,7 +11,7 @@
 #include "controllers/app_delete.hpp"
 #include "controllers/reconcile.hpp"
 #include "controllers/submit.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
 #include "tests/temp_dir.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "tests/temp_dir.hpp"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "lib/leader.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "lib/instance_ref.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "lib/timeline.hpp"
 #include "tests/temp_dir.hpp"

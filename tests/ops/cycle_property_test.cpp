@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <random>
 
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "ops/cycle.hpp"
 #include "tests/support/fake_backend.hpp"
 #include "tests/support/random_cluster.hpp"

@@ -13,7 +13,7 @@
 
 #include "controllers/node_ops.hpp"
 #include "lib/sim_backend.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 #include "ops/workspace.hpp"
 #include "tests/controllers/state_fixture.hpp"

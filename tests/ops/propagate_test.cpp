@@ -127,4 +127,70 @@ TEST_CASE("propagate: an app whose spec directory moved on is named, and the cha
   CHECK(outcome.error().front().message == "default/base runs base 1.0.0, but its spec directory now holds base 2.0.0");
 }
 
+namespace {
+struct Crashed {};  // Thrown at the crash point: the command stops there, as a kill would.
+}  // namespace
+
+TEST_CASE("propagate: a crash between the config write and the re-render is healed by the next controller pass",
+          "[ops][propagate][crash]") {
+  OpsFixture f;
+  submit_chain(f);
+  ops::Workspace ws = f.ws("op-config");
+  ws.crash_point = [](std::string_view point) {
+    if (point == "center-change-written") throw Crashed{};
+  };
+  CHECK_THROWS_AS(ops::apply_center_change(ws, set_global(f, "base.replicas", 3), false), Crashed);
+  // The value is written, the readers still run their old render: stale.
+  auto centers = StoreConfigSource::load(f.store());
+  REQUIRE(centers);
+  REQUIRE(centers->find(std::string(k_global_scope), "base.replicas"));
+  ClusterState st = f.load();
+  CHECK(upstream_env(st) == "1");
+  auto stale = stale_keys(st, [&](const AppRecord& a) { return ops::app_snapshot(*centers, a); });
+  REQUIRE(stale.size() == 1);
+  CHECK(stale[0].key == "base.replicas");
+
+  auto healed = ops::heal_stale_renders(f.ws("op-heal"));
+  REQUIRE(healed);
+  CHECK(healed->applied == std::vector<std::string>{"default/base", "default/top"});
+  auto run = ops::run_controllers(f.ws("op-heal"));
+  REQUIRE(run);
+  st = f.load();
+  CHECK(running_of(st, "base") == 3);
+  CHECK(upstream_env(st) == "3");
+  CHECK(stale_keys(st, [&](const AppRecord& a) { return ops::app_snapshot(*centers, a); }).empty());
+  auto events = f.state().events_after(0);
+  REQUIRE(events);
+  size_t repairs = 0;
+  for (const auto& e : *events)
+    if (e.op == "op-heal" && e.reason == "Rerendered" && e.message.find("repairing a stale render") != std::string::npos)
+      ++repairs;
+  CHECK(repairs == 2);
+
+  // Healed: a second pass finds nothing and writes nothing.
+  int64_t before = f.revision();
+  auto again = ops::heal_stale_renders(f.ws("op-heal-2"));
+  REQUIRE(again);
+  CHECK(again->applied.empty());
+  CHECK(f.revision() == before);
+}
+
+TEST_CASE("propagate: a stale app that no longer renders is reported by the healer, and nothing is written",
+          "[ops][propagate][crash]") {
+  OpsFixture f;
+  submit_chain(f);
+  ops::Workspace ws = f.ws("op-config");
+  ws.crash_point = [](std::string_view point) {
+    if (point == "center-change-written") throw Crashed{};
+  };
+  CHECK_THROWS_AS(ops::apply_center_change(ws, set_global(f, "base.replicas", 3), false), Crashed);
+  f.dir().write("apps/base/app.yaml", "name: base\nversion: 2.0.0\noutputs: [size]\n");
+  int64_t before = f.revision();
+  auto healed = ops::heal_stale_renders(f.ws("op-heal"));
+  REQUIRE_FALSE(healed);
+  CHECK(healed.error().front().message == "default/base runs base 1.0.0, but its spec directory now holds base 2.0.0");
+  CHECK(f.revision() == before);
+  CHECK(upstream_env(f.load()) == "1");
+}
+
 }  // namespace gaia::test

@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "controllers/submit.hpp"
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace gaia::test::random_cluster {

@@ -1,4 +1,4 @@
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 
 #include <sqlite3.h>
 

@@ -1,4 +1,4 @@
-#include "lib/sqlite_store.hpp"
+#include "store/sqlite_store.hpp"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "tests/lib/store_contract.hpp"
+#include "tests/store/store_contract.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
