@@ -72,16 +72,26 @@ bool process_alive(int pid, uint64_t start_time) {
   return s && s->state != 'Z' && s->start_time == start_time;
 }
 
-std::map<int, GroupUsage> group_usage(const std::vector<ProcStat>& procs) {
-  std::map<int, GroupUsage> out;
-  const int64_t page = page_size();
-  for (const auto& p : procs) {
-    if (p.state == 'Z') continue;
-    auto& g = out[p.pgrp];
-    g.pids.push_back(p.pid);
-    g.rss_bytes += p.rss_pages * page;
-    g.cpu_ticks += p.utime + p.stime;
-  }
+ProcessTable ProcessTable::scan() {
+  ProcessTable t;
+  for (auto& p : scan_processes())
+    if (p.state != 'Z') t.m_by_pid.emplace(p.pid, std::move(p));
+  for (const auto& [pid, p] : t.m_by_pid) t.m_by_group[p.pgrp].push_back(&p);
+  return t;
+}
+
+bool ProcessTable::alive(int pid, uint64_t start_time) const {
+  auto it = m_by_pid.find(pid);
+  return pid > 0 && it != m_by_pid.end() && it->second.start_time == start_time;
+}
+
+std::vector<const ProcStat*> ProcessTable::group(int pgid, uint64_t leader_start) const {
+  std::vector<const ProcStat*> out;
+  if (pgid <= 0) return out;
+  auto it = m_by_group.find(pgid);
+  if (it == m_by_group.end()) return out;
+  for (const ProcStat* s : it->second)
+    if (s->start_time >= leader_start) out.push_back(s);
   return out;
 }
 

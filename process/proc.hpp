@@ -33,13 +33,26 @@ std::vector<ProcStat> scan_processes();
 // Whether `pid` runs, is not a zombie, and started at `start_time`.
 bool process_alive(int pid, uint64_t start_time);
 
-// What one process group uses and who is in it, from one scan of the process table.
-struct GroupUsage {
-  std::vector<int> pids;  // Live (non-zombie) members.
-  int64_t rss_bytes = 0;
-  uint64_t cpu_ticks = 0;  // utime + stime of the live members.
+// One reading of the process table (zombies left out), indexed by pid and by process
+// group. Movable, not copyable: the group index points into the pid index.
+class ProcessTable {
+ public:
+  static ProcessTable scan();
+  ProcessTable(ProcessTable&&) = default;
+  ProcessTable(const ProcessTable&) = delete;
+
+  // Whether `pid` runs and started at `start_time`.
+  bool alive(int pid, uint64_t start_time) const;
+  // The members of process group `pgid`, whose leader started at `leader_start`. A
+  // member cannot have started before the process that made the group: an older one
+  // only carries a reused number.
+  std::vector<const ProcStat*> group(int pgid, uint64_t leader_start) const;
+
+ private:
+  ProcessTable() = default;
+  std::map<int, ProcStat> m_by_pid;
+  std::map<int, std::vector<const ProcStat*>> m_by_group;
 };
-std::map<int, GroupUsage> group_usage(const std::vector<ProcStat>& procs);
 
 // The `comm` of `pid` ("redis-server"), or "" when unknown.
 std::string process_name(int pid);

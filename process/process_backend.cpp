@@ -27,35 +27,6 @@ BackendError unavailable(std::string message) {
   return BackendError{BackendErrc::Unavailable, "process backend: " + std::move(message)};
 }
 
-// The process table, read once per observation.
-struct ProcessTable {
-  std::map<int, ProcStat> by_pid;
-  std::map<int, std::vector<const ProcStat*>> by_group;
-
-  static ProcessTable scan() {
-    ProcessTable t;
-    for (auto& p : scan_processes())
-      if (p.state != 'Z') t.by_pid.emplace(p.pid, std::move(p));
-    for (const auto& [pid, p] : t.by_pid) t.by_group[p.pgrp].push_back(&p);
-    return t;
-  }
-  bool alive(int pid, uint64_t start) const {
-    auto it = by_pid.find(pid);
-    return pid > 0 && it != by_pid.end() && it->second.start_time == start;
-  }
-  // The members of the app's group. A member cannot have started before the app that
-  // made the group: anything older only reuses the number.
-  std::vector<const ProcStat*> group(const CopyPids& p) const {
-    std::vector<const ProcStat*> out;
-    if (p.child_pgid <= 0) return out;
-    auto it = by_group.find(p.child_pgid);
-    if (it == by_group.end()) return out;
-    for (const ProcStat* s : it->second)
-      if (s->start_time >= p.child_start) out.push_back(s);
-    return out;
-  }
-};
-
 enum class Liveness {
   Preparing,  // The supervisor has not reported yet, or has not spawned the app yet.
   Running,    // The supervisor runs and so does the app.
@@ -93,7 +64,7 @@ CopyState read_state(CopyDir copy, const ProcessTable& procs, const ProcessOptio
   if (auto e = read_json<CopyExit>(s.dir / k_exit_file); e && *e) s.exit = **e;
   if (auto u = read_json<nlohmann::json>(s.dir / k_unhealthy_file); u && *u)
     s.unhealthy = (*u)->value("reason", std::string("health check failed"));
-  if (s.pids) s.group = procs.group(*s.pids);
+  if (s.pids) s.group = procs.group(s.pids->child_pgid, s.pids->child_start);
   if (s.exit) {
     s.live = Liveness::Ended;
   } else if (!s.pids) {
@@ -402,7 +373,8 @@ BackendResult<std::vector<ActionResult>> ProcessBackend::start(const std::vector
   return out;
 }
 
-std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64_t now_ms) {
+std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64_t now_ms,
+                                                     const ProcessTable& procs) {
   const fs::path dir = copy_dir(spec.instance, spec.node, spec.generation);
   if (!fs::exists(dir / k_copy_file) || fs::exists(dir / k_removed_file)) return std::nullopt;  // Gone already.
   auto lock = FileLock::acquire(dir.parent_path() / k_lock_file);
@@ -415,7 +387,7 @@ std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64
   }
   auto config = read_json<CopyConfig>(dir / k_copy_file);
   if (!config || !*config) return unavailable(config ? "copy.json vanished" : config.error());
-  CopyState s = read_state({dir, **config}, ProcessTable::scan(), m_options);
+  CopyState s = read_state({dir, **config}, procs, m_options);
   switch (s.live) {
     case Liveness::Ended: mark_removed(dir, m_options.keep_removed); break;
     case Liveness::Running:
@@ -436,7 +408,10 @@ std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64
 BackendResult<std::vector<ActionResult>> ProcessBackend::stop(const std::vector<StopSpec>& specs, int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   std::vector<ActionResult> out;
-  for (const auto& s : specs) out.push_back({s.instance, s.node, stop_one(s, now_ms)});
+  // One look at the process table for the batch: a stop only signals, so a process
+  // that ends meanwhile is at worst signalled in vain.
+  const ProcessTable procs = ProcessTable::scan();
+  for (const auto& s : specs) out.push_back({s.instance, s.node, stop_one(s, now_ms, procs)});
   return out;
 }
 

@@ -20,6 +20,10 @@
 
 #include "lib/backend.hpp"
 
+namespace gaia::process {
+class ProcessTable;
+}
+
 namespace gaia {
 
 struct ProcessOptions {
@@ -93,7 +97,7 @@ class ProcessBackend final : public Backend {
   };
 
   std::optional<BackendError> start_one(const StartSpec& spec, int64_t now_ms);
-  std::optional<BackendError> stop_one(const StopSpec& spec, int64_t now_ms);
+  std::optional<BackendError> stop_one(const StopSpec& spec, int64_t now_ms, const process::ProcessTable& procs);
   // A cheap digest of what the run dir says (files present, supervisors alive), so
   // wait() sees a change without a full observation.
   std::string fingerprint() const;

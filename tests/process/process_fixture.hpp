@@ -149,9 +149,7 @@ class ProcessFixture {
   // Live processes of the app's group.
   static std::vector<int> group_members(const process::CopyPids& p) {
     std::vector<int> out;
-    for (const auto& s : process::scan_processes())
-      if (s.state != 'Z' && p.child_pgid > 0 && s.pgrp == p.child_pgid && s.start_time >= p.child_start)
-        out.push_back(s.pid);
+    for (const auto* s : process::ProcessTable::scan().group(p.child_pgid, p.child_start)) out.push_back(s->pid);
     return out;
   }
 
