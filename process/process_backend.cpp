@@ -217,7 +217,9 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
         int period = check.period_s > 0 ? check.period_s : m_options.health_period_s;
         int threshold = check.failure_threshold > 0 ? check.failure_threshold : m_options.health_failure_threshold;
         if (check.timeout_s <= 0) s.config.health.timeout_s = m_options.health_timeout_s;
-        if (now_ms >= h.next_check_ms) {
+        // A copy being stopped is not checked any more: failing checks while it shuts
+        // down must not make it look gone while it still runs.
+        if (now_ms >= h.next_check_ms && !s.stop_requested) {
           auto r = run_health_check(s.config, s.dir / k_work_dir);
           h.next_check_ms = now_ms + int64_t{period} * 1000;
           if (r) {
@@ -238,7 +240,8 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
           write_json_atomic(s.dir / k_unhealthy_file, nlohmann::json{{"reason", o.reason}});
         } else {
           o.phase = h.passed_once ? CopyPhase::Running : CopyPhase::Starting;
-          if (obs.wake_at_ms == 0 || h.next_check_ms < obs.wake_at_ms) obs.wake_at_ms = h.next_check_ms;
+          if (!s.stop_requested && (obs.wake_at_ms == 0 || h.next_check_ms < obs.wake_at_ms))
+            obs.wake_at_ms = h.next_check_ms;
         }
         health[key] = h;
       }

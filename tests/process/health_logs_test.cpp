@@ -72,6 +72,23 @@ TEST_CASE("a tcp check gates Running, and failing checks after Running fail the 
   fx.expect_nothing_left();
 }
 
+TEST_CASE("a copy being stopped is not failed by its health check during its grace", "[process][health]") {
+  ProcessFixture fx(fast_checks());
+  int port = free_port();
+  auto spec = with_check(make_spec("trap '' TERM; sleep 300"), "tcp", "data", 1);
+  spec.instance.ports = {{"data", port}};
+  fx.start(spec);
+  fx.await_child(spec);
+  auto listener = std::make_unique<Listener>("127.0.0.1", port);
+  fx.await_phase(spec, CopyPhase::Running, 5s);
+  REQUIRE(fx.backend().stop({stop_of(spec, 3s)}, now_ms()));
+  listener.reset();
+  // It ignores SIGTERM and its check would fail: it is still reported live, as it runs.
+  expect_stays(fx, spec, CopyPhase::Running, 2000ms);
+  fx.await(spec, [](const ObservedCopy* c) { return c == nullptr; }, 5s);
+  fx.expect_nothing_left();
+}
+
 TEST_CASE("an http check wants a 2xx or 3xx answer", "[process][health]") {
   ProcessFixture fx(fast_checks());
   int port = free_port();
