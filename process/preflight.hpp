@@ -1,0 +1,32 @@
+#pragma once
+// What a user can get wrong about a copy before it is spawned, checked by the process
+// backend's `start` (docs/backends.md). A failed check is recorded as the copy's
+// failure, with a reason naming the culprit, instead of a process that would die at
+// once with a message nobody reads.
+
+#include <expected>
+#include <map>
+#include <string>
+
+namespace gaia::process {
+
+// The path of the executable `name` as the app would find it: a name with a '/' is
+// taken relative to `work_dir`; a bare name is searched in `path_env` (a PATH value).
+// The error names the executable and, for a bare name, the PATH searched.
+std::expected<std::string, std::string> find_executable(const std::string& name, const std::string& path_env,
+                                                        const std::string& work_dir);
+
+// Whether `address` (IPv4 or IPv6) belongs to this machine: loopback 127.0.0.0/8 and
+// ::1 always do; any other address must be configured on an interface.
+std::expected<void, std::string> check_local_address(const std::string& address);
+
+// Whether TCP port `port` can be bound on `address`. When it is in use, the error names
+// the process holding it when /proc tells ("port 6379 on 127.1.0.2 is held by
+// redis-server (pid 4711)").
+std::expected<void, std::string> check_port_free(const std::string& address, int port);
+
+// The process listening on (or bound to) TCP `port` on `address` or on a wildcard
+// address: "redis-server (pid 4711)", or "" when /proc does not tell.
+std::string find_port_holder(const std::string& address, int port);
+
+}  // namespace gaia::process
