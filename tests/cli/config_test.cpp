@@ -400,7 +400,8 @@ TEST_CASE("a gaia killed between a config write and the re-render leaves stale a
   auto healed = ok(s, {"controller", "run", "--once"});
   CHECK(healed.out.find("repaired 2 stale render(s)") != std::string::npos);
   auto fresh = ok(s, {"describe", "app", "api"});
-  CHECK(fresh.out.find("stale") == std::string::npos);
+  CHECK(fresh.out.find("stale: now") == std::string::npos);
+  CHECK(fresh.out.find("current") != std::string::npos);
   apps = json_of(s, {"get", "apps", "-o", "json"});
   for (const auto& a : apps)
     if (a["name"] == "front") CHECK(a["document"].dump().find("http://api:9090") != std::string::npos);
