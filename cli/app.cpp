@@ -55,6 +55,8 @@ void build_app(CLI::App& app, Globals& g, int& code) {
   register_drain(app, g, &code);
   register_rebalance(app, g, &code);
   register_controller(app, g, &code);
+  register_agent(app, g, &code);
+  register_logs(app, g, &code);
   register_config(app, g, &code);
   register_label(app, g, &code);
   register_sim(app, g, &code);

@@ -6,12 +6,14 @@
 #include <memory>
 #include <set>
 
+#include "cli/agent_control.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
 #include "cli/node_flags.hpp"
 #include "cli/table.hpp"
 #include "lib/codec.hpp"
 #include "lib/quantity.hpp"
+#include "lib/topology.hpp"
 #include "spec/cluster_file.hpp"
 
 namespace gaia::cli {
@@ -23,8 +25,21 @@ struct CreateArgs {
   std::string name;
   std::string strategy;
   bool replace = false;
+  std::string backend;  // Empty: the context's.
+  bool no_agent = false;
   NodeFlags nodes;
 };
+
+// The process backend runs every instance on this machine, each bound to its own
+// address: instance subnets must be loopback (Linux routes all of 127.0.0.0/8 to lo, so
+// any address there can be bound without configuring anything).
+constexpr const char* k_loopback_subnet = "127.64.0.0/16";
+
+bool loopback_cidr(const std::string& cidr) {
+  auto p = parse_cidr(cidr);
+  auto lo = parse_cidr("127.0.0.0/8");
+  return p && lo && p->length >= lo->length && lo->contains(p->address);
+}
 
 struct ShowArgs {
   std::string output;
@@ -66,7 +81,9 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     if (!file) return report(g, file.error());
     spec = std::move(file->cluster);
   } else {
-    auto options = generate_options(a.nodes);
+    NodeFlags flags = a.nodes;
+    if (a.backend == "process" && cmd->count("--subnet") == 0) flags.subnet = k_loopback_subnet;
+    auto options = generate_options(flags);
     if (!options) return report(g, options.error());
     auto nodes = generate_nodes(*options);
     if (!nodes) return report_error(g, nodes.error(), "see `gaia cluster create --help`");
@@ -78,14 +95,39 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
 
   auto session = open_session(g);
   if (!session) return report(g, session.error());
+  std::string backend = a.backend.empty() ? (*session)->context.backend : a.backend;
+  if (auto known = check_backend_name(backend); !known) return report(g, known.error());
+  if (backend == "process") {
+    Diagnostics errors;
+    for (const auto& n : spec.nodes)
+      if (!loopback_cidr(n.instance_subnet))
+        errors.push_back(Diagnostic{{a.file}, "instance_subnet",
+                                    fmt::format("node {}: instance subnet '{}' is not a loopback range", n.name,
+                                                n.instance_subnet),
+                                    fmt::format("the process backend runs instances on this machine, each bound to "
+                                                "its own loopback address: use a subnet inside 127.0.0.0/8 (--subnet "
+                                                "{}, the default with --backend process)",
+                                                k_loopback_subnet)});
+    if (!errors.empty()) return report(g, errors);
+  }
   NodeOpOutcome outcome;
   bool had_nodes = false;
   auto result = (*session)->state->update((*session)->op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
     had_nodes = !s.snapshot.nodes.empty();
+    // A cluster keeps its backend: switching one with instances on it would orphan
+    // them (processes nobody supervises, or bookkeeping that never ran).
+    auto was = s.settings.find(k_backend_setting);
+    std::string before = was != s.settings.end() && was->second.is_string() ? was->second.get<std::string>() : "sim";
+    if (before != backend && !s.snapshot.instances.empty())
+      return fail(Diagnostic{{}, "--backend",
+                             fmt::format("this cluster runs its {} instance(s) on the {} backend, not {}",
+                                         s.snapshot.instances.size(), before, backend),
+                             "delete its apps first (gaia delete APP), or use another store (--store PATH)"});
     auto o = decide_cluster_create(s, spec, a.replace);
     if (!o) return fail(o.error());
     outcome = std::move(*o);
     batch = outcome.batch;
+    batch.put_settings[k_backend_setting] = backend;
     return {};
   });
   if (!result) return report(g, result.error());
@@ -100,6 +142,15 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   fmt::print("  tenants: {}; scheduler strategy {}\n", fmt::join(tenants, ", "), spec.profile.strategy);
   if (!outcome.displaced.empty()) fmt::print("  {} instance(s) taken off the old nodes\n", outcome.displaced.size());
   print_retry(g, outcome);
+  if (backend == "process") {
+    fmt::print("  backend process: instances run as local processes (state in {})\n",
+               run_dir_of((*session)->context.store).string());
+    if (!a.no_agent) {
+      auto agent = ensure_agent(g, (*session)->context.store);
+      if (!agent) return report(g, agent.error());
+      fmt::print("  {}\n", agent->message);
+    }
+  }
   return k_ok;
 }
 
@@ -225,6 +276,12 @@ void register_cluster(CLI::App& app, Globals& g, int* code) {
       ->check(CLI::IsMember({"spread", "stack"}));
   create->add_flag("--replace", ca->replace,
                    "Recreate over an existing cluster: old nodes go, instances are scheduled again on the new ones");
+  create->add_option("--backend", ca->backend,
+                     "Where instances run: sim (simulated, the default) or process (local processes, with an agent "
+                     "started in the background); default: the context's")
+      ->check(CLI::IsMember({"sim", "process"}));
+  create->add_flag("--no-agent", ca->no_agent,
+                   "With --backend process: do not start the agent (start it with `gaia agent start`)");
   add_node_flags(create, ca->nodes, false);
   create->footer(
       "Examples:\n"

@@ -69,9 +69,7 @@ int run_add(const Globals& g, const ContextArgs& a) {
   if (find_context(*f, a.name))
     return report_error(g, fmt::format("a context named '{}' already exists", a.name),
                         fmt::format("`gaia context remove {}` first, or pick another name", a.name));
-  if (a.backend != "sim")
-    return report_error(g, fmt::format("backend '{}' is not available in this build", a.backend),
-                        "the sim backend is the one available: --backend sim");
+  if (auto known = check_backend_name(a.backend); !known) return report(g, known.error());
   std::error_code ec;
   std::filesystem::path store = std::filesystem::absolute(a.store, ec);
   if (ec) store = a.store;
@@ -132,7 +130,11 @@ void register_context(CLI::App& app, Globals& g, int* code) {
   auto* add = cmd->add_subcommand("add", "Add a context");
   add->add_option("NAME", a->name, "Context name (a DNS label)")->required();
   add->add_option("--store", a->store, "SQLite store file (created on first use)")->required()->type_name("PATH");
-  add->add_option("--backend", a->backend, "Where instances run (sim)")->capture_default_str();
+  add->add_option("--backend", a->backend,
+                  "Where instances run for a cluster created in this context: sim (simulated nodes) or process "
+                  "(local processes); a cluster keeps the backend it was created with")
+      ->check(CLI::IsMember({"sim", "process"}))
+      ->capture_default_str();
   add->footer("Examples:\n  gaia context add staging --store /srv/gaia/staging.db");
   add->callback([&g, a, code] { *code = run_add(g, *a); });
 

@@ -108,6 +108,8 @@ void register_rebalance(CLI::App& app, Globals& g, int* code);
 // `gaia node fail|recover` (cmd_migrate.cpp), added to the `node` command.
 void register_node_faults(CLI::App* node, Globals& g, int* code);
 void register_controller(CLI::App& app, Globals& g, int* code);
+void register_agent(CLI::App& app, Globals& g, int* code);
+void register_logs(CLI::App& app, Globals& g, int* code);
 void register_config(CLI::App& app, Globals& g, int* code);
 void register_label(CLI::App& app, Globals& g, int* code);
 void register_sim(CLI::App& app, Globals& g, int* code);

@@ -12,6 +12,7 @@
 #include "cli/render_flags.hpp"
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
+#include "process/process_backend.hpp"
 #include "store/sqlite_store.hpp"
 #include "lib/timeline.hpp"
 
@@ -109,15 +110,30 @@ ops::Workspace Session::workspace() const {
   return ws;
 }
 
+Result<void> check_backend_name(const std::string& name) {
+  if (name == "sim" || name == "process") return {};
+  return fail(Diagnostic{{}, "", fmt::format("unknown backend '{}'", name),
+                         "use sim (simulated nodes) or process (local processes)"});
+}
+
+std::filesystem::path run_dir_of(const std::string& store) {
+  std::filesystem::path p(store);
+  return p.parent_path() / (p.filename().string() + ".run");
+}
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("gaia") : p;
+}
+
 Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   auto context = resolve_context(g);
   if (!context) return fail(context.error());
   auto s = std::make_unique<Session>();
   s->context = std::move(*context);
   s->globals = &g;
-  if (s->context.backend != "sim")
-    return fail(Diagnostic{{}, "", fmt::format("backend '{}' is not available in this build", s->context.backend),
-                           "use the sim backend (gaia context add NAME --backend sim)"});
+  if (auto known = check_backend_name(s->context.backend); !known) return fail(known.error());
   StepTimer open_timer(g, fmt::format("store {} opened", s->context.store));
   auto store = SqliteStore::open(s->context.store);
   if (!store) return fail(store.error().to_diagnostic());
@@ -133,7 +149,27 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   s->state = std::make_unique<State>(*s->store, s->clock, options);
   // The one place a backend implementation is picked (docs/backends.md). The sim keeps
   // its simulated world in the same store, under sim/.
-  s->backend = std::make_unique<SimBackend>(s->store.get());
+  // The cluster remembers the backend it was created for (settings/backend, written by
+  // `gaia cluster create`); the context's backend only chooses it for a new cluster.
+  auto recorded = s->store->get(std::string("settings/") + k_backend_setting);
+  if (!recorded) return fail(recorded.error().to_diagnostic());
+  if (*recorded) {
+    try {
+      s->backend_name = nlohmann::json::parse((*recorded)->value).get<std::string>();
+    } catch (const std::exception& e) {
+      return fail(Diagnostic{{}, "settings/backend", fmt::format("corrupt record in the store: {}", e.what()), ""});
+    }
+  } else {
+    s->backend_name = s->context.backend;
+  }
+  if (auto known = check_backend_name(s->backend_name); !known) return fail(known.error());
+  if (s->backend_name == "process") {
+    ProcessOptions po;
+    po.shim_command = {self_executable().string(), "__shim"};
+    s->backend = std::make_unique<ProcessBackend>(run_dir_of(s->context.store), po);
+  } else {
+    s->backend = std::make_unique<SimBackend>(s->store.get());
+  }
   s->op = new_operation_id(s->clock);
   log_verbose(g, 1, fmt::format("operation {}", s->op));
   return s;

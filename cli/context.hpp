@@ -40,7 +40,8 @@ struct Session {
   std::unique_ptr<Store> store;
   SystemClock clock;
   std::unique_ptr<State> state;
-  std::unique_ptr<Backend> backend;  // Where instances run: the context's backend.
+  std::unique_ptr<Backend> backend;  // Where instances run: the cluster's backend.
+  std::string backend_name;          // "sim" or "process".
   std::string op;  // Operation id of this command.
   const Globals* globals = nullptr;  // The command's flags (for -v logging); set by open_session.
 
@@ -53,6 +54,19 @@ struct Session {
 // The context a command uses: --context, else the current one, with its store replaced
 // by --store or GAIA_STORE when given. Opens nothing.
 Result<ContextEntry> resolve_context(const Globals& g);
+
+// The store setting (settings/<name>) that records the backend a cluster was created for.
+inline constexpr const char* k_backend_setting = "backend";
+
+// "sim" and "process" are known; anything else is an error with a hint.
+Result<void> check_backend_name(const std::string& name);
+
+// Where the process backend keeps the copies and the agent of the store at `store`
+// (its path plus ".run": gaia.db -> gaia.db.run/).
+std::filesystem::path run_dir_of(const std::string& store);
+
+// This gaia binary (from /proc/self/exe), which also serves as the copies' supervisor.
+std::filesystem::path self_executable();
 
 // Opens the store of the current context (or --store / GAIA_STORE).
 Result<std::unique_ptr<Session>> open_session(const Globals& g);

@@ -30,6 +30,8 @@ _gaia_subs() {
         'drain' 'Cordon a node and move everything off it, keeping each role'\''s min_available' \
         'rebalance' 'Move a few instances so pending ones fit, or to pack nodes (plan first)' \
         'controller' 'Run the controllers continuously (one leader per store)' \
+        'agent' 'The node agent of a process cluster: supervises its local processes' \
+        'logs' 'Print what an instance'\''s process wrote (process backend)' \
         'config' 'Read and change the config center (global or per tenant)' \
         'label' 'Set, remove and list labels of nodes, apps and tenants' \
         'sim' 'Drive the sim backend: usage model, failures, controller tuning' \
@@ -62,6 +64,13 @@ _gaia_subs() {
       printf '%s\t%s\n' \
         'run' 'Reconcile the store continuously while leading its controllers' \
         'status' 'Show which runner leads the controllers of this store'
+      ;;
+    'agent')
+      printf '%s\t%s\n' \
+        'run' 'Supervise the instances in the foreground (until Ctrl-C)' \
+        'start' 'Start the agent in the background (no-op when one runs)' \
+        'status' 'Show the agent and how many processes run' \
+        'stop' 'Stop the agent (its instances keep running)'
       ;;
     'config')
       printf '%s\t%s\n' \
@@ -289,7 +298,7 @@ _gaia_opts() {
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
         '--store' 'files' 'SQLite store file (created on first use)' \
-        '--backend' 'text' 'Where instances run (sim)' \
+        '--backend' 'choices sim process' 'Where instances run for a cluster created in this context: sim (simulated nodes) or process (local processes); a cluster keeps the backend it was created with' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -335,6 +344,8 @@ _gaia_opts() {
         '--name' 'text' 'A name for the cluster, shown in its events' \
         '--strategy' 'choices spread stack' 'Scheduler strategy: spread (least allocated) or stack (most allocated)' \
         '--replace' 'flag' 'Recreate over an existing cluster: old nodes go, instances are scheduled again on the new ones' \
+        '--backend' 'choices sim process' 'Where instances run: sim (simulated, the default) or process (local processes, with an agent started in the background); default: the context'\''s' \
+        '--no-agent' 'flag' 'With --backend process: do not start the agent (start it with `gaia agent start`)' \
         '-n --nodes' 'text' 'How many nodes' \
         '--cpu' 'text' 'CPU per node (cores, or millicores like 500m)' \
         '--memory' 'text' 'Memory per node (e.g. 64Gi)' \
@@ -810,6 +821,98 @@ _gaia_opts() {
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
         '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'agent')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'agent run')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--interval' 'text' 'Longest time between passes (sooner when a process changes)' \
+        '--for' 'text' 'Stop after this long (default: until interrupted)' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'agent start')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--interval' 'text' 'Longest time between passes' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'agent status')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'agent stop')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--timeout' 'text' 'SIGKILL the agent if it has not stopped after this long' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'logs')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '-f --follow' 'flag' 'Keep printing new lines, also after the instance restarts' \
+        '--tail' 'text' 'Only the last N lines' \
+        '-p --previous' 'flag' 'The log of the copy before the newest' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \

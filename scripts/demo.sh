@@ -36,3 +36,22 @@ step "$GAIA" endpoints hdfs
 step "$GAIA" status
 # The timeline: every decision the submits made, oldest first.
 step "$GAIA" events
+
+# The same gaia on real processes: a second store whose cluster runs on the process
+# backend (its agent starts in the background), and the small stack of examples/local
+# made of Debian programs: kv (redis-server) and hits (busybox httpd with a CGI script
+# counting visits in kv). Each instance binds its own loopback address.
+export GAIA_STORE="$XDG_STATE_HOME/local.db"
+step "$GAIA" cluster create --backend process --nodes 2
+GAIA_REPO="$ROOT/examples/local" step "$GAIA" submit "$ROOT/examples/local/hits" --wait --timeout 2m
+step "$GAIA" endpoints hits
+read -r ADDR PORTS < <("$GAIA" endpoints hits | awk '$1 ~ /^0\.web\.hits\./ {print $2, $3; exit}')
+URL="http://$ADDR:${PORTS#http=}/cgi-bin/hits"
+step busybox wget -qO- "$URL"
+step busybox wget -qO- "$URL"
+step "$GAIA" logs 0.server.kv.default --tail 3
+# Deleting the apps stops their processes; then the agent goes too.
+step "$GAIA" delete hits
+step "$GAIA" delete kv
+step "$GAIA" agent stop
+

@@ -13,6 +13,9 @@ PACKAGES=(
   # The completion tests run the generated scripts in each shell; `script` (bsdutils)
   # gives the terminal tests a pseudo-terminal.
   zsh fish bsdutils
+  # The example stack of examples/local runs these on the process backend (the main
+  # job sends a request through it; the end-to-end tests kill and restart them).
+  redis-server busybox
 )
 
 missing=()

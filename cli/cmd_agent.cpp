@@ -1,0 +1,211 @@
+// gaia agent run|start|status|stop: the node agent of the process backend
+// (docs/backends.md). It supervises the instances placed on the nodes of a local
+// cluster: each pass observes the processes (phases, exit codes, health checks, usage),
+// runs the controllers on that observation, commits, and starts and stops processes;
+// between passes it waits for news from the processes. The instances do not belong to
+// the agent: they survive it, and a restarted agent finds them again.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "cli/agent_control.hpp"
+#include "cli/context.hpp"
+#include "cli/controller_loop.hpp"
+#include "cli/table.hpp"
+#include "lib/timeline.hpp"
+#include "ops/runner.hpp"
+#include "process/process_backend.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+// Set by SIGINT/SIGTERM so the agent finishes its pass and exits; a signal handler may
+// only touch a lock-free atomic.
+std::atomic<bool> g_agent_stop{false};
+void on_agent_stop(int) { g_agent_stop.store(true); }
+
+struct AgentArgs {
+  std::string interval = "1s";
+  std::string for_;
+  std::string timeout = "30s";
+  std::string output = "text";
+};
+
+Result<std::chrono::milliseconds> duration_flag(const std::string& flag, const std::string& text) {
+  auto d = parse_duration(text);
+  if (!d) return fail(d.error());
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  if (ms.count() <= 0)
+    return fail(Diagnostic{{}, flag, fmt::format("{} {}: must be positive", flag, text), "write a duration such as 500ms or 2s"});
+  return ms;
+}
+
+// Opens the session and checks that its cluster runs on the process backend.
+Result<std::unique_ptr<Session>> process_session(const Globals& g) {
+  auto session = open_session(g);
+  if (!session) return fail(session.error());
+  if ((*session)->backend_name != "process")
+    return fail(Diagnostic{{}, "", fmt::format("this cluster runs on the {} backend: it has no agent", (*session)->backend_name),
+                           "the agent serves clusters created with `gaia cluster create --backend process`"});
+  return session;
+}
+
+int run_agent(const Globals& g, const AgentArgs& a) {
+  auto interval = duration_flag("--interval", a.interval);
+  if (!interval) return report(g, interval.error());
+  std::optional<std::chrono::milliseconds> run_for;
+  if (!a.for_.empty()) {
+    auto f = duration_flag("--for", a.for_);
+    if (!f) return report(g, f.error());
+    run_for = *f;
+  }
+  auto session = process_session(g);
+  if (!session) return report(g, session.error());
+  Session& s = **session;
+  auto lock = AgentLock::acquire(run_dir_of(s.context.store), s.context.store, s.state->now_rfc3339());
+  if (!lock) return report(g, lock.error());
+
+  g_agent_stop.store(false);
+  std::signal(SIGINT, on_agent_stop);
+  std::signal(SIGTERM, on_agent_stop);
+  if (!g.quiet) {
+    fmt::print("{} agent {} serving the nodes of {} (run dir {})\n", s.state->now_rfc3339(), ::getpid(), s.context.store,
+               run_dir_of(s.context.store).string());
+    std::fflush(stdout);
+  }
+  auto started = std::chrono::steady_clock::now();
+  std::string last_error;
+  int passes = 0;
+  while (!g_agent_stop.load()) {
+    if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
+    s.op = new_operation_id(s.clock);
+    auto run = ops::run_controllers(s.workspace());
+    ++passes;
+    auto sleep = *interval;
+    if (!run) {
+      // A busy or briefly unreadable store is no reason to stop supervising: say it once
+      // and try again next pass.
+      std::string why = format_diagnostics(run.error());
+      if (why != last_error) fmt::print("{} warning: pass failed: {}", s.state->now_rfc3339(), why);
+      last_error = why;
+    } else {
+      last_error.clear();
+      // Usage updates change the batch every pass; only passes with events are news.
+      if (!run->outcome.batch.events.empty() && !g.quiet) {
+        fmt::print("{} pass {}: {} event(s)\n", s.state->now_rfc3339(), s.op, run->outcome.batch.events.size());
+        print_controller_events(g, run->outcome.batch);
+      }
+      for (const auto& e : run->backend_errors)
+        if (!g.quiet) fmt::print("{} warning: {}\n", s.state->now_rfc3339(), e.to_string());
+      if (run->outcome.wake_at_ms > 0) {
+        auto due = std::chrono::milliseconds(run->outcome.wake_at_ms - to_millis(s.clock.now()));
+        sleep = std::clamp(due, std::chrono::milliseconds(1), *interval);
+      }
+    }
+    std::fflush(stdout);
+    // Woken early when a process changes (exits, a health check is due).
+    auto until = std::chrono::steady_clock::now() + sleep;
+    while (!g_agent_stop.load() && std::chrono::steady_clock::now() < until) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (s.backend->wait(std::min(left, std::chrono::milliseconds(200)))) break;
+    }
+  }
+  if (!g.quiet) fmt::print("{} agent {} stopped after {} pass(es); its instances keep running\n", s.state->now_rfc3339(),
+                           ::getpid(), passes);
+  return k_ok;
+}
+
+int run_start(const Globals& g, const AgentArgs& a) {
+  if (auto i = duration_flag("--interval", a.interval); !i) return report(g, i.error());
+  auto session = process_session(g);
+  if (!session) return report(g, session.error());
+  auto agent = ensure_agent(g, (*session)->context.store, a.interval);
+  if (!agent) return report(g, agent.error());
+  if (!g.quiet) fmt::print("{}\n", agent->message);
+  return k_ok;
+}
+
+int run_status(const Globals& g, const AgentArgs& a) {
+  auto session = process_session(g);
+  if (!session) return report(g, session.error());
+  Session& s = **session;
+  auto st = agent_status(run_dir_of(s.context.store));
+  if (!st) return report(g, st.error());
+  auto obs = s.backend->observe(to_millis(s.clock.now()));
+  if (!obs) return report_error(g, obs.error().to_string());
+  size_t live = 0, ready = 0;
+  for (const auto& c : obs->copies) {
+    if (c.live()) ++live;
+    if (c.phase == CopyPhase::Running) ++ready;
+  }
+  if (a.output == "json") {
+    nlohmann::json j{{"running", st->running},
+                     {"pid", st->running ? nlohmann::json(st->pid) : nlohmann::json(nullptr)},
+                     {"since", st->since},
+                     {"log", st->log.string()},
+                     {"run_dir", run_dir_of(s.context.store).string()},
+                     {"processes", live},
+                     {"ready", ready}};
+    fmt::print("{}\n", j.dump(2));
+    return k_ok;
+  }
+  if (!st->running)
+    fmt::print("no agent serves this store: instances are started and stopped only while a gaia command runs\n"
+               "  start one with `gaia agent start`\n");
+  else
+    fmt::print("agent:     pid {}, since {}\nlog:       {}\n", st->pid, st->since, st->log.string());
+  fmt::print("run dir:   {}\nprocesses: {} live, {} ready\n", run_dir_of(s.context.store).string(), live, ready);
+  return k_ok;
+}
+
+int run_stop(const Globals& g, const AgentArgs& a) {
+  auto timeout = duration_flag("--timeout", a.timeout);
+  if (!timeout) return report(g, timeout.error());
+  auto session = process_session(g);
+  if (!session) return report(g, session.error());
+  auto stopped = stop_agent(run_dir_of((*session)->context.store), *timeout);
+  if (!stopped) return report(g, stopped.error());
+  if (g.quiet) return k_ok;
+  if (!*stopped) fmt::print("no agent was running\n");
+  else fmt::print("agent (pid {}) stopped; its instances keep running (`gaia agent start` resumes supervising)\n",
+                  (*stopped)->pid);
+  return k_ok;
+}
+
+}  // namespace
+
+void register_agent(CLI::App& app, Globals& g, int* code) {
+  auto* cmd = app.add_subcommand("agent", "The node agent of a process cluster: supervises its local processes");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  gaia cluster create --backend process --nodes 2   # starts the agent\n"
+      "  gaia agent status\n"
+      "  gaia agent stop && gaia agent start\n"
+      "  gaia agent run --interval 500ms                   # in the foreground\n");
+  auto a = std::make_shared<AgentArgs>();
+  auto* run = cmd->add_subcommand("run", "Supervise the instances in the foreground (until Ctrl-C)");
+  run->add_option("--interval", a->interval, "Longest time between passes (sooner when a process changes)")
+      ->capture_default_str();
+  run->add_option("--for", a->for_, "Stop after this long (default: until interrupted)")->type_name("DURATION");
+  run->callback([&g, code, a] { *code = run_agent(g, *a); });
+
+  auto* start = cmd->add_subcommand("start", "Start the agent in the background (no-op when one runs)");
+  start->add_option("--interval", a->interval, "Longest time between passes")->capture_default_str();
+  start->callback([&g, code, a] { *code = run_start(g, *a); });
+
+  auto* status = cmd->add_subcommand("status", "Show the agent and how many processes run");
+  status->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  status->callback([&g, code, a] { *code = run_status(g, *a); });
+
+  auto* stop = cmd->add_subcommand("stop", "Stop the agent (its instances keep running)");
+  stop->add_option("--timeout", a->timeout, "SIGKILL the agent if it has not stopped after this long")
+      ->capture_default_str();
+  stop->callback([&g, code, a] { *code = run_stop(g, *a); });
+}
+
+}  // namespace gaia::cli
