@@ -192,19 +192,23 @@ void register_agent(CLI::App& app, Globals& g, int* code) {
   run->add_option("--interval", a->interval, "Longest time between passes (sooner when a process changes)")
       ->capture_default_str();
   run->add_option("--for", a->for_, "Stop after this long (default: until interrupted)")->type_name("DURATION");
+  run->footer("Examples:\n  gaia agent run\n  gaia agent run --interval 500ms --for 1m\n");
   run->callback([&g, code, a] { *code = run_agent(g, *a); });
 
   auto* start = cmd->add_subcommand("start", "Start the agent in the background (no-op when one runs)");
   start->add_option("--interval", a->interval, "Longest time between passes")->capture_default_str();
+  start->footer("Examples:\n  gaia agent start\n  gaia agent start --interval 2s\n");
   start->callback([&g, code, a] { *code = run_start(g, *a); });
 
   auto* status = cmd->add_subcommand("status", "Show the agent and how many processes run");
   status->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  status->footer("Examples:\n  gaia agent status\n  gaia agent status -o json\n");
   status->callback([&g, code, a] { *code = run_status(g, *a); });
 
   auto* stop = cmd->add_subcommand("stop", "Stop the agent (its instances keep running)");
   stop->add_option("--timeout", a->timeout, "SIGKILL the agent if it has not stopped after this long")
       ->capture_default_str();
+  stop->footer("Examples:\n  gaia agent stop\n  gaia agent stop --timeout 5s\n");
   stop->callback([&g, code, a] { *code = run_stop(g, *a); });
 }
 
