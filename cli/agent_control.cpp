@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "cli/context.hpp"
+#include "process/copy_files.hpp"
+#include "process/logs.hpp"
+#include "process/proc.hpp"
 
 namespace gaia::cli {
 
@@ -32,15 +35,17 @@ Diagnostic io_error(const std::string& what, const fs::path& p, int err) {
                     "check the permissions of the store's folder"};
 }
 
-// The last lines of a file, for an error that points at a log.
+// The last lines of a file, indented, for an error that points at a log.
 std::string last_lines(const fs::path& p, size_t n) {
-  std::ifstream in(p);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  size_t from = lines.size() > n ? lines.size() - n : 0;
   std::string out;
-  for (size_t k = from; k < lines.size(); ++k) out += "    " + lines[k] + "\n";
+  for (const auto& line : process::tail_lines(p, n)) out += "    " + line + "\n";
   return out;
+}
+
+// Whether `pid` is still the process that wrote the pid file (same start time), so a
+// stale file left by a killed agent never makes us signal whoever got its pid.
+bool same_process(pid_t pid, uint64_t start) {
+  return pid > 0 && start > 0 && process::process_alive(pid, start);
 }
 
 }  // namespace
@@ -62,6 +67,7 @@ Result<AgentStatus> agent_status(const fs::path& run_dir) {
   try {
     auto j = nlohmann::json::parse(in);
     st.pid = j.value("pid", 0);
+    st.start = j.value("start", uint64_t{0});
     st.since = j.value("since", "");
     st.store = j.value("store", "");
   } catch (const std::exception&) {
@@ -78,20 +84,26 @@ Result<AgentLock> AgentLock::acquire(const fs::path& run_dir, const std::string&
   // it would outlive the agent.
   int fd = ::open(lock_path(run_dir).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return fail(io_error("cannot open", lock_path(run_dir), errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // `agent_status` probes the lock with a brief shared lock (ensure_agent polls it while
+  // this agent starts): try for a moment before calling the lock taken.
+  bool locked = false;
+  for (int attempt = 0; attempt < 20 && !locked; ++attempt) {
+    locked = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!locked) {
     ::close(fd);
     auto other = agent_status(run_dir);
     std::string who = other && other->pid > 0 ? fmt::format(" (pid {}, since {})", other->pid, other->since) : "";
     return fail(Diagnostic{{}, "", fmt::format("an agent already serves the nodes of this store{}", who),
                            "only one agent may serve a node; stop it first with `gaia agent stop`"});
   }
-  nlohmann::json j{{"pid", ::getpid()}, {"since", since}, {"store", store}};
-  fs::path tmp = pid_path(run_dir).string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump() << "\n";
+  auto self = process::read_proc_stat(::getpid());
+  nlohmann::json j{{"pid", ::getpid()}, {"start", self ? self->start_time : 0}, {"since", since}, {"store", store}};
+  if (auto w = process::write_file_atomic(pid_path(run_dir), j.dump() + "\n"); !w) {
+    ::close(fd);
+    return fail(Diagnostic{{}, "", fmt::format("cannot write {}: {}", pid_path(run_dir).string(), w.error()), ""});
   }
-  fs::rename(tmp, pid_path(run_dir), ec);
   return AgentLock(fd, pid_path(run_dir));
 }
 
@@ -124,8 +136,8 @@ Result<EnsuredAgent> ensure_agent(const Globals& g, const std::string& store, co
   if (pid == 0) {
     // The agent's own session: it outlives this command and its terminal.
     ::setsid();
-    int log = ::open(log_path(run_dir).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
+    int log = ::open(log_path(run_dir).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (log >= 0) {
       ::dup2(log, 1);
       ::dup2(log, 2);
@@ -155,7 +167,10 @@ Result<EnsuredAgent> ensure_agent(const Globals& g, const std::string& store, co
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return fail(Diagnostic{{}, "", fmt::format("the agent (pid {}) did not take its lock within 10s", pid),
+  // Still our own unreaped child: it can be stopped without any doubt about the pid.
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+  return fail(Diagnostic{{}, "", fmt::format("the agent (pid {}) did not take its lock within 10s; stopped it", pid),
                          fmt::format("see {}", log_path(run_dir).string())});
 }
 
@@ -163,8 +178,9 @@ Result<std::optional<AgentStatus>> stop_agent(const fs::path& run_dir, std::chro
   auto st = agent_status(run_dir);
   if (!st) return fail(st.error());
   if (!st->running) return std::optional<AgentStatus>{};
-  if (st->pid <= 0)
-    return fail(Diagnostic{{}, "", "an agent holds the lock but has not written its pid yet", "try again in a moment"});
+  if (!same_process(st->pid, st->start))
+    return fail(Diagnostic{{}, "", "an agent holds the lock but its pid file does not name it (yet)",
+                           "try again in a moment"});
   ::kill(st->pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool killed = false;
@@ -175,7 +191,7 @@ Result<std::optional<AgentStatus>> stop_agent(const fs::path& run_dir, std::chro
       if (killed)
         return fail(Diagnostic{{}, "", fmt::format("the agent (pid {}) did not stop", st->pid),
                                fmt::format("kill it by hand: kill -9 {}", st->pid)});
-      ::kill(st->pid, SIGKILL);
+      if (same_process(st->pid, st->start)) ::kill(st->pid, SIGKILL);
       killed = true;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     }

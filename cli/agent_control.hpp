@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@ namespace gaia::cli {
 struct AgentStatus {
   bool running = false;
   pid_t pid = 0;
+  uint64_t start = 0;  // Its start time (/proc), so a reused pid is never taken for it.
   std::string since;  // RFC 3339, when it took the lock.
   std::string store;
   std::filesystem::path log;

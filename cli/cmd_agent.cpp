@@ -6,16 +6,15 @@
 // the agent: they survive it, and a restarted agent finds them again.
 #include <fmt/format.h>
 
-#include <atomic>
+#include <unistd.h>
+
 #include <chrono>
-#include <csignal>
-#include <thread>
+#include <vector>
 
 #include "cli/agent_control.hpp"
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
-#include "cli/table.hpp"
-#include "lib/timeline.hpp"
+#include "cli/interrupt.hpp"
 #include "ops/runner.hpp"
 #include "process/process_backend.hpp"
 
@@ -23,26 +22,12 @@ namespace gaia::cli {
 
 namespace {
 
-// Set by SIGINT/SIGTERM so the agent finishes its pass and exits; a signal handler may
-// only touch a lock-free atomic.
-std::atomic<bool> g_agent_stop{false};
-void on_agent_stop(int) { g_agent_stop.store(true); }
-
 struct AgentArgs {
   std::string interval = "1s";
   std::string for_;
   std::string timeout = "30s";
   std::string output = "text";
 };
-
-Result<std::chrono::milliseconds> duration_flag(const std::string& flag, const std::string& text) {
-  auto d = parse_duration(text);
-  if (!d) return fail(d.error());
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
-  if (ms.count() <= 0)
-    return fail(Diagnostic{{}, flag, fmt::format("{} {}: must be positive", flag, text), "write a duration such as 500ms or 2s"});
-  return ms;
-}
 
 // Opens the session and checks that its cluster runs on the process backend.
 Result<std::unique_ptr<Session>> process_session(const Globals& g) {
@@ -55,11 +40,11 @@ Result<std::unique_ptr<Session>> process_session(const Globals& g) {
 }
 
 int run_agent(const Globals& g, const AgentArgs& a) {
-  auto interval = duration_flag("--interval", a.interval);
+  auto interval = positive_duration("--interval", a.interval);
   if (!interval) return report(g, interval.error());
   std::optional<std::chrono::milliseconds> run_for;
   if (!a.for_.empty()) {
-    auto f = duration_flag("--for", a.for_);
+    auto f = positive_duration("--for", a.for_);
     if (!f) return report(g, f.error());
     run_for = *f;
   }
@@ -69,9 +54,8 @@ int run_agent(const Globals& g, const AgentArgs& a) {
   auto lock = AgentLock::acquire(run_dir_of(s.context.store), s.context.store, s.state->now_rfc3339());
   if (!lock) return report(g, lock.error());
 
-  g_agent_stop.store(false);
-  std::signal(SIGINT, on_agent_stop);
-  std::signal(SIGTERM, on_agent_stop);
+  // SIGINT/SIGTERM: the agent finishes its pass and exits.
+  catch_stop_signals();
   if (!g.quiet) {
     fmt::print("{} agent {} serving the nodes of {} (run dir {})\n", s.state->now_rfc3339(), ::getpid(), s.context.store,
                run_dir_of(s.context.store).string());
@@ -80,11 +64,30 @@ int run_agent(const Globals& g, const AgentArgs& a) {
   auto started = std::chrono::steady_clock::now();
   std::string last_error;
   int passes = 0;
-  while (!g_agent_stop.load()) {
+  // The nodes this agent serves (every node of the cluster), as of the last pass: it
+  // beats for each before each pass, so a node whose agent goes silent is marked down
+  // by whoever runs the controllers after the heartbeat timeout (docs/backends.md).
+  std::vector<std::string> served;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string agent_id = fmt::format("pid {} on {}", ::getpid(), host);
+  while (!stop_requested()) {
     if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
     s.op = new_operation_id(s.clock);
+    if (served.empty())
+      if (auto st = s.state->load())
+        for (const auto& n : st->snapshot.nodes) served.push_back(n.name);
+    if (auto beat = s.state->write_heartbeats(served, agent_id); !beat && !g.quiet)
+      fmt::print("{} warning: heartbeat not written: {}", s.state->now_rfc3339(), format_diagnostics(beat.error()));
     auto run = ops::run_controllers(s.workspace());
     ++passes;
+    if (auto* pb = dynamic_cast<ProcessBackend*>(s.backend.get()))
+      for (const auto& w : pb->take_warnings())
+        if (!g.quiet) fmt::print("{} warning: {}\n", s.state->now_rfc3339(), w);
+    if (run) {
+      served.clear();
+      for (const auto& n : run->state.snapshot.nodes) served.push_back(n.name);
+    }
     auto sleep = *interval;
     if (!run) {
       // A busy or briefly unreadable store is no reason to stop supervising: say it once
@@ -109,7 +112,7 @@ int run_agent(const Globals& g, const AgentArgs& a) {
     std::fflush(stdout);
     // Woken early when a process changes (exits, a health check is due).
     auto until = std::chrono::steady_clock::now() + sleep;
-    while (!g_agent_stop.load() && std::chrono::steady_clock::now() < until) {
+    while (!stop_requested() && std::chrono::steady_clock::now() < until) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
       if (s.backend->wait(std::min(left, std::chrono::milliseconds(200)))) break;
     }
@@ -120,7 +123,7 @@ int run_agent(const Globals& g, const AgentArgs& a) {
 }
 
 int run_start(const Globals& g, const AgentArgs& a) {
-  if (auto i = duration_flag("--interval", a.interval); !i) return report(g, i.error());
+  if (auto i = positive_duration("--interval", a.interval); !i) return report(g, i.error());
   auto session = process_session(g);
   if (!session) return report(g, session.error());
   auto agent = ensure_agent(g, (*session)->context.store, a.interval);
@@ -135,12 +138,18 @@ int run_status(const Globals& g, const AgentArgs& a) {
   Session& s = **session;
   auto st = agent_status(run_dir_of(s.context.store));
   if (!st) return report(g, st.error());
-  auto obs = s.backend->observe(to_millis(s.clock.now()));
-  if (!obs) return report_error(g, obs.error().to_string());
+  // Read only: observing would run health checks and tidy copy dirs, which a status
+  // command must not do. Live processes come from the run dir, running instances from
+  // the store (what the agent last observed).
+  auto state = s.state->load();
+  if (!state) return report(g, state.error());
+  auto* backend = dynamic_cast<ProcessBackend*>(s.backend.get());
   size_t live = 0, ready = 0;
-  for (const auto& c : obs->copies) {
-    if (c.live()) ++live;
-    if (c.phase == CopyPhase::Running) ++ready;
+  for (const auto& i : state->snapshot.instances) {
+    if (i.state == InstanceState::Running) ++ready;
+    if (!backend) continue;
+    for (const auto& c : backend->copies_of(i.key()))
+      if (!c.removed && (c.phase == CopyPhase::Starting || c.phase == CopyPhase::Running)) ++live;
   }
   if (a.output == "json") {
     nlohmann::json j{{"running", st->running},
@@ -158,12 +167,12 @@ int run_status(const Globals& g, const AgentArgs& a) {
                "  start one with `gaia agent start`\n");
   else
     fmt::print("agent:     pid {}, since {}\nlog:       {}\n", st->pid, st->since, st->log.string());
-  fmt::print("run dir:   {}\nprocesses: {} live, {} ready\n", run_dir_of(s.context.store).string(), live, ready);
+  fmt::print("run dir:   {}\nprocesses: {} live; instances running: {}\n", run_dir_of(s.context.store).string(), live, ready);
   return k_ok;
 }
 
 int run_stop(const Globals& g, const AgentArgs& a) {
-  auto timeout = duration_flag("--timeout", a.timeout);
+  auto timeout = positive_duration("--timeout", a.timeout);
   if (!timeout) return report(g, timeout.error());
   auto session = process_session(g);
   if (!session) return report(g, session.error());

@@ -13,7 +13,7 @@
 #include "cli/table.hpp"
 #include "lib/codec.hpp"
 #include "lib/quantity.hpp"
-#include "lib/topology.hpp"
+#include "process/cgroup.hpp"
 #include "spec/cluster_file.hpp"
 
 namespace gaia::cli {
@@ -30,16 +30,10 @@ struct CreateArgs {
   NodeFlags nodes;
 };
 
-// The process backend runs every instance on this machine, each bound to its own
-// address: instance subnets must be loopback (Linux routes all of 127.0.0.0/8 to lo, so
-// any address there can be bound without configuring anything).
+// The default subnet of a process cluster: loopback, so every instance binds an address
+// of its own on this machine without configuring anything (controllers/node_ops.hpp
+// refuses any other).
 constexpr const char* k_loopback_subnet = "127.64.0.0/16";
-
-bool loopback_cidr(const std::string& cidr) {
-  auto p = parse_cidr(cidr);
-  auto lo = parse_cidr("127.0.0.0/8");
-  return p && lo && p->length >= lo->length && lo->contains(p->address);
-}
 
 struct ShowArgs {
   std::string output;
@@ -68,6 +62,12 @@ Resources total_capacity(const std::vector<Node>& nodes) {
 
 int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   ClusterSpec spec;
+  // --backend, else the context's: known before the nodes are laid out, since a process
+  // cluster's default subnet is loopback.
+  auto context = resolve_context(g);
+  if (!context) return report(g, context.error());
+  const std::string backend = a.backend.empty() ? context->backend : a.backend;
+  if (auto known = check_backend_name(backend); !known) return report(g, known.error());
   if (!a.file.empty()) {
     // Node-shape flags describe generated nodes; with a file they would be ignored.
     std::vector<std::string> conflicting;
@@ -82,7 +82,7 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     spec = std::move(file->cluster);
   } else {
     NodeFlags flags = a.nodes;
-    if (a.backend == "process" && cmd->count("--subnet") == 0) flags.subnet = k_loopback_subnet;
+    if (backend == "process" && cmd->count("--subnet") == 0) flags.subnet = k_loopback_subnet;
     auto options = generate_options(flags);
     if (!options) return report(g, options.error());
     auto nodes = generate_nodes(*options);
@@ -90,44 +90,20 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     spec.nodes = std::move(*nodes);
     ensure_default_tenant(spec.tenants);
   }
+  spec.backend = backend;
   if (!a.name.empty()) spec.name = a.name;
   if (!a.strategy.empty()) spec.profile.strategy = a.strategy;
 
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  std::string backend = a.backend.empty() ? (*session)->context.backend : a.backend;
-  if (auto known = check_backend_name(backend); !known) return report(g, known.error());
-  if (backend == "process") {
-    Diagnostics errors;
-    for (const auto& n : spec.nodes)
-      if (!loopback_cidr(n.instance_subnet))
-        errors.push_back(Diagnostic{{a.file}, "instance_subnet",
-                                    fmt::format("node {}: instance subnet '{}' is not a loopback range", n.name,
-                                                n.instance_subnet),
-                                    fmt::format("the process backend runs instances on this machine, each bound to "
-                                                "its own loopback address: use a subnet inside 127.0.0.0/8 (--subnet "
-                                                "{}, the default with --backend process)",
-                                                k_loopback_subnet)});
-    if (!errors.empty()) return report(g, errors);
-  }
   NodeOpOutcome outcome;
   bool had_nodes = false;
   auto result = (*session)->state->update((*session)->op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
     had_nodes = !s.snapshot.nodes.empty();
-    // A cluster keeps its backend: switching one with instances on it would orphan
-    // them (processes nobody supervises, or bookkeeping that never ran).
-    auto was = s.settings.find(k_backend_setting);
-    std::string before = was != s.settings.end() && was->second.is_string() ? was->second.get<std::string>() : "sim";
-    if (before != backend && !s.snapshot.instances.empty())
-      return fail(Diagnostic{{}, "--backend",
-                             fmt::format("this cluster runs its {} instance(s) on the {} backend, not {}",
-                                         s.snapshot.instances.size(), before, backend),
-                             "delete its apps first (gaia delete APP), or use another store (--store PATH)"});
     auto o = decide_cluster_create(s, spec, a.replace);
     if (!o) return fail(o.error());
     outcome = std::move(*o);
     batch = outcome.batch;
-    batch.put_settings[k_backend_setting] = backend;
     return {};
   });
   if (!result) return report(g, result.error());
@@ -142,9 +118,12 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   fmt::print("  tenants: {}; scheduler strategy {}\n", fmt::join(tenants, ", "), spec.profile.strategy);
   if (!outcome.displaced.empty()) fmt::print("  {} instance(s) taken off the old nodes\n", outcome.displaced.size());
   print_retry(g, outcome);
-  if (backend == "process") {
+  if (spec.backend == "process") {
     fmt::print("  backend process: instances run as local processes (state in {})\n",
                run_dir_of((*session)->context.store).string());
+    // Said once, where a user sets the cluster up (and in the agent's log), rather than
+    // after every command.
+    if (auto w = process::cgroup::take_limits_warning(true); !w.empty()) fmt::print("  warning: {}\n", w);
     if (!a.no_agent) {
       auto agent = ensure_agent(g, (*session)->context.store);
       if (!agent) return report(g, agent.error());

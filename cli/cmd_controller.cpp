@@ -6,13 +6,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <thread>
 
 #include "cli/context.hpp"
 #include "cli/controller_loop.hpp"
+#include "cli/interrupt.hpp"
 #include "lib/leader.hpp"
 #include "ops/propagate.hpp"
 #include "lib/timeline.hpp"
@@ -23,10 +22,6 @@ namespace {
 
 constexpr const char* k_leader_key = "meta/controller_leader";
 
-// Set by SIGINT/SIGTERM so the runner resigns and exits cleanly. A signal handler can
-// only touch a lock-free atomic, hence this one file-level flag.
-std::atomic<bool> g_stop{false};
-void on_controller_stop(int) { g_stop.store(true); }
 
 struct RunArgs {
   std::string interval = "1s";
@@ -34,22 +29,6 @@ struct RunArgs {
   std::string for_ = "";
   bool once = false;
 };
-
-Result<std::chrono::milliseconds> positive_duration(const std::string& flag, const std::string& text) {
-  auto d = parse_duration(text);
-  if (!d) return fail(d.error());
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
-  if (ms.count() <= 0)
-    return fail(Diagnostic{{}, flag, fmt::format("{} {}: must be positive", flag, text), "write a duration such as 500ms, 2s or 1m"});
-  return ms;
-}
-
-// Sleeps up to `d`, waking early when asked to stop.
-void nap(std::chrono::milliseconds d) {
-  auto until = std::chrono::steady_clock::now() + d;
-  while (!g_stop.load() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::min(d, std::chrono::milliseconds(50)));
-}
 
 int run_controller(const Globals& g, const RunArgs& a) {
   auto interval = positive_duration("--interval", a.interval);
@@ -77,16 +56,15 @@ int run_controller(const Globals& g, const RunArgs& a) {
   LeaderElection election(*s.store, k_leader_key, holder,
                           std::chrono::duration_cast<std::chrono::seconds>(*ttl));
 
-  g_stop.store(false);
-  std::signal(SIGINT, on_controller_stop);
-  std::signal(SIGTERM, on_controller_stop);
+  // SIGINT/SIGTERM: the runner resigns and exits cleanly.
+  catch_stop_signals();
   auto started = std::chrono::steady_clock::now();
   bool was_leading = false;
   std::string last_waiting_for;
   int runs = 0;
   int64_t healed_at = -1;  // Store revision of the last stale-render check.
   std::string last_heal_error;
-  while (!g_stop.load()) {
+  while (!stop_requested()) {
     if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
     auto lead = election.try_lead(s.state->now_rfc3339());
     if (!lead) return report(g, Diagnostics{lead.error().to_diagnostic()});
@@ -185,7 +163,8 @@ void register_controller(CLI::App& app, Globals& g, int* code) {
       "Examples:\n"
       "  gaia controller run                       # until Ctrl-C; a second runner waits\n"
       "  gaia controller run --interval 500ms --for 1m\n"
-      "  gaia controller status\n");
+      "  gaia controller status\n"
+      "  gaia controller options --heartbeat-timeout 10s\n");
   auto a = std::make_shared<RunArgs>();
   auto* run = cmd->add_subcommand("run", "Reconcile the store continuously while leading its controllers");
   run->footer(
@@ -206,6 +185,8 @@ void register_controller(CLI::App& app, Globals& g, int* code) {
   status->footer("Examples:\n  gaia controller status\n  gaia controller status -o json\n");
   status->add_option("-o,--output", *output, "text or json")->check(CLI::IsMember({"text", "json"}));
   status->callback([&g, code, output] { *code = run_status(g, *output); });
+
+  register_controller_options(cmd, g, code);
 }
 
 }  // namespace gaia::cli

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "cli/context.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/table.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/timeline.hpp"
@@ -25,20 +26,6 @@ struct EventsArgs {
   std::string output;  // "" (table), wide, json
   int64_t retention = 0;
 };
-
-// Set from the signal handler; the follow loop checks it between polls.
-volatile std::sig_atomic_t g_stop = 0;
-
-extern "C" void on_stop_signal(int) { g_stop = 1; }
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // No SA_RESTART: the poll sleep returns at once on a signal.
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 std::string object_of(const TimelineEvent& e) {
   if (!e.instance.empty()) return "instance/" + e.instance;
@@ -154,12 +141,6 @@ Result<EventFilter> build_filter(const Globals& g, const EventsArgs& a, Clock::t
   return f;
 }
 
-// Sleeps `d` unless a stop signal arrives first.
-void nap(std::chrono::milliseconds d) {
-  timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>((d.count() % 1000) * 1000000)};
-  nanosleep(&ts, nullptr);  // A signal cuts it short (EINTR); the caller checks g_stop.
-}
-
 int run_events(const Globals& g, const EventsArgs& a) {
   std::optional<Clock::time_point::duration> timeout;
   if (!a.timeout.empty()) {
@@ -185,7 +166,7 @@ int run_events(const Globals& g, const EventsArgs& a) {
   if (!filter) return report(g, filter.error());
 
   // Signals go to our handler from here on, so a follower ends between polls, cleanly.
-  if (a.follow) install_stop_handlers();
+  if (a.follow) catch_stop_signals();
   auto events = s.state->events_after(0);
   if (!events) return report(g, events.error());
   int64_t cursor = events->empty() ? 0 : events->back().seq;
@@ -206,7 +187,7 @@ int run_events(const Globals& g, const EventsArgs& a) {
   emit(selected);
 
   auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
-  while (!g_stop) {
+  while (!stop_requested()) {
     auto pause = std::chrono::milliseconds(200);
     if (deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
@@ -214,7 +195,7 @@ int run_events(const Globals& g, const EventsArgs& a) {
       pause = std::min(pause, left);
     }
     nap(pause);
-    if (g_stop) break;
+    if (stop_requested()) break;
     // The sequence key is one small read; the event range is read only when it moved.
     auto last = s.state->last_seq();
     if (!last) return report(g, last.error());

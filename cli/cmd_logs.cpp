@@ -5,10 +5,12 @@
 // when the instance restarts.
 #include <fmt/format.h>
 
-#include <atomic>
-#include <csignal>
+#include <limits>
+#include <optional>
+
 
 #include "cli/context.hpp"
+#include "cli/interrupt.hpp"
 #include "lib/instance_ref.hpp"
 #include "process/logs.hpp"
 #include "process/process_backend.hpp"
@@ -16,9 +18,6 @@
 namespace gaia::cli {
 
 namespace {
-
-std::atomic<bool> g_logs_stop{false};
-void on_logs_stop(int) { g_logs_stop.store(true); }
 
 struct LogsArgs {
   std::string instance;
@@ -49,20 +48,19 @@ int run_logs(const Globals& g, const LogsArgs& a) {
     return report_error(g, fmt::format("instance {} has had one copy only: there is no previous log", key),
                         "drop --previous to see the current one");
   const CopyInfo& copy = copies[a.previous ? 1 : 0];
+  // With -f the follower starts before the tail is read, so a line written in between
+  // is not lost (it may show twice, never zero times); it yields only newer lines, and
+  // a copy started later from its beginning.
+  std::optional<process::LogFollower> follower;
+  if (a.follow && !a.previous) follower.emplace(backend->run_dir() / key, process::LogFollower::From::End);
   size_t n = a.tail < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(a.tail);
   for (const auto& line : process::tail_lines(copy.log, n)) fmt::print("{}\n", line);
   std::fflush(stdout);
-  if (!a.follow || a.previous) return k_ok;
-  // From the end of what was just printed: the follower yields only newer lines, and
-  // the lines of a copy started later from its beginning.
-  process::LogFollower follower(backend->run_dir() / key, process::LogFollower::From::End);
-  g_logs_stop.store(false);
-  std::signal(SIGINT, on_logs_stop);
-  std::signal(SIGTERM, on_logs_stop);
-  std::signal(SIGPIPE, on_logs_stop);
+  if (!follower) return k_ok;
+  catch_stop_signals(/*with_sigpipe=*/true);
   std::string current = copy.dir.string();
-  while (!g_logs_stop.load()) {
-    for (const auto& line : follower.next(std::chrono::milliseconds(200))) {
+  while (!stop_requested()) {
+    for (const auto& line : follower->next(std::chrono::milliseconds(200))) {
       if (line.copy_dir.string() != current) {
         current = line.copy_dir.string();
         if (!g.quiet) fmt::print(stderr, "--- {} restarted: {} ---\n", key, line.copy_dir.filename().string());

@@ -388,7 +388,7 @@ int run_fail(const Globals& g, const FailArgs& a) {
 // ---------------------------------------------------------------- gaia sim options
 
 struct OptionsArgs {
-  std::string reclaim_startup, max_backoff;
+  std::string reclaim_startup, max_backoff, heartbeat_timeout;
   std::optional<double> reclaim_margin;
   bool reset = false;
   std::string output = "text";
@@ -407,12 +407,19 @@ int run_options(const Globals& g, const OptionsArgs& a) {
   if (!startup) return report(g, startup.error());
   auto backoff = ms_of(a.max_backoff, "--max-backoff");
   if (!backoff) return report(g, backoff.error());
+  auto heartbeat = ms_of(a.heartbeat_timeout, "--heartbeat-timeout");
+  if (!heartbeat) return report(g, heartbeat.error());
+  if (*heartbeat && **heartbeat < 1000) {
+    report_error(g, fmt::format("--heartbeat-timeout {}: must be at least 1s", a.heartbeat_timeout),
+                 "a node is marked down when its agent stays silent this long; agents beat every --interval (1s)");
+    return k_usage;
+  }
   if (a.reclaim_margin && (!std::isfinite(*a.reclaim_margin) || *a.reclaim_margin < 0 || *a.reclaim_margin > k_max_fraction)) {
     report_error(g, fmt::format("--reclaim-margin {}: expected a fraction between 0 and {}", *a.reclaim_margin, k_max_fraction),
                  "0.2 keeps 20% above observed usage");
     return k_usage;
   }
-  bool setting = *startup || *backoff || a.reclaim_margin;
+  bool setting = *startup || *backoff || *heartbeat || a.reclaim_margin;
   if (a.reset && setting) {
     report_error(g, "--reset cannot be combined with other options", "reset first, then set");
     return k_usage;
@@ -427,13 +434,15 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     result = a.reset ? ControllerOptions{} : current;
     if (*startup) result.reclaim_startup_ms = **startup;
     if (*backoff) result.max_backoff_ms = **backoff;
+    if (*heartbeat) result.heartbeat_timeout_ms = **heartbeat;
     if (a.reclaim_margin) result.reclaim_margin = *a.reclaim_margin;
     changed = (setting || a.reset) && controller_options_json(result) != controller_options_json(current);
     if (!changed) return {};
     b.put_settings[k_controller_options_setting] = controller_options_json(result);
-    b.event("OptionsChanged", fmt::format("controller options: reclaim start-up {}, reclaim margin {}, max back-off {}",
-                                          duration_text(result.reclaim_startup_ms), percent_text(result.reclaim_margin),
-                                          duration_text(result.max_backoff_ms)));
+    b.event("OptionsChanged",
+            fmt::format("controller options: reclaim start-up {}, reclaim margin {}, max back-off {}, heartbeat timeout {}",
+                        duration_text(result.reclaim_startup_ms), percent_text(result.reclaim_margin),
+                        duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms)));
     return {};
   });
   if (!committed) return report(g, committed.error());
@@ -441,8 +450,9 @@ int run_options(const Globals& g, const OptionsArgs& a) {
   if (json) {
     std::printf("%s\n", controller_options_json(result).dump(2).c_str());
   } else if (!g.quiet) {
-    fmt::print("reclaim start-up  {}\nreclaim margin    {}\nmax back-off      {}\n", duration_text(result.reclaim_startup_ms),
-               percent_text(result.reclaim_margin), duration_text(result.max_backoff_ms));
+    fmt::print("reclaim start-up   {}\nreclaim margin     {}\nmax back-off       {}\nheartbeat timeout  {}\n",
+               duration_text(result.reclaim_startup_ms), percent_text(result.reclaim_margin),
+               duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms));
   }
   if (!changed) return k_ok;
   auto run = run_after(g, s, !json);
@@ -456,6 +466,29 @@ void add_follow(CLI::App* cmd, Follow& f, const std::string& what) {
 }
 
 }  // namespace
+
+void register_controller_options(CLI::App* parent, Globals& g, int* code) {
+  const std::string cmd = fmt::format("gaia {} options", parent->get_name());
+  auto* opts = parent->add_subcommand("options", "Show or set the controllers' tunables (kept in the store)");
+  opts->footer(fmt::format(
+      "Examples:\n"
+      "  {0}                                  # show them\n"
+      "  {0} --reclaim-startup 0s --reclaim-margin 0.1\n"
+      "  {0} --max-backoff 30s\n"
+      "  {0} --heartbeat-timeout 10s\n"
+      "  {0} --reset\n"
+      "Exit codes: 0 ok, 1 error, 2 bad flags.",
+      cmd));
+  auto oa = std::make_shared<OptionsArgs>();
+  opts->add_option("--reclaim-startup", oa->reclaim_startup, "Time a prod instance keeps its full request (default 60s)");
+  opts->add_option("--reclaim-margin", oa->reclaim_margin, "Reserve usage * (1 + margin) after start-up (default 0.2)");
+  opts->add_option("--max-backoff", oa->max_backoff, "Highest restart back-off (default 5m)");
+  opts->add_option("--heartbeat-timeout", oa->heartbeat_timeout,
+                   "Mark a node down when its agent sends no heartbeat this long (default 30s)");
+  opts->add_flag("--reset", oa->reset, "Back to the defaults");
+  opts->add_option("-o,--output", oa->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  opts->callback([&g, code, oa] { *code = run_options(g, *oa); });
+}
 
 void register_sim(CLI::App& app, Globals& g, int* code) {
   auto* sim = app.add_subcommand("sim", "Drive the sim backend: usage model, failures, controller tuning");
@@ -514,21 +547,7 @@ void register_sim(CLI::App& app, Globals& g, int* code) {
   failc->add_option("-o,--output", fa->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   failc->callback([&g, code, fa] { *code = run_fail(g, *fa); });
 
-  auto* opts = sim->add_subcommand("options", "Show or set the run-time controllers' tunables (kept in the store)");
-  opts->footer(
-      "Examples:\n"
-      "  gaia sim options                                  # show them\n"
-      "  gaia sim options --reclaim-startup 0s --reclaim-margin 0.1\n"
-      "  gaia sim options --max-backoff 30s\n"
-      "  gaia sim options --reset\n"
-      "Exit codes: 0 ok, 1 error, 2 bad flags.");
-  auto oa = std::make_shared<OptionsArgs>();
-  opts->add_option("--reclaim-startup", oa->reclaim_startup, "Time a prod instance keeps its full request (default 60s)");
-  opts->add_option("--reclaim-margin", oa->reclaim_margin, "Reserve usage * (1 + margin) after start-up (default 0.2)");
-  opts->add_option("--max-backoff", oa->max_backoff, "Highest restart back-off (default 5m)");
-  opts->add_flag("--reset", oa->reset, "Back to the defaults");
-  opts->add_option("-o,--output", oa->output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  opts->callback([&g, code, oa] { *code = run_options(g, *oa); });
+  register_controller_options(sim, g, code);
 }
 
 }  // namespace gaia::cli

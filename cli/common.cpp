@@ -1,5 +1,6 @@
 #include "cli/common.hpp"
 
+#include "lib/timeline.hpp"
 #include "spec/app_spec.hpp"
 
 #include <chrono>
@@ -165,5 +166,19 @@ std::string green(const Globals& g, std::FILE* s, const std::string& t) { return
 std::string yellow(const Globals& g, std::FILE* s, const std::string& t) { return sgr(g, s, "33", t); }
 std::string red(const Globals& g, std::FILE* s, const std::string& t) { return sgr(g, s, "31", t); }
 std::string dim(const Globals& g, std::FILE* s, const std::string& t) { return sgr(g, s, "2", t); }
+
+}  // namespace gaia::cli
+
+namespace gaia::cli {
+
+Result<std::chrono::milliseconds> positive_duration(const std::string& flag, const std::string& text) {
+  auto d = parse_duration(text);
+  if (!d) return fail(d.error());
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  if (ms.count() <= 0)
+    return fail(Diagnostic{{}, flag, fmt::format("{} {}: must be positive", flag, text),
+                           "write a duration such as 500ms, 2s or 1m"});
+  return ms;
+}
 
 }  // namespace gaia::cli

@@ -4,6 +4,7 @@
 // through the functions declared at the bottom.
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -38,6 +39,10 @@ struct Globals {
 // Checks a --tenant value is a DNS label, so a typo is a usage error (exit 2) rather
 // than names like "0.web.app.Bad Tenant.gaia" further down. Every --tenant uses it.
 CLI::Validator tenant_validator();
+
+// A duration flag that must be positive ("500ms", "2s", "1m"), in milliseconds; the
+// error names the flag.
+Result<std::chrono::milliseconds> positive_duration(const std::string& flag, const std::string& text);
 
 // Prints diagnostics to stderr in the chosen format; returns k_error for convenience.
 int report(const Globals& g, const Diagnostics& ds);
@@ -113,5 +118,7 @@ void register_logs(CLI::App& app, Globals& g, int* code);
 void register_config(CLI::App& app, Globals& g, int* code);
 void register_label(CLI::App& app, Globals& g, int* code);
 void register_sim(CLI::App& app, Globals& g, int* code);
+// `gaia controller options` and its older name `gaia sim options` (cmd_sim.cpp).
+void register_controller_options(CLI::App* parent, Globals& g, int* code);
 
 }  // namespace gaia::cli

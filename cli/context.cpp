@@ -151,7 +151,7 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   // its simulated world in the same store, under sim/.
   // The cluster remembers the backend it was created for (settings/backend, written by
   // `gaia cluster create`); the context's backend only chooses it for a new cluster.
-  auto recorded = s->store->get(std::string("settings/") + k_backend_setting);
+  auto recorded = s->store->get(std::string("settings/") + keys::k_backend_setting);
   if (!recorded) return fail(recorded.error().to_diagnostic());
   if (*recorded) {
     try {

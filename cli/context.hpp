@@ -55,9 +55,6 @@ struct Session {
 // by --store or GAIA_STORE when given. Opens nothing.
 Result<ContextEntry> resolve_context(const Globals& g);
 
-// The store setting (settings/<name>) that records the backend a cluster was created for.
-inline constexpr const char* k_backend_setting = "backend";
-
 // "sim" and "process" are known; anything else is an error with a hint.
 Result<void> check_backend_name(const std::string& name);
 

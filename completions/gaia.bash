@@ -63,7 +63,8 @@ _gaia_subs() {
     'controller')
       printf '%s\t%s\n' \
         'run' 'Reconcile the store continuously while leading its controllers' \
-        'status' 'Show which runner leads the controllers of this store'
+        'status' 'Show which runner leads the controllers of this store' \
+        'options' 'Show or set the controllers'\'' tunables (kept in the store)'
       ;;
     'agent')
       printf '%s\t%s\n' \
@@ -90,7 +91,7 @@ _gaia_subs() {
       printf '%s\t%s\n' \
         'usage' 'Set what instances use, as fractions of their request (with spikes)' \
         'fail' 'Make a running instance exit; the restart controller restarts it' \
-        'options' 'Show or set the run-time controllers'\'' tunables (kept in the store)'
+        'options' 'Show or set the controllers'\'' tunables (kept in the store)'
       ;;
   esac
 }
@@ -832,6 +833,26 @@ _gaia_opts() {
         '-q --quiet' 'flag' 'Print only errors and requested output' \
         '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
       ;;
+    'controller options')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--reclaim-startup' 'text' 'Time a prod instance keeps its full request (default 60s)' \
+        '--reclaim-margin' 'text' 'Reserve usage * (1 + margin) after start-up (default 0.2)' \
+        '--max-backoff' 'text' 'Highest restart back-off (default 5m)' \
+        '--heartbeat-timeout' 'text' 'Mark a node down when its agent sends no heartbeat this long (default 30s)' \
+        '--reset' 'flag' 'Back to the defaults' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
     'agent')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
@@ -1156,6 +1177,7 @@ _gaia_opts() {
         '--reclaim-startup' 'text' 'Time a prod instance keeps its full request (default 60s)' \
         '--reclaim-margin' 'text' 'Reserve usage * (1 + margin) after start-up (default 0.2)' \
         '--max-backoff' 'text' 'Highest restart back-off (default 5m)' \
+        '--heartbeat-timeout' 'text' 'Mark a node down when its agent sends no heartbeat this long (default 30s)' \
         '--reset' 'flag' 'Back to the defaults' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \

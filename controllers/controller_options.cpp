@@ -16,13 +16,15 @@ ControllerOptions stored_controller_options(const ClusterState& state, Controlle
   read("reclaim_startup_ms", base.reclaim_startup_ms);
   read("reclaim_margin", base.reclaim_margin);
   read("max_backoff_ms", base.max_backoff_ms);
+  read("heartbeat_timeout_ms", base.heartbeat_timeout_ms);
   return base;
 }
 
 nlohmann::json controller_options_json(const ControllerOptions& o) {
   return nlohmann::json{{"reclaim_startup_ms", o.reclaim_startup_ms},
                         {"reclaim_margin", o.reclaim_margin},
-                        {"max_backoff_ms", o.max_backoff_ms}};
+                        {"max_backoff_ms", o.max_backoff_ms},
+                        {"heartbeat_timeout_ms", o.heartbeat_timeout_ms}};
 }
 
 }  // namespace gaia

@@ -320,6 +320,10 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     s.node = c.node;
     s.generation = c.generation;
     s.reason = std::move(why);
+    // The role's grace as it is now; a copy of a deleted instance keeps its own.
+    if (i)
+      if (auto r = state.snapshot.roles.find(i->tenant + "/" + i->app + "/" + i->role); r != state.snapshot.roles.end())
+        s.grace = std::chrono::milliseconds(std::max<int64_t>(r->second.grace_period_ms, 0));
     out.stops.push_back(std::move(s));
   }
   return out;

@@ -266,7 +266,8 @@ Result<NodeChange> decide_drain(const ClusterState& state, const std::string& na
   return out;
 }
 
-Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string& name, bool move_stateful) {
+Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string& name, bool move_stateful,
+                                    const std::string& why) {
   auto found = known_node(state, name);
   if (!found) return fail(found.error());
   const Node& n = **found;
@@ -278,6 +279,7 @@ Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string
   }
   Node changed = n;
   changed.state = NodeState::Down;
+  changed.down_reason = why;
   out.batch.put_nodes.push_back(changed);
   size_t on = count_on(state, name), stateful = 0;
   for (const auto& i : state.snapshot.instances) {
@@ -295,7 +297,7 @@ Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string
                                fmt::join(held, ", "), name),
                    "Warning");
   }
-  std::string msg = fmt::format("marked down: its {} instance(s) are requeued", on);
+  std::string msg = fmt::format("marked down ({}): its {} instance(s) are requeued", why, on);
   if (stateful && !move_stateful) msg += fmt::format("; {} stateful instance(s) wait for it (their volumes are here)", stateful);
   node_event(out.batch, name, "NodeDown", msg, "Warning");
   return out;
@@ -313,6 +315,7 @@ Result<NodeChange> decide_node_recover(const ClusterState& state, const std::str
   }
   Node changed = n;
   changed.state = n.draining ? NodeState::Cordoned : NodeState::Ready;
+  changed.down_reason.clear();
   out.batch.put_nodes.push_back(changed);
   size_t waiting = 0;
   for (const auto& i : state.snapshot.instances)

@@ -60,9 +60,11 @@ struct NodeChange {
 
 // `gaia drain NODE`: cordons the node and sets it draining. Refuses a down node.
 Result<NodeChange> decide_drain(const ClusterState& state, const std::string& node);
-// `gaia node fail NODE`: marks it Down (event NodeDown). With `move_stateful`, the
-// bindings of volumes on it are dropped so its stateful instances move too (data loss).
-Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string& node, bool move_stateful);
+// `gaia node fail NODE`: marks it Down (event NodeDown) with `why` as its down_reason.
+// With `move_stateful`, the bindings of volumes on it are dropped so its stateful
+// instances move too (data loss).
+Result<NodeChange> decide_node_fail(const ClusterState& state, const std::string& node, bool move_stateful,
+                                    const std::string& why = "gaia node fail");
 // `gaia node recover NODE`: Ready again (Cordoned when it was draining), event
 // NodeRecovered; instances waiting for it are placed back by the scheduler controller.
 Result<NodeChange> decide_node_recover(const ClusterState& state, const std::string& node);

@@ -108,6 +108,27 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
                            "`gaia cluster create --replace` recreates it (instances are scheduled again on the new "
                            "nodes); `gaia node add` adds nodes to it"});
   if (spec.nodes.empty()) return fail(Diagnostic{{}, "", "the cluster has no nodes", "give --nodes N or a cluster file"});
+  Diagnostics errors;
+  // A cluster keeps its backend: switching one with instances on it would orphan them
+  // (processes nobody supervises, or bookkeeping that never ran).
+  auto was = state.settings.find(keys::k_backend_setting);
+  std::string before = was != state.settings.end() && was->second.is_string() ? was->second.get<std::string>() : "sim";
+  if (before != spec.backend && !state.snapshot.instances.empty())
+    errors.push_back(Diagnostic{{}, "--backend",
+                                fmt::format("this cluster runs its {} instance(s) on the {} backend, not {}",
+                                            state.snapshot.instances.size(), before, spec.backend),
+                                "delete its apps first (gaia delete APP), or use another store (--store PATH)"});
+  // The process backend runs every instance on this machine, bound to its own address.
+  if (spec.backend == "process")
+    for (const auto& n : spec.nodes)
+      if (!loopback_cidr(n.instance_subnet))
+        errors.push_back(Diagnostic{{}, "instance_subnet",
+                                    fmt::format("node {}: instance subnet '{}' is not a loopback range", n.name,
+                                                n.instance_subnet),
+                                    "the process backend runs instances on this machine, each bound to its own "
+                                    "loopback address: use a subnet inside 127.0.0.0/8 (--subnet 127.64.0.0/16, "
+                                    "the default with --backend process)"});
+  if (!errors.empty()) return fail(std::move(errors));
   NodeOpOutcome out;
   Batch& b = out.batch;
   std::set<std::string> fresh;
@@ -140,6 +161,7 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   }
   for (const auto& t : spec.tenants) b.put_tenants.push_back(t);
   b.profile = spec.profile;
+  b.put_settings[keys::k_backend_setting] = spec.backend;
   retry_pending(state, out);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "controllers/migration.hpp"
+#include "controllers/node_health.hpp"
 #include "controllers/placement.hpp"
 #include "controllers/replicas.hpp"
 #include "controllers/rollout.hpp"
@@ -26,6 +27,7 @@ ControllerResult schedule_pending(const ClusterState& state, const ControllerCon
 
 const std::vector<NamedController>& default_controllers() {
   static const std::vector<NamedController> controllers = {
+      {"node_health", &reconcile_node_health},
       {"replicas", &reconcile_replicas},
       {"rollout", &rollout_controller},
       {"placement", &placement_controller},

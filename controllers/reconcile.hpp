@@ -32,6 +32,9 @@ struct ControllerOptions {
   double reclaim_margin = 0.2;
   // Highest back-off between restarts, however many failures came before.
   int64_t max_backoff_ms = 300'000;
+  // A node whose agent wrote a heartbeat once and then none for this long is marked
+  // Down and its instances move, as for `gaia node fail` (docs/backends.md).
+  int64_t heartbeat_timeout_ms = 30'000;
 };
 
 struct ControllerContext {

@@ -535,6 +535,7 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
   std::erase_if(nodes, [&](const Node& n) {
     return std::find(batch.delete_nodes.begin(), batch.delete_nodes.end(), n.name) != batch.delete_nodes.end();
   });
+  for (const auto& n : batch.delete_nodes) state.heartbeats.erase(n);
   for (const auto& t : batch.put_tenants) {
     auto it = std::find_if(state.snapshot.tenants.begin(), state.snapshot.tenants.end(),
                            [&](const Tenant& x) { return x.name == t.name; });

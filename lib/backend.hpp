@@ -109,7 +109,9 @@ struct StopSpec {
   std::string instance;
   std::string node;
   int64_t generation = 0;
-  std::chrono::milliseconds grace{10'000};  // Time between the polite signal and the kill.
+  // Time between the polite signal and the kill. Unset: the grace the copy was started
+  // with (its role's), which a copy whose instance was deleted still knows.
+  std::optional<std::chrono::milliseconds> grace;
   std::string reason;
 };
 

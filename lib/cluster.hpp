@@ -36,6 +36,10 @@ struct Node {
   // Set by `gaia drain`: the node is cordoned and the migration controller moves its
   // instances off in batches that keep each role's min_available.
   bool draining = false;
+  // Why the node is Down: set by `gaia node fail` and by the heartbeat check (the
+  // reason starts with "heartbeat" then, so only that check brings the node back when
+  // its agent reports again); "" while the node is not Down.
+  std::string down_reason;
   // Topology, filled from labels or the subnet table: "" when unknown.
   std::string zone, rack, switch_;
 

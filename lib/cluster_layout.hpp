@@ -59,6 +59,9 @@ struct ClusterSpec {
   std::vector<Node> nodes;
   std::vector<Tenant> tenants;  // Always includes "default".
   SchedulerProfile profile;
+  // Where instances run: "sim" or "process" (from --backend, not from cluster files).
+  // A process cluster's instance subnets must be loopback.
+  std::string backend = "sim";
 };
 
 // Identical nodes from command-line flags.

@@ -35,13 +35,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Role, name, kind, image, command
                                                 labels, node_selector, required_affinity, preferred_affinity,
                                                 required_anti_affinity, preferred_anti_affinity, ports, volumes, near,
                                                 required_subnet, required_topology, retry_times, backoff_ms,
-                                                migrate_times, min_available, health)
+                                                migrate_times, min_available, health, grace_period_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigRead, kind, key, value, revision, defaulted)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Workload, app, version, tenant, priority, roles, outputs, config, reads,
                                                 hash)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeGroup, name, storage_class, size_bytes, iops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Node, name, address, instance_subnet, capacity, port_min, port_max,
-                                                labels, volume_groups, cached_images, state, zone, rack, switch_, draining)
+                                                labels, volume_groups, cached_images, state, zone, rack, switch_, draining,
+                                                down_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Quota, cpu_millis, memory_bytes, gpu, instances)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tenant, name, quota, pool_selector)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeBinding, volume, node, group, size_bytes, iops)

@@ -16,6 +16,7 @@ std::string app(const std::string& tenant, const std::string& name) { return "ap
 std::string instance(const Instance& i) { return "instances/" + i.key(); }
 std::string event(int64_t seq) { return fmt::format("events/{:020d}", seq); }
 std::string setting(const std::string& name) { return "settings/" + name; }
+std::string heartbeat(const std::string& node) { return "heartbeats/" + node; }
 }  // namespace keys
 
 void to_json(nlohmann::json& j, const AppRecord& a) {
@@ -170,7 +171,8 @@ Result<ClusterState> State::load() {
     auto seq = m_store.get(keys::k_seq);
     auto profile = m_store.get(keys::k_profile);
     auto settings = m_store.range("settings/");
-    for (auto* r : {&nodes, &tenants, &apps, &instances, &settings})
+    auto heartbeats = m_store.range("heartbeats/");
+    for (auto* r : {&nodes, &tenants, &apps, &instances, &settings, &heartbeats})
       if (!*r) return fail(store_diag(r->error()));
     if (!seq) return fail(store_diag(seq.error()));
     if (!profile) return fail(store_diag(profile.error()));
@@ -203,6 +205,15 @@ Result<ClusterState> State::load() {
       return fail(Diagnostic{{}, "settings/", fmt::format("corrupt record in the store: {}", e.what()),
                              "the store was modified by something other than gaia; restore it from a backup"});
     }
+    // A heartbeat only informs the node health check: an unreadable one is skipped (the
+    // next beat rewrites it) rather than failing every command.
+    for (const auto& kv : *heartbeats) {
+      try {
+        auto j = nlohmann::json::parse(kv.value);
+        st.heartbeats[kv.key.substr(11)] = Heartbeat{j.value("at_ms", int64_t{0}), j.value("agent", std::string())};
+      } catch (const std::exception&) {
+      }
+    }
     return st;
   }
   return fail(Diagnostic{{}, "", "the store kept changing while it was read", "retry; many writers are active"});
@@ -213,7 +224,10 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   txn.compares.push_back({keys::k_seq, base.seq_revision});
   std::string now = now_rfc3339();
   for (const auto& n : batch.put_nodes) txn.puts.push_back({keys::node(n.name), nlohmann::json(n).dump()});
-  for (const auto& n : batch.delete_nodes) txn.deletes.push_back({keys::node(n)});
+  for (const auto& n : batch.delete_nodes) {
+    txn.deletes.push_back({keys::node(n)});
+    txn.deletes.push_back({keys::heartbeat(n)});
+  }
   for (const auto& t : batch.put_tenants) txn.puts.push_back({keys::tenant(t.name), nlohmann::json(t).dump()});
   for (auto& a : batch.put_apps) {
     if (a.created.empty()) a.created = now;
@@ -275,6 +289,19 @@ Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t lim
     if (limit && out.size() >= limit) break;
   }
   return out;
+}
+
+Result<void> State::write_heartbeats(const std::vector<std::string>& nodes, const std::string& agent) {
+  if (nodes.empty()) return {};
+  // Plain puts, outside the sequence compare: a beat must never make a concurrent
+  // command's commit conflict, nor conflict itself.
+  Txn txn;
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(m_clock.now().time_since_epoch()).count();
+  std::string value = nlohmann::json{{"at_ms", now}, {"agent", agent}}.dump();
+  for (const auto& n : nodes) txn.puts.push_back({keys::heartbeat(n), value});
+  auto r = m_store.txn(txn);
+  if (!r) return fail(store_diag(r.error()));
+  return {};
 }
 
 Result<int64_t> State::last_seq() {

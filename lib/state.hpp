@@ -59,6 +59,13 @@ struct TimelineEvent {
 void to_json(nlohmann::json& j, const TimelineEvent& e);
 void from_json(const nlohmann::json& j, TimelineEvent& e);
 
+// The last heartbeat an agent wrote for a node it serves (key heartbeats/<node>). It
+// is written outside the timeline's sequence, so a beat never conflicts with a commit.
+struct Heartbeat {
+  int64_t at_ms = 0;  // Wall-clock milliseconds of the writer.
+  std::string agent;  // Who wrote it, for messages: "pid 4711 on host".
+};
+
 // Everything a decision reads, plus the apps and the revision it was read at.
 struct ClusterState {
   Snapshot snapshot;
@@ -68,6 +75,7 @@ struct ClusterState {
   int64_t revision = 0;      // Store revision the state was read at.
   // Tunables kept in the store by name (keys settings/<name>), e.g. controller_options.
   std::map<std::string, nlohmann::json> settings;
+  std::map<std::string, Heartbeat> heartbeats;  // Node -> its agent's last beat.
 
   const AppRecord* find_app(const std::string& tenant, const std::string& name) const;
   Instance* find_instance(const std::string& key);
@@ -122,6 +130,9 @@ class State final : public RunningApps {
   Result<std::vector<TimelineEvent>> events_after(int64_t after, size_t limit = 0);
   Result<int64_t> last_seq();
 
+  // Records a heartbeat for each node, now, in one transaction of its own.
+  Result<void> write_heartbeats(const std::vector<std::string>& nodes, const std::string& agent);
+
   // RunningApps: apps of the tenant as the resolver sees them (ready = status Ready).
   std::vector<RunningApp> list(const std::string& tenant) const override;
 
@@ -145,8 +156,11 @@ std::string tenant(const std::string& name);
 std::string app(const std::string& tenant, const std::string& name);
 std::string instance(const Instance& i);
 std::string event(int64_t seq);
+std::string heartbeat(const std::string& node);
 inline constexpr const char* k_seq = "meta/event_seq";
 inline constexpr const char* k_profile = "meta/profile";
+// The settings/<name> entry recording the backend a cluster was created for.
+inline constexpr const char* k_backend_setting = "backend";
 std::string setting(const std::string& name);
 }  // namespace keys
 

@@ -36,6 +36,8 @@ enum class StoreErrc {
   FutureRevision,   // A revision after the current one was asked for.
   LeaseNotFound,    // The lease expired, was revoked, or never existed.
   InvalidArgument,  // The request itself is malformed (empty key, duplicate keys...).
+  Timeout,          // The server did not answer in time; a write may or may not have been
+                    // applied, so read it back before repeating it.
 };
 
 struct StoreError {

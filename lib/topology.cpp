@@ -113,4 +113,14 @@ std::expected<IpPrefix, std::string> parse_cidr(std::string_view text) {
   return prefix;
 }
 
+bool loopback_cidr(std::string_view cidr) {
+  auto p = parse_cidr(cidr);
+  if (!p) return false;
+  for (const char* loopback : {"127.0.0.0/8", "::1/128"}) {
+    auto lo = parse_cidr(loopback);
+    if (lo && p->length >= lo->length && lo->contains(p->address)) return true;
+  }
+  return false;
+}
+
 }  // namespace gaia

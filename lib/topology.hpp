@@ -58,6 +58,10 @@ std::expected<IpAddress, std::string> parse_address(std::string_view text);
 // set host bit in a topology table is almost always a typo.
 std::expected<IpPrefix, std::string> parse_cidr(std::string_view text);
 
+// Whether every address of `cidr` is loopback (inside 127.0.0.0/8, or ::1/128). Linux
+// routes all of 127.0.0.0/8 to lo, so any such address can be bound as it is.
+bool loopback_cidr(std::string_view cidr);
+
 struct TopologyEntry {
   std::string node;
   std::string subnet;

@@ -88,6 +88,8 @@ struct Role {
   int migrate_times = 3;
   int min_available = 0;
   HealthCheck health;
+  // Between the polite stop signal (SIGTERM; a pod's deletion) and the kill.
+  int64_t grace_period_ms = 10'000;
 
   bool stateful() const { return !volumes.empty(); }
 };

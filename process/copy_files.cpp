@@ -22,6 +22,8 @@ void to_json(nlohmann::json& j, const CopyConfig& c) {
                      {"command", c.command},       {"env", c.env},             {"grace_ms", c.grace_ms},
                      {"address", c.address},       {"ports", c.ports},         {"health", c.health},
                      {"started_ms", c.started_ms}, {"log_max_bytes", c.log_max_bytes}, {"log_keep", c.log_keep}};
+  j["resources"] = c.resources;
+  j["cgroup"] = c.cgroup;
 }
 
 void from_json(const nlohmann::json& j, CopyConfig& c) {
@@ -37,6 +39,8 @@ void from_json(const nlohmann::json& j, CopyConfig& c) {
   c.started_ms = j.value("started_ms", int64_t{0});
   c.log_max_bytes = j.value("log_max_bytes", uint64_t{10 << 20});
   c.log_keep = j.value("log_keep", 1);
+  c.resources = j.value("resources", Resources{});
+  c.cgroup = j.value("cgroup", true);
 }
 
 void to_json(nlohmann::json& j, const CopyPids& p) {

@@ -11,6 +11,7 @@
 //     stop.json    a stop was asked for, with its grace (StopRequest)
 //     exit.json    how the copy ended (CopyExit), written once it has
 //     unhealthy.json  its health check failed for good (reason)
+//     cgroup.json  the app's cgroup and the limits enforced there (process/cgroup.hpp)
 //     removed      the copy was stopped and is gone: kept for `logs --previous` only
 //
 // Every JSON file is written whole to a temporary name and renamed, so a reader in
@@ -55,6 +56,10 @@ struct CopyConfig {
   int64_t started_ms = 0;
   uint64_t log_max_bytes = 10 << 20;
   int log_keep = 1;
+  // The role's request: the limits of the copy's cgroup (process/cgroup.hpp).
+  Resources resources;
+  // Whether the supervisor puts the app in a cgroup of its own (ProcessOptions::cgroups).
+  bool cgroup = true;
 };
 
 struct CopyPids {

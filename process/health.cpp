@@ -154,9 +154,12 @@ std::expected<void, std::string> check_exec(const std::string& command, const st
   auto deadline = Clock::now() + timeout;
   int status = 0;
   for (;;) {
-    int rc = ::waitpid(pid, &status, WNOHANG);
-    if (rc == pid) break;
-    if (rc < 0 && errno != EINTR) return std::unexpected(fmt::format("waitpid: {}", std::strerror(errno)));
+    // Seen ended but not reaped (WNOWAIT): the group number stays ours until the reap
+    // after the group kill below.
+    siginfo_t ended{};
+    int rc = ::waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT);
+    if (rc == 0 && ended.si_pid == pid) break;
+    if (rc < 0 && errno != EINTR) return std::unexpected(fmt::format("waitid: {}", std::strerror(errno)));
     if (Clock::now() >= deadline) {
       // The check and whatever it started (its own group) go.
       ::kill(-pid, SIGKILL);
@@ -167,6 +170,7 @@ std::expected<void, std::string> check_exec(const std::string& command, const st
   }
   // A check that left a background process behind must not leave it running.
   ::kill(-pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (WIFSIGNALED(status)) return std::unexpected(fmt::format("killed by signal {}", WTERMSIG(status)));
   return std::unexpected(fmt::format("exit code {}", WEXITSTATUS(status)));

@@ -46,6 +46,7 @@ std::optional<ProcStat> read_proc_stat(int pid) {
   s.state = f[0].empty() ? '?' : f[0][0];
   s.ppid = static_cast<int>(num(4));
   s.pgrp = static_cast<int>(num(5));
+  s.session = static_cast<int>(num(6));
   s.utime = static_cast<uint64_t>(num(14));
   s.stime = static_cast<uint64_t>(num(15));
   s.start_time = static_cast<uint64_t>(num(22));
@@ -85,13 +86,21 @@ bool ProcessTable::alive(int pid, uint64_t start_time) const {
   return pid > 0 && it != m_by_pid.end() && it->second.start_time == start_time;
 }
 
-std::vector<const ProcStat*> ProcessTable::group(int pgid, uint64_t leader_start) const {
+std::vector<const ProcStat*> ProcessTable::group(int pgid, uint64_t leader_start, int session) const {
   std::vector<const ProcStat*> out;
-  if (pgid <= 0) return out;
+  // An unknown leader start would match every later group that reuses the number.
+  if (pgid <= 0 || leader_start == 0 || session <= 0) return out;
   auto it = m_by_group.find(pgid);
   if (it == m_by_group.end()) return out;
   for (const ProcStat* s : it->second)
-    if (s->start_time >= leader_start) out.push_back(s);
+    if (s->start_time >= leader_start && s->session == session) out.push_back(s);
+  return out;
+}
+
+std::vector<const ProcStat*> ProcessTable::find_all(const std::vector<int>& pids) const {
+  std::vector<const ProcStat*> out;
+  for (int pid : pids)
+    if (auto it = m_by_pid.find(pid); it != m_by_pid.end()) out.push_back(&it->second);
   return out;
 }
 

@@ -19,6 +19,7 @@ struct ProcStat {
   char state = '?';  // R, S, D, Z (zombie), T...
   int ppid = 0;
   int pgrp = 0;
+  int session = 0;
   uint64_t utime = 0, stime = 0;  // Clock ticks.
   uint64_t start_time = 0;        // Clock ticks since boot.
   int64_t rss_pages = 0;
@@ -43,10 +44,16 @@ class ProcessTable {
 
   // Whether `pid` runs and started at `start_time`.
   bool alive(int pid, uint64_t start_time) const;
-  // The members of process group `pgid`, whose leader started at `leader_start`. A
-  // member cannot have started before the process that made the group: an older one
-  // only carries a reused number.
-  std::vector<const ProcStat*> group(int pgid, uint64_t leader_start) const;
+  // The members of process group `pgid`, whose leader started at `leader_start`, in
+  // session `session` (the supervisor's: it called setsid, so the session id is its pid,
+  // which the kernel does not hand out again while the session has members). A member
+  // cannot have started before the process that made the group, and a group that
+  // reuses the number belongs to another session: either marks a stranger. Empty when
+  // the leader's start or the session is unknown, so nothing unknown is ever signalled.
+  std::vector<const ProcStat*> group(int pgid, uint64_t leader_start, int session) const;
+  // The processes of `pids` that the table holds (a copy's cgroup members, which the
+  // kernel lists exactly: no start time is needed to tell them from strangers).
+  std::vector<const ProcStat*> find_all(const std::vector<int>& pids) const;
 
  private:
   ProcessTable() = default;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "process/cgroup.hpp"
 #include "process/copy_files.hpp"
 #include "process/health.hpp"
 #include "process/preflight.hpp"
@@ -45,7 +46,8 @@ struct CopyState {
   std::string unhealthy;  // Why its health check failed for good; "" when it did not.
   Liveness live = Liveness::Preparing;
   std::string lost_reason;
-  std::vector<const ProcStat*> group;  // Live processes of the app's group.
+  std::vector<const ProcStat*> group;  // Live processes of the app's group (its cgroup's, when it has one).
+  std::optional<cgroup::CopyCgroup> cgroup;  // The app's cgroup (cgroup.json), when it has one.
 };
 
 int64_t mtime_ms(const fs::path& p) {
@@ -64,7 +66,12 @@ CopyState read_state(CopyDir copy, const ProcessTable& procs, const ProcessOptio
   if (auto e = read_json<CopyExit>(s.dir / k_exit_file); e && *e) s.exit = **e;
   if (auto u = read_json<nlohmann::json>(s.dir / k_unhealthy_file); u && *u)
     s.unhealthy = (*u)->value("reason", std::string("health check failed"));
-  if (s.pids) s.group = procs.group(s.pids->child_pgid, s.pids->child_start);
+  s.cgroup = cgroup::read_record(s.dir);
+  // A cgroup lists its members exactly, including what left the app's group (setsid,
+  // a double fork); once it is gone (its supervisor removes it at the end) the group
+  // is all there is to look at.
+  if (auto m = s.cgroup ? cgroup::members(s.cgroup->path) : std::nullopt) s.group = procs.find_all(*m);
+  else if (s.pids) s.group = procs.group(s.pids->child_pgid, s.pids->child_start, s.pids->shim_pid);
   if (s.exit) {
     s.live = Liveness::Ended;
   } else if (!s.pids) {
@@ -147,12 +154,15 @@ std::string safe_name(std::string s) {
 // Marks a copy removed and prunes the instance's older removed copies. The caller
 // holds the instance lock.
 void mark_removed(const fs::path& dir, int keep_removed) {
+  // A removed copy has no cgroup left (usually its supervisor removed it already).
+  cgroup::remove_copy_cgroup(dir);
   if (auto r = write_file_atomic(dir / k_removed_file, fmt::format("{}\n", wall_clock_ms())); !r) return;
   int kept = 0;
   for (const auto& c : list_copies(dir.parent_path())) {
     if (!fs::exists(c.dir / k_removed_file)) continue;
     if (++kept <= keep_removed) continue;
     std::error_code ec;
+    cgroup::remove_copy_cgroup(c.dir);  // In case an earlier removal could not.
     fs::remove_all(c.dir, ec);
   }
 }
@@ -188,6 +198,7 @@ fs::path ProcessBackend::copy_dir(const std::string& instance, const std::string
 
 BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
   std::lock_guard lock(m_mutex);
+  note_limits();
   std::error_code ec;
   if (!fs::exists(m_run_dir, ec)) {
     m_last_fingerprint = fingerprint();
@@ -252,19 +263,28 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
           ticks += p->utime + p->stime;
           rss += p->rss_pages * page_size();
         }
+        uint64_t usec = ticks * 1'000'000 / static_cast<uint64_t>(clock_ticks_per_second());
+        // With a cgroup, usage_usec counts every member, ended ones too, and
+        // memory.current (where the memory controller is on) what the kernel charges
+        // the copy; the members' resident memory stands in without it.
+        if (s.cgroup) {
+          auto cg = cgroup::read_usage(s.cgroup->path);
+          if (cg.cpu_usec) usec = *cg.cpu_usec;
+          if (cg.memory_bytes) rss = *cg.memory_bytes;
+        }
         // CPU is a rate: it needs an earlier reading of this object.
         if (auto it = m_cpu.find(key); it != m_cpu.end()) {
           auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second.at).count();
           if (ms > 0) {
-            // Processes of the group that ended since take their ticks with them.
-            int64_t delta = ticks >= it->second.ticks ? static_cast<int64_t>(ticks - it->second.ticks) : 0;
+            // Without a cgroup, processes of the group that ended since take their ticks with them.
+            int64_t delta = usec >= it->second.usec ? static_cast<int64_t>(usec - it->second.usec) : 0;
             Resources u;
             u.memory_bytes = rss;
-            u.cpu_millis = delta * 1000 * 1000 / (clock_ticks_per_second() * ms);
+            u.cpu_millis = delta / ms;  // Microseconds of CPU per millisecond are millicores.
             o.usage = u;
           }
         }
-        cpu[key] = {ticks, now};
+        cpu[key] = {usec, now};
       }
       obs.copies.push_back(std::move(o));
     }
@@ -293,7 +313,15 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
   if (!lock) return unavailable(lock.error());
   const fs::path dir = copy_dir(key, i.node, i.generation);
   if (fs::exists(dir)) {
-    if (!fs::exists(dir / k_removed_file)) return std::nullopt;  // Started already.
+    if (!fs::exists(dir / k_removed_file)) {
+      // A copy being stopped is not this start's copy (an instance deleted and created
+      // again under the same key): it must end first, or the new instance would be
+      // handed a dying process. Retried by the next cycle.
+      if (fs::exists(dir / k_stop_file))
+        return BackendError{BackendErrc::Unavailable,
+                            fmt::format("{} on {}: its previous copy is still stopping", key, i.node)};
+      return std::nullopt;  // Started already.
+    }
     // The same copy again after it was stopped: the old one keeps its logs aside.
     fs::path aside = dir;
     aside += fmt::format(".{}", mtime_ms(dir / k_removed_file));
@@ -309,9 +337,11 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
   c.env = spec.role.env;
   for (const auto& [k, v] : spec.env) c.env[k] = v;  // gaia's env wins over the role's.
   c.env["GAIA_CONFIG"] = fs::absolute(dir / k_work_dir / k_config_file).string();
-  c.grace_ms = m_options.default_grace.count();
+  c.grace_ms = std::max<int64_t>(spec.role.grace_period_ms, 0);
   c.address = i.address.empty() ? "127.0.0.1" : i.address;
   c.ports = i.ports;
+  c.resources = spec.role.resources;
+  c.cgroup = m_options.cgroups != CgroupMode::Off;
   c.health = spec.role.health;
   if (c.health.period_s <= 0) c.health.period_s = m_options.health_period_s;
   if (c.health.timeout_s <= 0) c.health.timeout_s = m_options.health_timeout_s;
@@ -368,6 +398,7 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
 
 BackendResult<std::vector<ActionResult>> ProcessBackend::start(const std::vector<StartSpec>& specs, int64_t now_ms) {
   std::lock_guard lock(m_mutex);
+  note_limits();
   std::error_code ec;
   fs::create_directories(m_run_dir, ec);
   if (ec) return std::unexpected(unavailable(fmt::format("cannot create {}: {}", m_run_dir.string(), ec.message())));
@@ -384,25 +415,29 @@ std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64
   if (!lock) return unavailable(lock.error());
   // stop.json first, pids.json after: a supervisor that had not written pids.json yet
   // finds stop.json when it looks, and one that had is signalled below.
-  if (!fs::exists(dir / k_stop_file)) {
-    StopRequest r{spec.grace.count(), spec.reason, now_ms};
-    if (auto w = write_json_atomic(dir / k_stop_file, r); !w) return unavailable(w.error());
-  }
   auto config = read_json<CopyConfig>(dir / k_copy_file);
   if (!config || !*config) return unavailable(config ? "copy.json vanished" : config.error());
+  if (!fs::exists(dir / k_stop_file)) {
+    StopRequest r{spec.grace ? spec.grace->count() : (*config)->grace_ms, spec.reason, now_ms};
+    if (auto w = write_json_atomic(dir / k_stop_file, r); !w) return unavailable(w.error());
+  }
   CopyState s = read_state({dir, **config}, procs, m_options);
   switch (s.live) {
     case Liveness::Ended: mark_removed(dir, m_options.keep_removed); break;
     case Liveness::Running:
-      // The supervisor enforces the grace: SIGTERM to the app's group now, SIGKILL later.
-      ::kill(s.pids->shim_pid, SIGTERM);
-      break;
     case Liveness::Preparing:
-      if (s.pids) ::kill(s.pids->shim_pid, SIGTERM);
+      // The supervisor enforces the grace: SIGTERM to the app's group now, SIGKILL later.
+      // The table was read for the whole batch (and the lock above may have waited):
+      // the supervisor is checked again, by pid and start time, right before the signal.
+      if (s.pids && process_alive(s.pids->shim_pid, s.pids->shim_start)) ::kill(s.pids->shim_pid, SIGTERM);
       break;
     case Liveness::Lost:
-      // Nobody enforces a grace for a copy whose supervisor died: what is left goes now.
-      if (!s.group.empty()) ::kill(-s.pids->child_pgid, SIGKILL);
+      // Nobody enforces a grace for a copy whose supervisor died: what is left goes now,
+      // each member checked again by pid and start time rather than the group number.
+      // With a cgroup, every member goes, including what left the app's group.
+      if (s.cgroup) cgroup::kill_all(s.cgroup->path);
+      for (const ProcStat* m : s.group)
+        if (process_alive(m->pid, m->start_time)) ::kill(m->pid, SIGKILL);
       break;
   }
   return std::nullopt;
@@ -479,6 +514,16 @@ std::vector<CopyInfo> ProcessBackend::copies_of(const std::string& instance) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+void ProcessBackend::note_limits() {
+  if (auto w = cgroup::take_limits_warning(m_options.cgroups != CgroupMode::Off); !w.empty())
+    m_warnings.push_back(std::move(w));
+}
+
+std::vector<std::string> ProcessBackend::take_warnings() {
+  std::lock_guard lock(m_mutex);
+  return std::exchange(m_warnings, {});
 }
 
 }  // namespace gaia

@@ -26,6 +26,12 @@ class ProcessTable;
 
 namespace gaia {
 
+// Whether copies run in cgroups of their own (process/cgroup.hpp).
+enum class CgroupMode {
+  Auto,  // A cgroup v2 per copy where gaia may make one; else /proc, with a warning.
+  Off,   // Never (tests, or users who may not make cgroups): /proc only, limits not enforced.
+};
+
 struct ProcessOptions {
   // The supervisor's command line, to which the copy dir is appended:
   // {"/usr/lib/gaia/gaia-shim"} or {"/usr/bin/gaia", "__shim"}. Required.
@@ -47,6 +53,9 @@ struct ProcessOptions {
   std::chrono::milliseconds poll_interval{100};
   // Stopped copies kept per instance (their logs, for `gaia logs --previous`).
   int keep_removed = 2;
+  // Cgroups: usage read from them, and memory and cpu limits enforced where the
+  // controllers are available.
+  CgroupMode cgroups = CgroupMode::Auto;
 };
 
 // One copy as `gaia logs` and `gaia describe` show it.
@@ -80,6 +89,11 @@ class ProcessBackend final : public Backend {
   // included, newest first.
   std::vector<CopyInfo> copies_of(const std::string& instance);
 
+  // Warnings for the user found since the last call, each once per process: today the
+  // one that memory and cpu limits are not enforced (and why), found by the first
+  // observe or start of the process. The CLI prints what this returns after a cycle.
+  std::vector<std::string> take_warnings();
+
   const std::filesystem::path& run_dir() const { return m_run_dir; }
   // The directory of one copy: <run_dir>/<instance>/<node>-g<generation>.
   std::filesystem::path copy_dir(const std::string& instance, const std::string& node, int64_t generation) const;
@@ -92,7 +106,7 @@ class ProcessBackend final : public Backend {
     std::string last_error;
   };
   struct CpuSample {
-    uint64_t ticks = 0;
+    uint64_t usec = 0;  // CPU time of the copy: its cgroup's usage_usec, else its group's utime + stime.
     std::chrono::steady_clock::time_point at;
   };
 
@@ -101,6 +115,8 @@ class ProcessBackend final : public Backend {
   // A cheap digest of what the run dir says (files present, supervisors alive), so
   // wait() sees a change without a full observation.
   std::string fingerprint() const;
+  // Asks for the limits warning once per process (cgroup::take_limits_warning).
+  void note_limits();
 
   std::filesystem::path m_run_dir;
   ProcessOptions m_options;
@@ -109,6 +125,7 @@ class ProcessBackend final : public Backend {
   std::map<std::string, CpuSample> m_cpu;       // By copy dir.
   std::string m_last_fingerprint;               // At the end of the last observe.
   int64_t m_wake_at_ms = 0;                     // The next health check due.
+  std::vector<std::string> m_warnings;          // Not taken yet.
 };
 
 }  // namespace gaia

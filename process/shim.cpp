@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "process/cgroup.hpp"
 #include "process/copy_files.hpp"
 #include "process/group_leader.hpp"
 #include "process/logs.hpp"
@@ -50,6 +51,30 @@ int never_started(const fs::path& dir, std::string reason) {
   e.reason = std::move(reason);
   return write_exit(dir, std::move(e));
 }
+
+// Puts the app into its copy's cgroup from inside the child, after fork and before
+// exec, so it is a member before it runs a single instruction of its own and every
+// process it ever starts is born a member. The alternatives are wrong: writing the
+// child's pid into cgroup.procs after the spawn races with the app, which may already
+// have forked (or setsid'd and double-forked) out of reach; and moving the supervisor
+// in first, for the child to inherit, would count the supervisor as part of the app
+// (its CPU, its memory, and a cgroup kill would take it down too). The descriptor is
+// opened by the supervisor (close-on-exec, so the app does not inherit it), and the
+// child only writes "0" (the writer itself) to it: write(2) and _exit(2) are safe
+// between fork and exec. A child that cannot join does not run unconfined: it reports
+// the error to Boost.Process, which throws in the supervisor, and exits.
+struct CgroupJoin : boost::process::extend::handler {
+  int procs_fd = -1;
+  const char* message = "";  // "cannot join cgroup <path>", built before the fork.
+  template <class Executor>
+  void on_exec_setup(Executor& exec) const {
+    if (procs_fd < 0) return;
+    if (::write(procs_fd, "0", 1) != 1) {
+      exec.set_error(std::error_code(errno, std::system_category()), message);
+      ::_exit(127);
+    }
+  }
+};
 
 int64_t grace_of(const fs::path& dir, const CopyConfig& config) {
   auto stop = read_json<StopRequest>(dir / k_stop_file);
@@ -88,6 +113,43 @@ int supervise(const fs::path& dir, int signal_fd) {
   LogWriter log(dir / k_log_file, config.log_max_bytes, config.log_keep);
   if (auto r = log.open(); !r) return never_started(dir, r.error());
 
+  // The copy's cgroup, made before the app exists (process/cgroup.hpp). cgroup.json is
+  // written either way, so every gaia process knows whether the copy has one and which
+  // limits are enforced; without one the app still runs, watched through /proc.
+  cgroup::CopyCgroup cg;
+  if (!config.cgroup) {
+    cg.problem = "cgroups are turned off";
+  } else {
+    auto support = cgroup::prepare_parent();
+    std::string unique = fmt::format("{}:{}:{}", dir.string(), pids.shim_pid, pids.shim_start);
+    std::string name = cgroup::copy_cgroup_name(config.instance, config.node, config.generation, unique);
+    auto made = cgroup::create(support, name, config.resources);
+    if (made) cg = std::move(*made);
+    else cg.problem = made.error();
+  }
+  const fs::path cg_path = cg.path;
+  CgroupJoin join;
+  const std::string join_message = fmt::format("cannot join cgroup {}", cg.path);
+  join.message = join_message.c_str();
+  if (!cg_path.empty()) {
+    join.procs_fd = ::open((cg_path / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (join.procs_fd < 0) {
+      // Nothing ran in it yet: the copy simply goes without.
+      const int err = errno;
+      cg = cgroup::CopyCgroup{};
+      cg.problem = fmt::format("cannot open {}: {}", (cg_path / "cgroup.procs").string(), std::strerror(err));
+      ::rmdir(cg_path.c_str());
+    }
+  }
+  const bool has_cgroup = join.procs_fd >= 0;
+  if (auto r = write_json_atomic(dir / cgroup::k_cgroup_file, cg); !r) {
+    if (has_cgroup) {
+      ::close(join.procs_fd);
+      (void)cgroup::remove(cg_path);
+    }
+    return never_started(dir, r.error());
+  }
+
   bp::environment env = boost::this_process::environment();
   for (const auto& [k, v] : config.env) env[k] = v;
   std::vector<std::string> args(config.command.begin() + 1, config.command.end());
@@ -95,13 +157,19 @@ int supervise(const fs::path& dir, int signal_fd) {
   int child = 0;
   try {
     bp::child c(bp::exe = *exe, bp::args = args, bp::env = env, bp::start_dir = work.string(),
-                (bp::std_out & bp::std_err) > out, bp::std_in < bp::null, GroupLeader{});
+                (bp::std_out & bp::std_err) > out, bp::std_in < bp::null, GroupLeader{}, join);
     child = c.id();
     // The supervisor reaps the app itself (waitpid below), to see how it ended.
     c.detach();
   } catch (const bp::process_error& e) {
+    if (has_cgroup) {
+      ::close(join.procs_fd);
+      if (auto r = cgroup::remove(cg_path); !r) log_error(r.error());
+    }
+    if (std::string_view(e.what()).starts_with(join_message)) return never_started(dir, e.what());
     return never_started(dir, fmt::format("cannot run `{}`: {}", config.command[0], e.code().message()));
   }
+  if (has_cgroup) ::close(join.procs_fd);
   pids.child_pid = child;
   pids.child_pgid = child;
   pids.child_start = start_time_of(child);  // Readable even if it already is a zombie.
@@ -117,6 +185,9 @@ int supervise(const fs::path& dir, int signal_fd) {
     grace_ms = grace_of(dir, config);
     kill_at = Clock::now() + std::chrono::milliseconds(grace_ms);
     ::kill(-child, SIGTERM);
+    // What left the group (setsid, a double fork) is still a member of the cgroup, and
+    // gets the same polite signal.
+    if (has_cgroup) cgroup::signal_members(cg_path, SIGTERM);
   };
   if (fs::exists(dir / k_stop_file)) begin_stop();
 
@@ -143,9 +214,15 @@ int supervise(const fs::path& dir, int signal_fd) {
         if (info.ssi_signo != SIGCHLD) begin_stop();
     }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) read_pipe();
-    if (::waitpid(child, &status, WNOHANG) == child) break;
+    // Seen ended but not reaped yet (WNOWAIT): while the app is an unreaped zombie its
+    // pid, and so its group number, cannot be handed to anyone else, which makes the
+    // group kill below safe.
+    siginfo_t ended{};
+    if (::waitid(P_PID, static_cast<id_t>(child), &ended, WEXITED | WNOHANG | WNOWAIT) == 0 && ended.si_pid == child)
+      break;
     if (stopping && !killed && Clock::now() >= kill_at) {
       ::kill(-child, SIGKILL);
+      if (has_cgroup) cgroup::kill_all(cg_path);
       killed = true;
     }
   }
@@ -153,11 +230,22 @@ int supervise(const fs::path& dir, int signal_fd) {
   // wrote until the pipe closes, for at most a second: a process that left the group
   // (setsid) may still hold the pipe, and it must not keep the copy from ending.
   ::kill(-child, SIGKILL);
+  // With a cgroup nothing escapes: every member goes, wherever its group or session,
+  // and the copy ends only once none runs (so exit.json means nothing of it is left).
+  if (has_cgroup) {
+    cgroup::kill_all(cg_path);
+    if (!cgroup::await_empty(cg_path, std::chrono::seconds(5))) log_error("the app's cgroup did not empty in 5 s");
+  }
+  ::waitpid(child, &status, 0);
   auto drain_until = Clock::now() + std::chrono::seconds(1);
   while (pipe_open && Clock::now() < drain_until) {
     pollfd fd{out_fd, POLLIN, 0};
     if (::poll(&fd, 1, 100) > 0) read_pipe();
   }
+  // Removed here rather than left to the copy's removal, which may come much later;
+  // the removal tries again when this fails.
+  if (has_cgroup)
+    if (auto r = cgroup::remove(cg_path); !r) log_error(r.error());
 
   CopyExit e;
   if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);

@@ -4,12 +4,15 @@
 // detaches at once, so the caller only waits for a fork, and then for the whole life of
 // the app it:
 //
-// - spawns the copy's command in its own process group, in work/, with the copy's env;
+// - makes the copy's cgroup where it can (process/cgroup.hpp) and writes cgroup.json;
+// - spawns the copy's command in its own process group and in that cgroup, in work/,
+//   with the copy's env;
 // - writes pids.json (itself and the app, each by pid and start time);
 // - copies the app's stdout and stderr into output.log, rotating it at its bound;
-// - on SIGTERM (a stop) sends SIGTERM to the app's group, and SIGKILL after the grace
-//   period of stop.json (or copy.json);
-// - when the app exits, kills what remains of its group and writes exit.json.
+// - on SIGTERM (a stop) sends SIGTERM to the app's group and cgroup, and SIGKILL after
+//   the grace period of stop.json (or copy.json);
+// - when the app exits, kills what remains of its group and cgroup, removes the
+//   cgroup and writes exit.json.
 //
 // Being its own session, it survives the gaia process that started it; any gaia
 // process reads the files to learn what it does.

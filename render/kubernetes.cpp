@@ -362,7 +362,9 @@ class Builder {
     if (!r.required_subnet.empty()) annotations["gaia.io/subnet"] = r.required_subnet;
     json spec = {{"containers", json::array({container(r)})},
                  {"priorityClassName", kubernetes_priority_class_name(r.priority)},
-                 {"restartPolicy", r.kind == "batch" ? "OnFailure" : "Always"}};
+                 {"restartPolicy", r.kind == "batch" ? "OnFailure" : "Always"},
+                 // Whole seconds, rounded up: a grace is never cut short.
+                 {"terminationGracePeriodSeconds", (r.grace_period_ms + 999) / 1000}};
     json volumes = json::array({{{"name", kConfigVolume}, {"configMap", {{"name", m_w.app + "-config"}}}}});
     if (r.kind == "batch")
       for (const auto& v : r.volumes)

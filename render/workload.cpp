@@ -35,7 +35,7 @@ constexpr int64_t kMaxRetries = 1000;
 const std::vector<std::string> kRoleFields = {
     "kind",          "image",    "command", "env",     "replicas", "resources", "priority",
     "labels",        "node_selector", "affinity", "anti_affinity", "ports", "volumes", "near",
-    "network",       "restart",  "migration", "health"};
+    "network",       "restart",  "migration", "health", "grace_period"};
 const std::vector<std::string> kTopologies = {"node", "rack", "switch", "zone"};
 
 // Keys gaia puts on every instance; user labels may not redefine them, so that
@@ -79,6 +79,7 @@ class RoleValidator {
     restart(v, r);
     migration(v, r);
     health(v, r);
+    if (auto ms = duration_field(v, "grace_period", "grace_period", 1, 0, 3'600'000)) r.grace_period_ms = *ms;
     return r;
   }
 

@@ -40,7 +40,7 @@ json role_json(const Role& r) {
                        {"class", v.storage_class},
                        {"iops", v.iops},
                        {"mount", v.mount_path}});
-  return {
+  json out = {
       {"kind", r.kind},
       {"image", r.image},
       {"command", r.command},
@@ -69,6 +69,10 @@ json role_json(const Role& r) {
         {"timeout_s", r.health.timeout_s},
         {"failure_threshold", r.health.failure_threshold}}},
   };
+  // Written only when it differs from the default, so documents rendered before the
+  // field existed keep their content hash (and a re-apply of them is no change).
+  if (r.grace_period_ms != Role{}.grace_period_ms) out["grace_period_ms"] = r.grace_period_ms;
+  return out;
 }
 
 // Reads a document strictly: every field must be present with the right type. Problems
@@ -232,6 +236,10 @@ class DocumentReader {
     if (const json* n = get(r, "migration", p, json::value_t::object)) {
       out.migrate_times = static_cast<int>(integer(*n, "migrate_times", p + ".migration"));
       out.min_available = static_cast<int>(integer(*n, "min_available", p + ".migration"));
+    }
+    if (auto g = r.find("grace_period_ms"); g != r.end()) {
+      if (g->is_number_integer() && g->get<int64_t>() >= 0) out.grace_period_ms = g->get<int64_t>();
+      else error(p + ".grace_period_ms", "expected a non-negative integer (milliseconds)");
     }
     if (const json* h = get(r, "health", p, json::value_t::object)) {
       std::string hp = p + ".health";

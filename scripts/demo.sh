@@ -42,6 +42,14 @@ step "$GAIA" events
 # made of Debian programs: kv (redis-server) and hits (busybox httpd with a CGI script
 # counting visits in kv). Each instance binds its own loopback address.
 export GAIA_STORE="$XDG_STATE_HOME/local.db"
+# Whatever happens below, no process of the demo outlives it: deleting the apps stops
+# their processes (the command does it inline), then the agent goes.
+cleanup() {
+  "$GAIA" delete hits >/dev/null 2>&1 || true
+  "$GAIA" delete kv >/dev/null 2>&1 || true
+  "$GAIA" agent stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
 step "$GAIA" cluster create --backend process --nodes 2
 GAIA_REPO="$ROOT/examples/local" step "$GAIA" submit "$ROOT/examples/local/hits" --wait --timeout 2m
 step "$GAIA" endpoints hits

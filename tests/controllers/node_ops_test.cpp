@@ -194,3 +194,36 @@ TEST_CASE("node ops: cordon keeps instances, uncordon retries pending ones", "[n
   REQUIRE(open->placed.size() == 1);
   CHECK(open->placed[0].node == "n1");
 }
+
+TEST_CASE("node ops: a process cluster needs loopback subnets and keeps its backend while instances exist",
+          "[node_ops]") {
+  ClusterState s = with_pending_app(1);
+  // Already a process cluster (its instances pending), so only the subnets are wrong.
+  s.settings["backend"] = "process";
+  ClusterSpec spec;
+  spec.backend = "process";
+  spec.nodes = {make_node("n1", 8, 16, 1), make_node("n2", 8, 16, 2)};
+  ensure_default_tenant(spec.tenants);
+  auto refused = decide_cluster_create(s, spec, false);
+  REQUIRE_FALSE(refused.has_value());
+  REQUIRE(refused.error().size() == 2);  // One error per node, all at once.
+  CHECK(refused.error()[0].message == "node n1: instance subnet '10.0.129.0/24' is not a loopback range");
+  CHECK(refused.error()[1].message == "node n2: instance subnet '10.0.130.0/24' is not a loopback range");
+
+  spec.nodes[0].instance_subnet = "127.64.128.0/24";
+  spec.nodes[1].instance_subnet = "127.64.129.0/24";
+  auto out = decide_cluster_create(s, spec, false);
+  REQUIRE(out.has_value());
+  CHECK(out->batch.put_settings.at("backend") == "process");
+  ClusterState after = apply_batch(s, out->batch);
+  REQUIRE_FALSE(after.snapshot.instances.empty());
+
+  // Switching the backend under running instances would orphan them: refused.
+  ClusterSpec sim = spec;
+  sim.backend = "sim";
+  auto switched = decide_cluster_create(after, sim, true);
+  REQUIRE_FALSE(switched.has_value());
+  CHECK(switched.error()[0].message == "this cluster runs its 1 instance(s) on the process backend, not sim");
+  // The same backend may be recreated.
+  CHECK(decide_cluster_create(after, spec, true).has_value());
+}

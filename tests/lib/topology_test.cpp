@@ -45,6 +45,17 @@ TEST_CASE("topology: addresses and prefixes parse and print", "[topology]") {
   CHECK(cidr("fe80::1").length == 128);
 }
 
+TEST_CASE("topology: loopback ranges are told from others", "[topology]") {
+  CHECK(loopback_cidr("127.0.0.0/8"));
+  CHECK(loopback_cidr("127.64.128.0/24"));
+  CHECK(loopback_cidr("::1/128"));
+  CHECK_FALSE(loopback_cidr("0.0.0.0/0"));      // Wider than loopback.
+  CHECK_FALSE(loopback_cidr("10.0.128.0/24"));
+  CHECK_FALSE(loopback_cidr("128.0.0.0/24"));
+  CHECK_FALSE(loopback_cidr("::/0"));
+  CHECK_FALSE(loopback_cidr("not a cidr"));
+}
+
 TEST_CASE("topology: invalid input is rejected with a clear message", "[topology]") {
   auto error = [](std::string_view text) {
     auto p = parse_cidr(text);

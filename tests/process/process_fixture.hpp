@@ -16,6 +16,7 @@
 #include <functional>
 #include <thread>
 
+#include "process/cgroup.hpp"
 #include "process/copy_files.hpp"
 #include "process/proc.hpp"
 #include "process/process_backend.hpp"
@@ -149,7 +150,8 @@ class ProcessFixture {
   // Live processes of the app's group.
   static std::vector<int> group_members(const process::CopyPids& p) {
     std::vector<int> out;
-    for (const auto* s : process::ProcessTable::scan().group(p.child_pgid, p.child_start)) out.push_back(s->pid);
+    for (const auto* s : process::ProcessTable::scan().group(p.child_pgid, p.child_start, p.shim_pid))
+      out.push_back(s->pid);
     return out;
   }
 
@@ -179,6 +181,8 @@ class ProcessFixture {
       const auto& pids = **p;
       if (process::process_alive(pids.shim_pid, pids.shim_start)) ::kill(pids.shim_pid, SIGKILL);
       if (!group_members(pids).empty()) ::kill(-pids.child_pgid, SIGKILL);
+      // The app's cgroup, with anything that left its group: killed and removed.
+      process::cgroup::remove_copy_cgroup(it->path().parent_path());
       all.push_back(pids);
     }
     return all;

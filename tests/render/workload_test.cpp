@@ -361,3 +361,28 @@ TEST_CASE("validate, to_document and from_document agree on random roles", "[wor
     RC_ASSERT(to_document(*back) == doc);
   }));
 }
+
+TEST_CASE("grace_period: a duration, in the document only when not the default, read back", "[workload]") {
+  // The default keeps documents rendered before the field existed byte-identical.
+  Workload plain = valid_hdfs();
+  CHECK(role(plain, "namenode").grace_period_ms == 10'000);
+  CHECK_FALSE(to_document(plain)["spec"]["roles"]["namenode"].contains("grace_period_ms"));
+
+  RawRender raw = gaia::test::hdfs_raw();
+  raw.main["roles"]["namenode"]["grace_period"] = "45s";
+  auto w = validate_workload(gaia::test::hdfs_spec(), "default", raw);
+  REQUIRE(w);
+  CHECK(role(*w, "namenode").grace_period_ms == 45'000);
+  json doc = to_document(*w);
+  CHECK(doc["spec"]["roles"]["namenode"]["grace_period_ms"] == 45'000);
+  auto back = from_document(doc);
+  REQUIRE(back);
+  CHECK(role(*back, "namenode").grace_period_ms == 45'000);
+
+  expect_error("namenode", "/grace_period", 30, "roles.namenode.grace_period", "duration");
+  expect_error("namenode", "/grace_period", "2h", "roles.namenode.grace_period", "out of range");
+  expect_error("namenode", "/grace_period", "-1s", "roles.namenode.grace_period", "");
+  json bad = doc;
+  bad["spec"]["roles"]["namenode"]["grace_period_ms"] = "soon";
+  CHECK_FALSE(from_document(bad));
+}

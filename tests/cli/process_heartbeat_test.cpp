@@ -1,0 +1,63 @@
+// The agent's heartbeats end to end: a cluster whose agent stops for longer than the
+// heartbeat timeout has its nodes marked down by the next controller run, and its
+// instances move to a node that is healthy (here one added after the agent stopped,
+// which no agent ever served); when the agent starts again its nodes come back.
+#include "tests/cli/process_util.hpp"
+
+using namespace gaia::test;
+using nlohmann::json;
+
+namespace {
+
+json instance_json(const ProcessScratch& s, const std::string& key) {
+  for (const auto& i : json::parse(s.run_ok({"get", "instances", "-o", "json"}).out))
+    if (i.value("name", "") == key) return i;
+  return json::object();
+}
+
+std::vector<json> events_with(const ProcessScratch& s, const std::string& reason) {
+  std::vector<json> out;
+  for (const auto& e : json_lines(s.run_ok({"events", "-o", "json"}).out))
+    if (e.value("reason", "") == reason) out.push_back(e);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat timeout and the instances move",
+          "[e2e][process]") {
+  ProcessScratch s;
+  s.run_ok({"cluster", "create", "--backend", "process", "--nodes", "2"});
+  s.run_ok({"controller", "options", "--heartbeat-timeout", "2s"});
+  s.run_ok({"submit", std::string(GAIA_SOURCE_DIR) + "/examples/local/kv", "--wait", "--timeout", "60s"});
+  const std::string kv = "0.server.kv.default";
+  const std::string first_node = instance_json(s, kv).value("node", "");
+  REQUIRE_FALSE(first_node.empty());
+  pid_t first = app_pid(s, kv);
+  REQUIRE(alive(first));
+  // The agent is beating: nothing is down.
+  CHECK(events_with(s, "NodeDown").empty());
+
+  s.run_ok({"agent", "stop"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // Whoever runs the controllers next judges the silence.
+  s.run_ok({"controller", "run", "--once"});
+  auto down = events_with(s, "NodeDown");
+  REQUIRE(down.size() == 2);
+  for (const auto& e : down) CHECK(e["message"].get<std::string>().find("no heartbeat from its agent (pid ") != std::string::npos);
+
+  // A node no agent served is healthy: the instance moves there, and the inline run
+  // starts it and stops the copy left on the down node.
+  s.run_ok({"node", "add", "--subnet", "127.65.0.0/16", "--name-prefix", "spare"});
+  CHECK(instance_json(s, kv).value("node", "") == "spare-1");
+  CHECK(eventually([&] {
+    s.run_ok({"controller", "run", "--once"});
+    return !alive(first) && alive(app_pid(s, kv));
+  }));
+
+  // The agent starts again: its nodes come back, and it serves the spare node too.
+  s.run_ok({"agent", "start"});
+  CHECK(eventually([&] { return events_with(s, "NodeRecovered").size() == 2; }));
+  CHECK(eventually([&] { return instance_json(s, kv).value("state", "") == "Running"; }));
+  s.run_ok({"delete", "kv"});
+}
