@@ -14,6 +14,7 @@
 #include "lib/codec.hpp"
 #include "lib/quantity.hpp"
 #include "process/cgroup.hpp"
+#include "process/preflight.hpp"
 #include "spec/cluster_file.hpp"
 
 namespace gaia::cli {
@@ -30,10 +31,6 @@ struct CreateArgs {
   NodeFlags nodes;
 };
 
-// The default subnet of a process cluster: loopback, so every instance binds an address
-// of its own on this machine without configuring anything (controllers/node_ops.hpp
-// refuses any other).
-constexpr const char* k_loopback_subnet = "127.64.0.0/16";
 
 struct ShowArgs {
   std::string output;
@@ -82,7 +79,11 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     spec = std::move(file->cluster);
   } else {
     NodeFlags flags = a.nodes;
-    if (backend == "process" && cmd->count("--subnet") == 0) flags.subnet = k_loopback_subnet;
+    // A process cluster's default subnet is loopback, so every instance binds an address
+    // of its own on this machine without configuring anything (controllers/node_ops.hpp
+    // refuses any other), and a range of its own on this machine.
+    if (backend == "process" && cmd->count("--subnet") == 0)
+      flags.subnet = process::default_loopback_subnet(context->store);
     auto options = generate_options(flags);
     if (!options) return report(g, options.error());
     auto nodes = generate_nodes(*options);

@@ -96,8 +96,13 @@ int describe_node(const Globals& g, Session& session, const ClusterState& state,
   }
   auto usage = node_usage(state);
   const NodeUsage& u = usage[n->name];
+  auto now = session.clock.now();
   field("Name", n->name);
-  field("State", std::string(node_state_name(n->state)));
+  field("State", n->down_reason.empty() ? std::string(node_state_name(n->state))
+                                        : fmt::format("{} ({})", node_state_name(n->state), n->down_reason));
+  if (auto hb = state.heartbeats.find(n->name); hb != state.heartbeats.end())
+    field("Heartbeat", fmt::format("{} ago, from {}", age(format_rfc3339(Clock::time_point(std::chrono::milliseconds(hb->second.at_ms))), now),
+                                   hb->second.agent));
   field("Address", n->address.empty() ? "<none>" : n->address);
   field("Instance subnet", n->instance_subnet.empty() ? "<none>" : n->instance_subnet);
   field("Topology", fmt::format("zone {}, rack {}, switch {}", n->zone.empty() ? "-" : n->zone,
@@ -200,7 +205,7 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   for (const auto& i : state.snapshot.instances)
     if (i.tenant == a->tenant && i.app == a->name)
       inst.add_row({i.key(), i.role, i.node.empty() ? "-" : i.node, std::string(instance_state_name(i.state)),
-                    i.address.empty() ? "-" : i.address, i.pending_reason.empty() ? "-" : i.pending_reason});
+                    i.address.empty() ? "-" : i.address, instance_reason(i, std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count())});
   section(fmt::format("Instances ({})", inst.rows()), inst);
   EventFilter f;
   f.apps = {a->tenant + "/" + a->name};

@@ -110,7 +110,8 @@ int get_apps(const ClusterState& state, const GetArgs& a, const std::vector<Labe
 }
 
 int get_instances(const ClusterState& state, const GetArgs& a, const std::vector<LabelRequirement>& sel,
-                  const std::string& tenant) {
+                  const std::string& tenant, Clock::time_point now) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   bool wide = a.output == "wide";
   std::vector<std::string> headers = {"NAME", "APP", "ROLE", "NODE", "STATE", "ADDRESS", "REASON"};
   if (a.all_tenants) headers.insert(headers.begin(), "TENANT");
@@ -137,7 +138,7 @@ int get_instances(const ClusterState& state, const GetArgs& a, const std::vector
   for (const Instance* i : list) {
     std::vector<std::string> row = {i->key(), i->app, i->role, i->node.empty() ? "-" : i->node,
                                     std::string(instance_state_name(i->state)), i->address.empty() ? "-" : i->address,
-                                    i->pending_reason.empty() ? "-" : i->pending_reason};
+                                    instance_reason(*i, now_ms)};
     if (a.all_tenants) row.insert(row.begin(), i->tenant);
     if (wide) {
       std::vector<std::string> ports;
@@ -168,7 +169,7 @@ int run_get(const Globals& g, const GetArgs& a) {
   if (!state) return report(g, state.error());
   if (kind == "nodes") return get_nodes(*state, a, *sel);
   if (kind == "apps") return get_apps(*state, a, *sel, g.tenant, (*session)->clock.now());
-  return get_instances(*state, a, *sel, g.tenant);
+  return get_instances(*state, a, *sel, g.tenant, (*session)->clock.now());
 }
 
 }  // namespace

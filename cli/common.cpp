@@ -181,4 +181,12 @@ Result<std::chrono::milliseconds> positive_duration(const std::string& flag, con
   return ms;
 }
 
+std::string instance_reason(const Instance& i, int64_t now_ms) {
+  if (!i.pending_reason.empty()) return i.pending_reason;
+  if (i.state != InstanceState::Failed || i.failure.empty()) return "-";
+  if (i.restart_at_ms > now_ms)
+    return fmt::format("{}; restarts in {}s", i.failure, (i.restart_at_ms - now_ms + 999) / 1000);
+  return i.failure;
+}
+
 }  // namespace gaia::cli

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/cluster.hpp"
 #include "lib/error.hpp"
 
 namespace gaia::cli {
@@ -118,6 +119,10 @@ void register_logs(CLI::App& app, Globals& g, int* code);
 void register_config(CLI::App& app, Globals& g, int* code);
 void register_label(CLI::App& app, Globals& g, int* code);
 void register_sim(CLI::App& app, Globals& g, int* code);
+// The REASON column of an instance: why it waits, or why it failed (with the next
+// restart when one is due), "-" when there is nothing to say.
+std::string instance_reason(const Instance& i, int64_t now_ms);
+
 // `gaia controller options` and its older name `gaia sim options` (cmd_sim.cpp).
 void register_controller_options(CLI::App* parent, Globals& g, int* code);
 

@@ -29,4 +29,11 @@ std::expected<void, std::string> check_port_free(const std::string& address, int
 // address: "redis-server (pid 4711)", or "" when /proc does not tell.
 std::string find_port_holder(const std::string& address, int port);
 
+// The loopback /16 a new process cluster of the store at `store_path` gets by default:
+// 127.X.0.0/16 with X from a hash of the path (so the same store always gets the same
+// range), skipping ranges where a TCP socket is already bound (another process cluster
+// on this machine, a test running beside it), so two clusters on one machine never
+// hand out the same address and port. X is never 0 (127.0.0.1 is everybody's).
+std::string default_loopback_subnet(const std::string& store_path);
+
 }  // namespace gaia::process

@@ -48,7 +48,11 @@ TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat t
 
   // A node no agent served is healthy: the instance moves there, and the inline run
   // starts it and stops the copy left on the down node.
-  s.run_ok({"node", "add", "--subnet", "127.65.0.0/16", "--name-prefix", "spare"});
+  // Its addresses from the /16 after the cluster's own (127.X.128.0/24 on node-1).
+  std::string subnet = json::parse(s.run_ok({"get", "nodes", "-o", "json"}).out)[0].value("instance_subnet", "");
+  REQUIRE(subnet.starts_with("127."));
+  int octet = std::stoi(subnet.substr(4, subnet.find('.', 4) - 4));
+  s.run_ok({"node", "add", "--subnet", fmt::format("127.{}.0.0/16", octet % 254 + 1), "--name-prefix", "spare"});
   CHECK(instance_json(s, kv).value("node", "") == "spare-1");
   CHECK(eventually([&] {
     s.run_ok({"controller", "run", "--once"});
