@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -165,6 +166,25 @@ std::string signal_name(int signal) {
 std::string describe_exit(std::optional<int> exit_code, int signal) {
   if (signal) return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
   return fmt::format("exited with code {}", exit_code.value_or(0));
+}
+
+void note_change(const std::filesystem::path& copy_dir) {
+  const auto path = copy_dir.parent_path().parent_path() / k_changes_file;
+  // O_APPEND: concurrent writers (supervisors, gaia processes) each add their byte.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // A missed note costs latency only: the next pass reads everything.
+  [[maybe_unused]] auto n = ::write(fd, "c", 1);
+  ::close(fd);
+}
+
+ChangeMarker change_marker(const std::filesystem::path& run_dir) {
+  struct stat st {};
+  if (::stat((run_dir / k_changes_file).c_str(), &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size)};
+}
+
+void trim_changes(const std::filesystem::path& run_dir, uint64_t bound) {
+  if (change_marker(run_dir).size > bound) ::truncate((run_dir / k_changes_file).c_str(), 0);
 }
 
 int64_t wall_clock_ms() {

@@ -41,6 +41,8 @@ inline constexpr const char* k_shim_log_file = "shim.log";
 inline constexpr const char* k_work_dir = "work";
 inline constexpr const char* k_config_file = "config.json";
 inline constexpr const char* k_lock_file = ".lock";
+// <run_dir>/.changes: one byte appended after every change of any copy's files.
+inline constexpr const char* k_changes_file = ".changes";
 
 struct CopyConfig {
   std::string instance, node;
@@ -133,6 +135,25 @@ std::string describe_exit(std::optional<int> exit_code, int signal);
 std::string signal_name(int signal);
 
 int64_t wall_clock_ms();
+
+// Says that a copy's files changed (a copy dir made or removed, pids, exit, stop or
+// health written): appends a byte to <run_dir>/.changes, where the copy dir is
+// <run_dir>/<instance>/<copy>. Called after the change is on disk, so an observer that
+// saw the byte also sees the change; a waiting observer then learns of news from one
+// stat() instead of reading every copy (docs/backends.md, "wait").
+void note_change(const std::filesystem::path& copy_dir);
+
+// The state of <run_dir>/.changes, compared to tell whether anything changed since:
+// its inode and size (a size, unlike a time stamp, moves with every change however
+// close together). All zero when the file does not exist.
+struct ChangeMarker {
+  uint64_t inode = 0, size = 0;
+  bool operator==(const ChangeMarker&) const = default;
+};
+ChangeMarker change_marker(const std::filesystem::path& run_dir);
+// Empties .changes when it grew past `bound` bytes (any change of the marker is news
+// to a waiter, so emptying it only costs one early wake-up).
+void trim_changes(const std::filesystem::path& run_dir, uint64_t bound);
 
 // An flock held on a file for the lifetime of the object.
 class FileLock {

@@ -157,6 +157,7 @@ void mark_removed(const fs::path& dir, int keep_removed) {
   // A removed copy has no cgroup left (usually its supervisor removed it already).
   cgroup::remove_copy_cgroup(dir);
   if (auto r = write_file_atomic(dir / k_removed_file, fmt::format("{}\n", wall_clock_ms())); !r) return;
+  note_change(dir);
   int kept = 0;
   for (const auto& c : list_copies(dir.parent_path())) {
     if (!fs::exists(c.dir / k_removed_file)) continue;
@@ -199,11 +200,12 @@ fs::path ProcessBackend::copy_dir(const std::string& instance, const std::string
 BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   note_limits();
+  // The marker before reading anything: a change made while this observation reads is
+  // news to the next wait(), never lost between the reading and the marker.
+  trim_changes(m_run_dir, 1 << 20);
+  m_last_marker = change_marker(m_run_dir);
   std::error_code ec;
-  if (!fs::exists(m_run_dir, ec)) {
-    m_last_fingerprint = fingerprint();
-    return Observation{};  // Nothing was ever started here.
-  }
+  if (!fs::exists(m_run_dir, ec)) return Observation{};  // Nothing was ever started here.
   if (!fs::is_directory(m_run_dir, ec)) return std::unexpected(unavailable(m_run_dir.string() + " is not a directory"));
   const ProcessTable procs = ProcessTable::scan();
   const auto now = std::chrono::steady_clock::now();
@@ -232,7 +234,10 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
         // down must not make it look gone while it still runs.
         if (now_ms >= h.next_check_ms && !s.stop_requested) {
           auto r = run_health_check(s.config, s.dir / k_work_dir);
-          h.next_check_ms = now_ms + int64_t{period} * 1000;
+          // Until the first pass, checks come faster than the period (at most every
+          // 250 ms), so a copy that becomes ready is seen ready within a fraction of a
+          // second, not a whole period later.
+          h.next_check_ms = now_ms + (r || h.passed_once ? int64_t{period} * 1000 : std::min<int64_t>(250, period * 1000));
           if (r) {
             h.passed_once = true;
             h.failures = 0;
@@ -249,6 +254,7 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
           o.reason = fmt::format("health check {} {} failed {} times: {}", check.type, check.target, h.failures,
                                  h.last_error);
           write_json_atomic(s.dir / k_unhealthy_file, nlohmann::json{{"reason", o.reason}});
+          note_change(s.dir);
         } else {
           o.phase = h.passed_once ? CopyPhase::Running : CopyPhase::Starting;
           if (!s.stop_requested && (obs.wake_at_ms == 0 || h.next_check_ms < obs.wake_at_ms))
@@ -293,7 +299,6 @@ BackendResult<Observation> ProcessBackend::observe(int64_t now_ms) {
   m_health = std::move(health);
   m_cpu = std::move(cpu);
   m_wake_at_ms = obs.wake_at_ms;
-  m_last_fingerprint = fingerprint();
   return obs;
 }
 
@@ -361,6 +366,7 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
   if (auto r = write_json_atomic(tmp / k_copy_file, c); !r) return unavailable(r.error());
   fs::rename(tmp, dir, ec);
   if (ec) return unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  note_change(dir);
 
   if (auto r = preflight(c, dir / k_work_dir); !r) {
     // Recorded as the copy's failure: the controllers see the reason and back off.
@@ -369,6 +375,7 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
     e.reason = r.error();
     e.ended_ms = wall_clock_ms();
     if (auto w = write_json_atomic(dir / k_exit_file, e); !w) return unavailable(w.error());
+    note_change(dir);
     return std::nullopt;
   }
 
@@ -420,6 +427,7 @@ std::optional<BackendError> ProcessBackend::stop_one(const StopSpec& spec, int64
   if (!fs::exists(dir / k_stop_file)) {
     StopRequest r{spec.grace ? spec.grace->count() : (*config)->grace_ms, spec.reason, now_ms};
     if (auto w = write_json_atomic(dir / k_stop_file, r); !w) return unavailable(w.error());
+    note_change(dir);
   }
   CopyState s = read_state({dir, **config}, procs, m_options);
   switch (s.live) {
@@ -453,32 +461,12 @@ BackendResult<std::vector<ActionResult>> ProcessBackend::stop(const std::vector<
   return out;
 }
 
-std::string ProcessBackend::fingerprint() const {
-  std::string fp;
-  for (const auto& instance_dir : instance_dirs(m_run_dir)) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(instance_dir, ec)) {
-      const fs::path& d = e.path();
-      if (!e.is_directory() || d.filename().string().starts_with(".") || fs::exists(d / k_removed_file)) continue;
-      fp += d.string();
-      for (const char* f : {k_pids_file, k_exit_file, k_stop_file, k_unhealthy_file})
-        fp += fs::exists(d / f) ? '1' : '0';
-      if (auto p = read_json<CopyPids>(d / k_pids_file); p && *p) {
-        fp += process_alive((*p)->shim_pid, (*p)->shim_start) ? 'S' : 's';
-        fp += (*p)->child_pid && process_alive((*p)->child_pid, (*p)->child_start) ? 'C' : 'c';
-      }
-      fp += '\n';
-    }
-  }
-  return fp;
-}
-
 bool ProcessBackend::wait(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     {
       std::lock_guard lock(m_mutex);
-      if (fingerprint() != m_last_fingerprint) return true;
+      if (change_marker(m_run_dir) != m_last_marker) return true;
       if (m_wake_at_ms != 0 && wall_clock_ms() >= m_wake_at_ms) return true;
     }
     auto left = deadline - std::chrono::steady_clock::now();

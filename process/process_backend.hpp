@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/backend.hpp"
+#include "process/copy_files.hpp"
 
 namespace gaia::process {
 class ProcessTable;
@@ -49,7 +50,9 @@ struct ProcessOptions {
   // How long a copy may go without its supervisor writing pids.json before it counts
   // as lost.
   std::chrono::milliseconds supervisor_start_timeout{10'000};
-  // How often wait() looks at the run dir.
+  // How often wait() looks at the run dir's change marker. A supervisor that dies
+  // without writing exit.json moves no marker: the caller's next pass (the agent's
+  // --interval) finds it.
   std::chrono::milliseconds poll_interval{100};
   // Stopped copies kept per instance (their logs, for `gaia logs --previous`).
   int keep_removed = 2;
@@ -112,9 +115,6 @@ class ProcessBackend final : public Backend {
 
   std::optional<BackendError> start_one(const StartSpec& spec, int64_t now_ms);
   std::optional<BackendError> stop_one(const StopSpec& spec, int64_t now_ms, const process::ProcessTable& procs);
-  // A cheap digest of what the run dir says (files present, supervisors alive), so
-  // wait() sees a change without a full observation.
-  std::string fingerprint() const;
   // Asks for the limits warning once per process (cgroup::take_limits_warning).
   void note_limits();
 
@@ -123,7 +123,9 @@ class ProcessBackend final : public Backend {
   std::mutex m_mutex;
   std::map<std::string, HealthState> m_health;  // By copy dir.
   std::map<std::string, CpuSample> m_cpu;       // By copy dir.
-  std::string m_last_fingerprint;               // At the end of the last observe.
+  // The run dir's change marker (process/copy_files.hpp) when the last observe began:
+  // wait() reports news when it moved.
+  process::ChangeMarker m_last_marker;
   int64_t m_wake_at_ms = 0;                     // The next health check due.
   std::vector<std::string> m_warnings;          // Not taken yet.
 };

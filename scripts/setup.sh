@@ -16,6 +16,10 @@ PACKAGES=(
   # The example stack of examples/local runs these on the process backend (the main
   # job sends a request through it; the end-to-end tests kill and restart them).
   redis-server busybox
+  # The etcd store's tests (tests/store/etcd_store_test.cpp) start their own etcd from
+  # /usr/bin/etcd on free ports with scratch data dirs; the package's own service is
+  # not needed by gaia and may stay stopped.
+  etcd-server
 )
 
 missing=()

@@ -2,9 +2,18 @@
 // The behaviour every Store implementation must have. An implementation's test file
 // defines how to create a fresh backing store and calls run_store_contract() inside a
 // TEST_CASE; each SECTION below then runs against a new, empty store. The sqlite store
-// runs it in sqlite_store_test.cpp; the etcd store will run the same suite.
+// runs it in sqlite_store_test.cpp, the etcd store in etcd_store_test.cpp.
+//
+// Two things differ between backends by nature, and the backend says which way it goes:
+// the revision of an empty store (SQLite starts at 0, etcd at 1; every expected revision
+// below is relative to it, so SQLite is held to exactly the numbers it always was), and
+// whose clock expires leases (SQLite's is the injected ManualClock, moved by hand and
+// checked to the second; etcd's is the server's own, so its lease sections use TTLs of a
+// few seconds and real time, and give the server a bounded slack to notice an expiry).
 
 #include <catch2/catch.hpp>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,7 +33,28 @@ class StoreBackend {
  public:
   virtual ~StoreBackend() = default;
   virtual std::unique_ptr<Store> open(std::shared_ptr<const Clock> clock) = 0;
+  // The revision of a new, empty store.
+  virtual int64_t initial_revision() const { return 0; }
+  // Whether leases expire by the server's clock rather than the clock given to open().
+  virtual bool leases_use_server_clock() const { return false; }
 };
+
+// How long a server may take past a lease's deadline to delete its keys: etcd looks for
+// expired leases every 500 ms and then commits the revocation through raft.
+inline constexpr std::chrono::milliseconds kServerExpirySlack{3000};
+
+// Polls (in real time) until `key` is gone from `store`, for at most `within`; false
+// when it is still there then, or on a store error.
+inline bool wait_until_gone(Store& store, const std::string& key, std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    auto kv = store.get(key);
+    if (!kv) return false;
+    if (!kv->has_value()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
 
 template <class T>
 T must(StoreResult<T> r) {
@@ -69,31 +99,41 @@ void run_store_contract(MakeBackend make_backend) {
   std::unique_ptr<Store> owned = backend->open(clock);
   REQUIRE(owned);
   Store& store = *owned;
+  // Expected revisions are r0 + the number of changes made so far in the section.
+  const int64_t r0 = backend->initial_revision();
+  // Lease sections move the injected clock, or, on a server's clock, really wait.
+  const bool real_time = backend->leases_use_server_clock();
+  auto pass = [&](std::chrono::milliseconds d) {
+    if (real_time)
+      std::this_thread::sleep_for(d);
+    else
+      clock->advance(d);
+  };
 
-  SECTION("a new store is empty at revision 0") {
-    CHECK(must(store.revision()) == 0);
+  SECTION("a new store is empty at its initial revision") {
+    CHECK(must(store.revision()) == r0);
     CHECK(must(store.range("")).empty());
     CHECK_FALSE(must(store.get("apps/default/hdfs")).has_value());
   }
 
   SECTION("put then get returns the value with its revisions") {
-    CHECK(must(store.put("apps/default/hdfs", R"({"replicas":3})")) == 1);
+    CHECK(must(store.put("apps/default/hdfs", R"({"replicas":3})")) == r0 + 1);
     auto kv = must(store.get("apps/default/hdfs"));
     REQUIRE(kv);
     CHECK(kv->key == "apps/default/hdfs");
     CHECK(kv->value == R"({"replicas":3})");
-    CHECK(kv->create_revision == 1);
-    CHECK(kv->mod_revision == 1);
+    CHECK(kv->create_revision == r0 + 1);
+    CHECK(kv->mod_revision == r0 + 1);
     CHECK(kv->version == 1);
     CHECK(kv->lease == 0);
 
     must(store.put("nodes/n1", "{}"));
-    CHECK(must(store.put("apps/default/hdfs", R"({"replicas":5})")) == 3);
+    CHECK(must(store.put("apps/default/hdfs", R"({"replicas":5})")) == r0 + 3);
     kv = must(store.get("apps/default/hdfs"));
     REQUIRE(kv);
     CHECK(kv->value == R"({"replicas":5})");
-    CHECK(kv->create_revision == 1);
-    CHECK(kv->mod_revision == 3);
+    CHECK(kv->create_revision == r0 + 1);
+    CHECK(kv->mod_revision == r0 + 3);
     CHECK(kv->version == 2);
   }
 
@@ -214,20 +254,25 @@ void run_store_contract(MakeBackend make_backend) {
     must(store.put("gone/1", "x"));
     must(store.put("gone/2", "x"));
     Txn t;
-    t.compares.push_back(Compare{"a", 1});
+    t.compares.push_back(Compare{"a", r0 + 1});
     t.compares.push_back(Compare{"b", 0});
     t.puts.push_back(Put{"a", "new", 0});
     t.puts.push_back(Put{"b", "new", 0});
     t.deletes.push_back(Delete{"gone/", true});
     auto r = must(store.txn(t));
     REQUIRE(r.succeeded);
-    CHECK(r.revision == 4);
-    CHECK(must(store.get("a"))->mod_revision == 4);
-    CHECK(must(store.get("b"))->mod_revision == 4);
+    CHECK(r.revision == r0 + 4);
+    CHECK(must(store.get("a"))->mod_revision == r0 + 4);
+    CHECK(must(store.get("b"))->mod_revision == r0 + 4);
     CHECK(must(store.range("gone/")).empty());
-    auto events = must(store.changes_since(4, ""));
+    auto events = must(store.changes_since(r0 + 4, ""));
     REQUIRE(events.size() == 4);
-    for (const auto& e : events) CHECK(e.revision() == 4);
+    for (const auto& e : events) CHECK(e.revision() == r0 + 4);
+    // Deletes come before puts inside the revision, each in request order.
+    CHECK(events[0].type == EventType::Delete);
+    CHECK(events[1].type == EventType::Delete);
+    CHECK(events[2].kv.key == "a");
+    CHECK(events[3].kv.key == "b");
   }
 
   SECTION("malformed transactions are rejected before anything is written") {
@@ -249,89 +294,120 @@ void run_store_contract(MakeBackend make_backend) {
     Txn empty_key;
     empty_key.puts.push_back(Put{"", "1", 0});
     CHECK_FALSE(store.txn(empty_key));
-    CHECK(must(store.revision()) == 0);
+    CHECK(must(store.revision()) == r0);
   }
 
   SECTION("changes_since lists changes in revision order, filtered by prefix") {
-    must(store.put("apps/a", "1"));   // 1
-    must(store.put("nodes/n1", "n"));  // 2
-    must(store.put("apps/b", "2"));   // 3
-    must(store.put("apps/a", "3"));   // 4
-    must(store.del("apps/b"));        // 5
-    auto all = must(store.changes_since(1, ""));
+    must(store.put("apps/a", "1"));   // r0 + 1
+    must(store.put("nodes/n1", "n"));  // r0 + 2
+    must(store.put("apps/b", "2"));   // r0 + 3
+    must(store.put("apps/a", "3"));   // r0 + 4
+    must(store.del("apps/b"));        // r0 + 5
+    auto all = must(store.changes_since(r0 + 1, ""));
     REQUIRE(all.size() == 5);
-    for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].revision() == static_cast<int64_t>(i + 1));
+    for (size_t i = 0; i < all.size(); ++i)
+      CHECK(all[i].revision() == r0 + static_cast<int64_t>(i + 1));
 
-    auto apps = must(store.changes_since(2, "apps/"));
+    auto apps = must(store.changes_since(r0 + 2, "apps/"));
     REQUIRE(apps.size() == 3);
     CHECK(apps[0].type == EventType::Put);
-    CHECK(apps[0].kv == KeyValue{"apps/b", "2", 3, 3, 1, 0});
-    CHECK(apps[1].kv == KeyValue{"apps/a", "3", 1, 4, 2, 0});
+    CHECK(apps[0].kv == KeyValue{"apps/b", "2", r0 + 3, r0 + 3, 1, 0});
+    CHECK(apps[1].kv == KeyValue{"apps/a", "3", r0 + 1, r0 + 4, 2, 0});
     CHECK(apps[2].type == EventType::Delete);
     CHECK(apps[2].kv.key == "apps/b");
-    CHECK(apps[2].revision() == 5);
+    CHECK(apps[2].revision() == r0 + 5);
 
-    CHECK(must(store.changes_since(6, "")).empty());
+    CHECK(must(store.changes_since(r0 + 6, "")).empty());
+    CHECK(must(store.changes_since(r0 + 60, "")).empty());
     CHECK(must(store.changes_since(0, "")).size() == 5);
   }
 
   SECTION("changes_since with a limit never splits a transaction") {
-    must(store.put("x", "0"));  // 1
+    must(store.put("x", "0"));  // r0 + 1
     Txn t;
     for (int i = 0; i < 3; ++i) t.puts.push_back(Put{"t/" + std::to_string(i), "v", 0});
-    must(store.txn(t));         // 2: three events
-    must(store.put("y", "0"));  // 3
-    auto first = must(store.changes_since(1, "", 2));
+    must(store.txn(t));         // r0 + 2: three events
+    must(store.put("y", "0"));  // r0 + 3
+    auto first = must(store.changes_since(r0 + 1, "", 2));
     REQUIRE(first.size() == 4);
-    CHECK(first.back().revision() == 2);
+    CHECK(first.back().revision() == r0 + 2);
     auto next = must(store.changes_since(first.back().revision() + 1, "", 2));
     REQUIRE(next.size() == 1);
     CHECK(next[0].kv.key == "y");
     // The prefix filter applies to the completion of the last revision as well.
-    auto filtered = must(store.changes_since(1, "t/", 1));
+    auto filtered = must(store.changes_since(r0 + 1, "t/", 1));
     CHECK(filtered.size() == 3);
   }
 
   SECTION("compacted history is reported clearly") {
     for (int i = 0; i < 50; ++i) must(store.put("k", std::to_string(i)));
-    must(store.compact(40));
-    auto r = store.changes_since(12, "");
+    must(store.compact(r0 + 40));
+    auto r = store.changes_since(r0 + 12, "");
     REQUIRE_FALSE(r);
     CHECK(r.error().code == StoreErrc::Compacted);
-    CHECK(r.error().message == "revision 12 has been compacted; oldest available is 40");
-    CHECK(r.error().compact_revision == 40);
-    auto kept = must(store.changes_since(40, ""));
+    CHECK(r.error().message == fmt::format("revision {} has been compacted; oldest available is {}",
+                                           r0 + 12, r0 + 40));
+    CHECK(r.error().compact_revision == r0 + 40);
+    auto kept = must(store.changes_since(r0 + 40, ""));
     REQUIRE(kept.size() == 11);
-    CHECK(kept.front().revision() == 40);
+    CHECK(kept.front().revision() == r0 + 40);
     // The current state is untouched by compaction.
     CHECK(must(store.get("k"))->value == "49");
     CHECK(must(store.get("k"))->version == 50);
 
-    auto future = store.compact(51);
+    auto future = store.compact(r0 + 51);
     REQUIRE_FALSE(future);
     CHECK(future.error().code == StoreErrc::FutureRevision);
-    auto backwards = store.compact(30);
+    auto backwards = store.compact(r0 + 30);
     REQUIRE_FALSE(backwards);
     CHECK(backwards.error().code == StoreErrc::Compacted);
+    CHECK(backwards.error().compact_revision == r0 + 40);
+    // Compacting again to where history starts is no error.
+    must(store.compact(r0 + 40));
+  }
+
+  SECTION("compacting at a revision keeps all of it, deletes included") {
+    must(store.put("a", "1"));  // r0 + 1
+    must(store.put("b", "1"));  // r0 + 2
+    must(store.del("a"));       // r0 + 3
+    must(store.compact(r0 + 3));
+    auto kept = must(store.changes_since(r0 + 3, ""));
+    REQUIRE(kept.size() == 1);
+    CHECK(kept[0].type == EventType::Delete);
+    CHECK(kept[0].kv.key == "a");
+    CHECK(must(store.changes_since(r0 + 4, "")).empty());
+    auto gone = store.changes_since(r0 + 2, "");
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().compact_revision == r0 + 3);
   }
 
   SECTION("keys attached to a lease vanish when it expires") {
-    int64_t lease = must(store.grant(10s));
+    // The key must outlive the TTL only thanks to the renewal: two waits of `inside`
+    // each stay within the TTL, and together exceed it. With the injected clock: a 10s
+    // TTL, 9s waits, and the key is gone exactly 10s after the renewal. In real time:
+    // a 3s TTL, 2s waits (1s of margin either way), and the server's slack to expire.
+    const std::chrono::seconds ttl = real_time ? 3s : 10s;
+    const std::chrono::seconds inside = real_time ? 2s : 9s;
+    int64_t lease = must(store.grant(ttl));
     CHECK(lease > 0);
-    CHECK(must(store.revision()) == 0);  // Granting is not a change to any key.
+    CHECK(must(store.revision()) == r0);  // Granting is not a change to any key.
     must(store.put("leader/scheduler", "me", lease));
     must(store.put("plain", "stays"));
     CHECK(must(store.get("leader/scheduler"))->lease == lease);
 
-    clock->advance(9s);
+    pass(inside);
     REQUIRE(must(store.get("leader/scheduler")).has_value());
     must(store.keep_alive(lease));
-    clock->advance(9s);  // 18s after the grant, 9s after the renewal.
+    pass(inside);  // Past the TTL after the grant, within it after the renewal.
     REQUIRE(must(store.get("leader/scheduler")).has_value());
 
     int64_t before = must(store.revision());
-    clock->advance(1s);
-    CHECK_FALSE(must(store.get("leader/scheduler")).has_value());
+    if (real_time) {
+      CHECK(wait_until_gone(store, "leader/scheduler", ttl - inside + kServerExpirySlack));
+    } else {
+      clock->advance(ttl - inside);
+      CHECK_FALSE(must(store.get("leader/scheduler")).has_value());
+    }
     CHECK(must(store.get("plain")).has_value());
     // The expiry is a delete at its own revision, visible to followers.
     CHECK(must(store.revision()) == before + 1);
@@ -350,9 +426,12 @@ void run_store_contract(MakeBackend make_backend) {
 
   SECTION("lease expiry is seen through every handle") {
     auto other = backend->open(clock);
-    int64_t lease = must(store.grant(5s));
+    int64_t lease = must(store.grant(real_time ? 1s : 5s));
     must(store.put("leader", "a", lease));
-    clock->advance(6s);
+    if (real_time)
+      CHECK(wait_until_gone(*other, "leader", 1s + kServerExpirySlack));
+    else
+      clock->advance(6s);
     CHECK_FALSE(must(other->get("leader")).has_value());
     CHECK(must(other->range("")).empty());
     CHECK_FALSE(must(store.get("leader")).has_value());
@@ -388,7 +467,7 @@ void run_store_contract(MakeBackend make_backend) {
     REQUIRE(kv);
     CHECK(kv->value == std::to_string(kThreads * kIncrements));
     CHECK(kv->version == kThreads * kIncrements);
-    CHECK(must(store.revision()) == kThreads * kIncrements);
+    CHECK(must(store.revision()) == r0 + kThreads * kIncrements);
   }
 
   SECTION("one handle may be shared between threads") {

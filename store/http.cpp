@@ -1,0 +1,208 @@
+#include "store/http.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <mutex>
+
+namespace gaia::http {
+
+// Idle libcurl handles. A handle keeps its connections alive between requests, so
+// handing it back here and borrowing it again saves a TCP (and TLS) handshake per call.
+struct Client::Pool {
+  std::mutex mutex;
+  std::vector<CURL*> idle;
+
+  ~Pool() {
+    for (CURL* handle : idle) curl_easy_cleanup(handle);
+  }
+};
+
+namespace {
+
+// libcurl wants curl_global_init before any handle exists; once per process is enough.
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Transfer {
+  CURL* handle = nullptr;
+  const Request* request = nullptr;
+  std::string body;
+  bool stopped = false;
+};
+
+size_t on_write(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  size_t length = size * count;
+  if (transfer->request->on_data) {
+    long status = 0;
+    curl_easy_getinfo(transfer->handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      if (!transfer->request->on_data(std::string_view(data, length))) {
+        transfer->stopped = true;
+        return 0;  // Anything but `length` makes libcurl end the transfer.
+      }
+      return length;
+    }
+  }
+  transfer->body.append(data, length);
+  return length;
+}
+
+bool is_tls_failure(CURLcode rc) {
+  switch (rc) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Frees a header list however the request ends.
+struct HeaderList {
+  curl_slist* list = nullptr;
+  ~HeaderList() { curl_slist_free_all(list); }
+  void add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
+};
+
+}  // namespace
+
+Client::Client(TlsOptions tls) : m_tls(std::move(tls)), m_pool(std::make_unique<Pool>()) {
+  global_init();
+}
+
+Client::~Client() = default;
+
+std::expected<Response, HttpError> Client::post(const Request& request) {
+  CURL* handle = nullptr;
+  {
+    std::lock_guard lock(m_pool->mutex);
+    if (!m_pool->idle.empty()) {
+      handle = m_pool->idle.back();
+      m_pool->idle.pop_back();
+    }
+  }
+  if (handle == nullptr) handle = curl_easy_init();
+  if (handle == nullptr)
+    return std::unexpected(HttpError{HttpErrc::Other,
+                                     fmt::format("POST {}: libcurl could not create a handle",
+                                                 request.url),
+                                     0, "", false});
+  // Whatever happens, the handle goes back to the pool with its connections. Its options
+  // are reset before each use, so nothing of this request (headers) lingers in it.
+  struct Return {
+    Pool& pool;
+    CURL* handle;
+    ~Return() {
+      std::lock_guard lock(pool.mutex);
+      pool.idle.push_back(handle);
+    }
+  } give_back{*m_pool, handle};
+  curl_easy_reset(handle);
+
+  Transfer transfer{handle, &request, {}, false};
+  HeaderList headers;
+  headers.add("Content-Type: " + request.content_type);
+  // libcurl asks large POSTs to wait for "100 Continue"; that only costs a round trip.
+  headers.add("Expect:");
+  for (const auto& [name, value] : request.headers) headers.add(name + ": " + value);
+
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  auto timeout_ms = std::max<long>(1, static_cast<long>(request.timeout.count()));
+  auto connect_ms = std::clamp<long>(static_cast<long>(request.connect_timeout.count()), 1, timeout_ms);
+  curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(handle, CURLOPT_POST, 1L);
+  curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
+  curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  // Timeouts must not use signals: the client is used from several threads.
+  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  // The servers this client talks to are named explicitly; a proxy from the environment
+  // (http_proxy) would only get between gaia and its store.
+  curl_easy_setopt(handle, CURLOPT_PROXY, "");
+  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
+  if (!m_tls.ca_file.empty()) curl_easy_setopt(handle, CURLOPT_CAINFO, m_tls.ca_file.c_str());
+  if (!m_tls.cert_file.empty()) curl_easy_setopt(handle, CURLOPT_SSLCERT, m_tls.cert_file.c_str());
+  if (!m_tls.key_file.empty()) curl_easy_setopt(handle, CURLOPT_SSLKEY, m_tls.key_file.c_str());
+  if (m_tls.insecure_skip_verify) {
+    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+
+  CURLcode rc = curl_easy_perform(handle);
+  long status = 0;
+  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  if (rc == CURLE_WRITE_ERROR && transfer.stopped) return Response{status, "", true};
+  if (rc == CURLE_OK) {
+    if (status >= 200 && status < 300) return Response{status, std::move(transfer.body), false};
+    return std::unexpected(HttpError{HttpErrc::Status,
+                                     fmt::format("POST {}: HTTP status {}", request.url, status),
+                                     status, std::move(transfer.body), true});
+  }
+
+  // Whether any of the request can have reached the server: libcurl counts the bytes of
+  // the requests it issued, and times the moment a transfer was about to start sending.
+  long request_size = 0;
+  curl_off_t pretransfer_us = 0, connect_us = 0;
+  curl_easy_getinfo(handle, CURLINFO_REQUEST_SIZE, &request_size);
+  curl_easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+  curl_easy_getinfo(handle, CURLINFO_CONNECT_TIME_T, &connect_us);
+  bool maybe_sent = request_size > 0 || pretransfer_us > 0;
+  std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
+
+  HttpError error;
+  error.maybe_sent = maybe_sent;
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      error.code = HttpErrc::CannotConnect;
+      error.maybe_sent = false;
+      error.message = fmt::format("POST {}: cannot connect ({})", request.url, detail);
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      if (!maybe_sent && connect_us == 0) {
+        error.code = HttpErrc::CannotConnect;
+        error.message = fmt::format("POST {}: no connection within {} ms", request.url, connect_ms);
+      } else {
+        error.code = HttpErrc::Timeout;
+        error.message = fmt::format("POST {}: no answer within {} ms", request.url, timeout_ms);
+      }
+      break;
+    default:
+      if (is_tls_failure(rc)) {
+        error.code = HttpErrc::Tls;
+        // A handshake that failed carried no request; a failure after it (rare) might have.
+        error.maybe_sent = maybe_sent && rc != CURLE_SSL_CONNECT_ERROR &&
+                           rc != CURLE_PEER_FAILED_VERIFICATION;
+        error.message = fmt::format("POST {}: TLS failure ({})", request.url, detail);
+      } else {
+        error.code = HttpErrc::Other;
+        error.message = fmt::format("POST {}: {}", request.url, detail);
+      }
+  }
+  return std::unexpected(std::move(error));
+}
+
+}  // namespace gaia::http

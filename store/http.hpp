@@ -1,0 +1,93 @@
+#pragma once
+// A small HTTP client over libcurl, enough for etcd's JSON gateway: POST a body, read the
+// answer whole or as a stream, with a timeout per request and TLS options. Failures come
+// back coded (cannot connect, timeout, TLS, HTTP status) so callers can decide what is
+// safe to retry, and their messages name the URL but never a header or a body: request
+// headers carry credentials (etcd's auth token), and bodies may carry passwords.
+
+#include <chrono>
+#include <cstddef>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gaia::http {
+
+struct TlsOptions {
+  // PEM file of the certificate authorities to trust; the system's store when empty.
+  std::filesystem::path ca_file;
+  // PEM client certificate and its key, for servers that require client authentication.
+  std::filesystem::path cert_file;
+  std::filesystem::path key_file;
+  // Skips verifying the server's certificate and name. Only for experiments: anyone on
+  // the path can then impersonate the server. Never turned on by default.
+  bool insecure_skip_verify = false;
+};
+
+struct Request {
+  std::string url;
+  std::string body;
+  std::string content_type = "application/json";
+  // Extra headers as (name, value). Values are secret as far as this client knows
+  // (Authorization): they never appear in an error message.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Bounds the whole exchange, from connecting to the last byte of the answer.
+  std::chrono::milliseconds timeout{5000};
+  // Bounds connecting (TCP and TLS handshake) alone; at most `timeout`.
+  std::chrono::milliseconds connect_timeout{2000};
+  // When set, the answer's body is handed over in pieces as it arrives instead of being
+  // collected into Response::body; returning false ends the exchange early, which is not
+  // an error (how a reader of an endless stream, like a watch, stops). Only called for
+  // 2xx answers; other answers are collected for the error.
+  std::function<bool(std::string_view)> on_data;
+};
+
+struct Response {
+  long status = 0;
+  std::string body;  // Empty when Request::on_data took the body.
+  bool stopped = false;  // on_data returned false and the exchange was cut short.
+};
+
+enum class HttpErrc {
+  CannotConnect,  // No connection was made (refused, unresolvable, connect timed out).
+  Timeout,        // Connected, but the exchange did not finish within Request::timeout.
+  Tls,            // The TLS handshake or certificate check failed.
+  Status,         // The server answered with a status outside 2xx.
+  Other,          // Anything else libcurl reports (a reset connection, a bad URL...).
+};
+
+struct HttpError {
+  HttpErrc code = HttpErrc::Other;
+  // "POST http://127.0.0.1:2379/v3/kv/range: connection refused (...)": the URL and what
+  // went wrong; never headers or bodies.
+  std::string message;
+  long status = 0;    // For HttpErrc::Status.
+  std::string body;   // For HttpErrc::Status: the server's explanation, if any.
+  // False only when the request certainly did not reach the server (no connection, or
+  // the TLS handshake failed), so even a non-idempotent request may be sent again.
+  bool maybe_sent = true;
+};
+
+class Client {
+ public:
+  explicit Client(TlsOptions tls = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends request.body with POST. Thread-safe: each call borrows a libcurl handle from
+  // a small pool, so concurrent calls run in parallel and reuse kept-alive connections.
+  std::expected<Response, HttpError> post(const Request& request);
+
+ private:
+  struct Pool;
+  TlsOptions m_tls;
+  std::unique_ptr<Pool> m_pool;
+};
+
+}  // namespace gaia::http
