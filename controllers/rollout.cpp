@@ -92,6 +92,9 @@ bool roles_unchanged(const AppRecord& before, const AppRecord& after) {
 Instance replacement_instance(const AppRecord& app, const Role& role, const Instance& old) {
   Instance i = new_instance(app.tenant, app.name, app.version, role, old.ordinal);
   i.hash = app.workload.hash;
+  // The same key on perhaps the same node: its next binding must name a copy the old
+  // one is not, or a backend would take the old process for the new one.
+  i.generation = old.generation;
   std::set<std::string> volume_names;
   for (const auto& v : role.volumes) volume_names.insert(v.name);
   for (const auto& b : old.volumes)

@@ -2,10 +2,14 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <ctime>
 #include <random>
 
 #include "lib/codec.hpp"
+#include "lib/journal.hpp"
 
 namespace gaia {
 
@@ -169,13 +173,21 @@ Result<ClusterState> State::load() {
     auto apps = m_store.range("apps/");
     auto instances = m_store.range("instances/");
     auto seq = m_store.get(keys::k_seq);
+    auto journal = m_store.get(k_journal_key);
     auto profile = m_store.get(keys::k_profile);
     auto settings = m_store.range("settings/");
     auto heartbeats = m_store.range("heartbeats/");
     for (auto* r : {&nodes, &tenants, &apps, &instances, &settings, &heartbeats})
       if (!*r) return fail(store_diag(r->error()));
     if (!seq) return fail(store_diag(seq.error()));
+    if (!journal) return fail(store_diag(journal.error()));
     if (!profile) return fail(store_diag(profile.error()));
+    if (*journal) {
+      // A commit larger than one transaction is half applied: finish it, then read
+      // again, so no decision is ever made on half a change (lib/journal.hpp).
+      if (auto r = roll_forward(m_store); !r) return fail(store_diag(r.error()));
+      continue;
+    }
     auto after = m_store.revision();
     if (!after) return fail(store_diag(after.error()));
     if (*after != *before) continue;
@@ -252,9 +264,13 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   // The sequence key moves on every commit, even one without events, so it is the one
   // compare that detects any concurrent write.
   txn.puts.push_back({keys::k_seq, std::to_string(seq)});
-  auto r = m_store.txn(txn);
+  // One transaction when the store takes it whole, else through the journal, so a
+  // submit of hundreds of instances and events stays one atomic step on etcd too.
+  static std::atomic<uint64_t> counter{0};
+  std::string id = fmt::format("{}-{}-{}", seq, ::getpid(), counter.fetch_add(1));
+  auto r = commit_any_size(m_store, txn, id);
   if (!r) return fail(store_diag(r.error()));
-  return r->succeeded;
+  return *r;
 }
 
 Result<ClusterState> State::update(const std::string& op,
@@ -275,6 +291,8 @@ Result<ClusterState> State::update(const std::string& op,
 }
 
 Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t limit) {
+  // Events of a half-applied commit would arrive out of order: finish it first.
+  if (auto r = roll_forward(m_store); !r) return fail(store_diag(r.error()));
   auto kvs = m_store.range("events/");
   if (!kvs) return fail(store_diag(kvs.error()));
   std::vector<TimelineEvent> out;
@@ -295,13 +313,28 @@ Result<void> State::write_heartbeats(const std::vector<std::string>& nodes, cons
   if (nodes.empty()) return {};
   // Plain puts, outside the sequence compare: a beat must never make a concurrent
   // command's commit conflict, nor conflict itself.
-  Txn txn;
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(m_clock.now().time_since_epoch()).count();
   std::string value = nlohmann::json{{"at_ms", now}, {"agent", agent}}.dump();
-  for (const auto& n : nodes) txn.puts.push_back({keys::heartbeat(n), value});
-  auto r = m_store.txn(txn);
-  if (!r) return fail(store_diag(r.error()));
-  return {};
+  // Beats need no atomicity: as many transactions as the store's limits ask for.
+  const TxnLimits limits = m_store.txn_limits();
+  Txn txn;
+  auto flush = [&]() -> Result<void> {
+    if (txn.puts.empty()) return {};
+    auto r = m_store.txn(txn);
+    txn.puts.clear();
+    if (!r) return fail(store_diag(r.error()));
+    return {};
+  };
+  for (const auto& n : nodes) {
+    txn.puts.push_back({keys::heartbeat(n), value});
+    if (!txn_fits(txn, limits)) {
+      Put last = txn.puts.back();
+      txn.puts.pop_back();
+      if (auto f = flush(); !f) return f;
+      txn.puts.push_back(last);
+    }
+  }
+  return flush();
 }
 
 Result<int64_t> State::last_seq() {

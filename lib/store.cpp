@@ -38,6 +38,21 @@ StoreResult<int64_t> Store::del_prefix(std::string_view prefix) {
   return r->revision;
 }
 
+size_t txn_request_bytes(const Txn& txn) {
+  size_t bytes = 0;
+  for (const auto& c : txn.compares) bytes += c.key.size() + 24;
+  for (const auto& d : txn.deletes) bytes += 2 * d.key.size() + 16;
+  for (const auto& p : txn.puts) bytes += p.key.size() + p.value.size() + 24;
+  return bytes;
+}
+
+bool txn_fits(const Txn& txn, const TxnLimits& limits) {
+  if (limits.max_ops > 0 &&
+      (txn.compares.size() > limits.max_ops || txn.puts.size() + txn.deletes.size() > limits.max_ops))
+    return false;
+  return limits.max_bytes == 0 || txn_request_bytes(txn) <= limits.max_bytes;
+}
+
 std::optional<StoreError> validate_txn(const Txn& txn) {
   auto invalid = [](std::string message, std::string hint = {}) {
     return StoreError{StoreErrc::InvalidArgument, std::move(message), std::move(hint), 0};

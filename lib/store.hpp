@@ -113,6 +113,20 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
+// What one transaction may hold on a store that bounds it (etcd: --max-txn-ops, which
+// bounds compares and operations separately, and --max-request-bytes); 0: no bound.
+struct TxnLimits {
+  size_t max_ops = 0;
+  size_t max_bytes = 0;
+  bool bounded() const { return max_ops > 0 || max_bytes > 0; }
+};
+
+// The size of `txn` as a server counts it against TxnLimits::max_bytes (keys, values
+// and a little per operation).
+size_t txn_request_bytes(const Txn& txn);
+// Whether `txn` fits `limits`.
+bool txn_fits(const Txn& txn, const TxnLimits& limits);
+
 // One Store object may be shared between threads; several objects (in one or many
 // processes) may open the same backing store at once.
 class Store {
@@ -124,6 +138,9 @@ class Store {
   virtual StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) = 0;
   virtual StoreResult<int64_t> revision() = 0;
   virtual StoreResult<TxnResult> txn(const Txn& txn) = 0;
+  // The bounds of one transaction here. A caller whose change does not fit commits it
+  // through a journal (lib/journal.hpp) instead of failing.
+  virtual TxnLimits txn_limits() const { return {}; }
 
   // Changes with revision >= from_revision to keys starting with `prefix`, ordered by
   // revision (and, inside a revision, deletes before puts in request order). This is

@@ -81,7 +81,9 @@ CopyState read_state(CopyDir copy, const ProcessTable& procs, const ProcessOptio
       s.live = Liveness::Lost;
       s.lost_reason = "its supervisor never started";
     }
-  } else if (!procs.alive(s.pids->shim_pid, s.pids->shim_start)) {
+  } else if (!procs.alive(s.pids->shim_pid, s.pids->shim_start) && !process_alive(s.pids->shim_pid, s.pids->shim_start)) {
+    // The table was read before this copy's files: a supervisor that started since is
+    // missing from it but alive, so it is asked for again before being called dead.
     // Read exit.json again: the supervisor may have written it and ended since.
     if (auto e = read_json<CopyExit>(s.dir / k_exit_file); e && *e) {
       s.exit = **e;

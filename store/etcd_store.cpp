@@ -70,13 +70,6 @@ StoreResult<std::vector<KeyValue>> decode_kvs(const json& answer, const EtcdGate
 // Roughly the size of the transaction as etcd's protobuf request: the bytes of every
 // key and value plus a few bytes of framing each. Enough to refuse a request that is far
 // too large before sending it; the server's own check catches the rest.
-size_t estimated_bytes(const Txn& txn) {
-  size_t bytes = 0;
-  for (const auto& c : txn.compares) bytes += c.key.size() + 24;
-  for (const auto& d : txn.deletes) bytes += 2 * d.key.size() + 16;
-  for (const auto& p : txn.puts) bytes += p.key.size() + p.value.size() + 24;
-  return bytes;
-}
 
 }  // namespace
 
@@ -150,7 +143,7 @@ StoreResult<TxnResult> EtcdStore::txn(const Txn& txn) {
                                              "etcd allows at most {} in one transaction",
                                              operations, m_options.max_txn_ops),
                                  split_hint));
-  if (size_t bytes = estimated_bytes(txn); bytes > m_options.max_request_bytes)
+  if (size_t bytes = txn_request_bytes(txn); bytes > m_options.max_request_bytes)
     return std::unexpected(error(StoreErrc::InvalidArgument,
                                  fmt::format("transaction is about {} bytes; etcd accepts at most {} "
                                              "in one request",

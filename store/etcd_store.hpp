@@ -72,6 +72,7 @@ class EtcdStore final : public Store {
   StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) override;
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
+  TxnLimits txn_limits() const override { return {m_options.max_txn_ops, m_options.max_request_bytes}; }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
   StoreResult<void> compact(int64_t revision) override;

@@ -139,6 +139,23 @@ TEST_CASE("rollout: reconcile rolls a changed app out completely and says so", "
   CHECK(test::settle_sim(r.after, ControllerContext{}).batch.empty());
 }
 
+TEST_CASE("rollout: a replacement is bound under a new generation, never the old copy's", "[rollout]") {
+  // Found with real processes: a replacement created afresh (generation 0) and bound
+  // again on the same node got generation 1, the old copy's, so the process backend took
+  // the old process for the new copy and the old render kept running.
+  auto s = deployed(3, 1);
+  std::map<std::string, int64_t> before;
+  for (const auto& i : s.snapshot.instances) before[i.key()] = i.generation;
+  auto update = plan_submit(s, {app("h2", 3, 1, 700)});
+  auto r = test::settle_sim(applied(s, update.batch), ControllerContext{});
+  REQUIRE(r.converged);
+  for (const auto& i : r.after.snapshot.instances) {
+    INFO(i.key());
+    CHECK(i.hash == "h2");
+    CHECK(i.generation > before.at(i.key()));
+  }
+}
+
 TEST_CASE("rollout: a new version that cannot run stops the rollout after one batch", "[rollout]") {
   auto s = deployed(3, 2, false, 1);  // One node with 8 cpus: 3 x 500m.
   auto update = plan_submit(s, {app("h2", 3, 2, 9000)});  // Fits nowhere.
