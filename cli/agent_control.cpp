@@ -127,6 +127,9 @@ Result<EnsuredAgent> ensure_agent(const Globals& g, const std::string& store, co
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   std::vector<std::string> args = {self_executable().string(), "--store", store, "agent", "run"};
+  // The context too: an etcd store's TLS files and user come from it, and naming it keeps
+  // the agent on this context's settings even when the current context changes later.
+  if (auto context = resolve_context(g)) args.insert(args.begin() + 1, {"--context", context->name});
   if (!interval.empty()) {
     args.push_back("--interval");
     args.push_back(interval);

@@ -23,7 +23,7 @@ void build_app(CLI::App& app, Globals& g, int& code) {
   app.add_option("--tenant", g.tenant, "Tenant to resolve and render in")
       ->capture_default_str()
       ->check(tenant_validator());
-  app.add_option("--store", g.store, "SQLite store file (default: $GAIA_STORE, else the context's)")->type_name("PATH");
+  app.add_option("--store", g.store, "Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context's)")->type_name("PATH");
   app.add_option("--context", g.context, "Context to use instead of the current one")->type_name("NAME");
   app.add_option("--color", g.color, "Colour output: auto (terminal, not with NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));

@@ -1,10 +1,14 @@
-// gaia context [list|use|add|remove|current]: named stores (and backends), like kubectl
-// contexts. The list lives in $XDG_STATE_HOME/gaia/contexts.json; "default" always
-// exists and points at the store in the state directory.
+// gaia context [list|show|use|add|remove|current]: named stores (and backends), like
+// kubectl contexts. The list lives in $XDG_STATE_HOME/gaia/contexts.json; "default"
+// always exists and points at the store in the state directory. A store is an SQLite
+// file or an etcd cluster (etcd://HOST:PORT,...); an etcd context also keeps its TLS
+// files, user and password file (the path, never the password).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
 #include "cli/table.hpp"
@@ -19,7 +23,66 @@ struct ContextArgs {
   std::string name;
   std::string store;
   std::string backend = "sim";
+  // etcd only (docs/cli.md "gaia context").
+  std::string etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, etcd_timeout;
+  bool no_check = false;
+  std::string output = "text";
 };
+
+std::filesystem::path absolute_path(const std::string& p) {
+  if (p.empty()) return {};
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(p, ec);
+  return (ec ? std::filesystem::path(p) : abs).lexically_normal();
+}
+
+// The name of the first --etcd-* flag given, or "" when none is.
+std::string first_etcd_flag(const ContextArgs& a) {
+  const std::pair<const char*, const std::string*> flags[] = {
+      {"--etcd-ca", &a.etcd_ca},     {"--etcd-cert", &a.etcd_cert},
+      {"--etcd-key", &a.etcd_key},   {"--etcd-user", &a.etcd_user},
+      {"--etcd-password-file", &a.etcd_password_file}, {"--etcd-timeout", &a.etcd_timeout}};
+  for (const auto& [flag, value] : flags)
+    if (!value->empty()) return flag;
+  return "";
+}
+
+// The connection settings of an etcd context from add's flags, with files made absolute
+// (the context is used from any directory).
+Result<EtcdSettings> etcd_settings_of(const ContextArgs& a) {
+  EtcdSettings e;
+  e.ca_file = absolute_path(a.etcd_ca);
+  e.cert_file = absolute_path(a.etcd_cert);
+  e.key_file = absolute_path(a.etcd_key);
+  e.username = a.etcd_user;
+  e.password_file = absolute_path(a.etcd_password_file);
+  if (!a.etcd_timeout.empty()) {
+    auto timeout = positive_duration("--etcd-timeout", a.etcd_timeout);
+    if (!timeout) return fail(timeout.error());
+    e.request_timeout = *timeout;
+  }
+  if (auto checked = check_etcd_settings(e); !checked) return fail(checked.error().to_diagnostic());
+  return e;
+}
+
+// etcds://, or etcd:// with a CA or client certificate (the gateway then uses https://).
+bool uses_tls(const StoreLocation& loc, const EtcdSettings& e) {
+  return loc.etcd.tls || !e.ca_file.empty() || !e.cert_file.empty();
+}
+
+std::chrono::milliseconds effective_timeout(const EtcdSettings& e) {
+  return e.request_timeout.count() > 0 ? e.request_timeout : EtcdOptions{}.request_timeout;
+}
+
+// "TLS (CA /etc/ca.pem), user gaia": how an etcd context connects, for messages. Paths
+// and names only.
+std::string etcd_summary(const StoreLocation& loc, const EtcdSettings& e) {
+  std::vector<std::string> parts;
+  parts.push_back(uses_tls(loc, e) ? (e.ca_file.empty() ? "TLS" : fmt::format("TLS (CA {})", e.ca_file.string())) : "plain HTTP");
+  if (!e.cert_file.empty()) parts.push_back(fmt::format("client certificate {}", e.cert_file.string()));
+  if (!e.username.empty()) parts.push_back(fmt::format("user {}", e.username));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 ContextEntry* find_context(ContextFile& f, const std::string& name) {
   for (auto& c : f.contexts)
@@ -43,6 +106,47 @@ int run_list(const Globals& g) {
   return k_ok;
 }
 
+// One context in full: its store, backend, run dir and, for etcd, how it connects.
+// Paths and names only: the password stays in its file.
+int run_show(const Globals& g, const ContextArgs& a) {
+  auto f = load_contexts();
+  if (!f) return report(g, f.error());
+  std::string name = a.name.empty() ? f->current : a.name;
+  const ContextEntry* c = find_context(*f, name);
+  if (!c) return report_error(g, fmt::format("no context named '{}'", name), unknown_hint(*f, name));
+  auto location = parse_store_location(c->store);
+  bool etcd = location && location->kind == StoreLocation::Kind::Etcd;
+  std::string run_dir = run_dir_of(c->store).string();
+  if (a.output == "json") {
+    nlohmann::json j{{"name", c->name},     {"current", c->name == f->current},
+                     {"store", c->store},   {"kind", etcd ? "etcd" : "sqlite"},
+                     {"backend", c->backend}, {"run_dir", run_dir}};
+    if (etcd) {
+      // Absent settings are null, so scripts can test them; never a password.
+      auto path = [](const std::filesystem::path& p) { return p.empty() ? nlohmann::json() : nlohmann::json(p.string()); };
+      j["etcd"] = {{"endpoints", location->etcd.endpoints},
+                   {"tls", uses_tls(*location, c->etcd)},
+                   {"ca", path(c->etcd.ca_file)},
+                   {"cert", path(c->etcd.cert_file)},
+                   {"key", path(c->etcd.key_file)},
+                   {"user", c->etcd.username.empty() ? nlohmann::json() : nlohmann::json(c->etcd.username)},
+                   {"password_file", path(c->etcd.password_file)},
+                   {"timeout_ms", effective_timeout(c->etcd).count()}};
+    }
+    fmt::print("{}\n", j.dump(2));
+    return k_ok;
+  }
+  fmt::print("name:      {}{}\nstore:     {}\nbackend:   {}\nrun dir:   {}\n", c->name,
+             c->name == f->current ? " (current)" : "", c->store, c->backend, run_dir);
+  if (etcd) {
+    fmt::print("etcd:      {} endpoint(s), {}\n", location->etcd.endpoints.size(), etcd_summary(*location, c->etcd));
+    if (!c->etcd.key_file.empty()) fmt::print("  key:     {}\n", c->etcd.key_file.string());
+    if (!c->etcd.password_file.empty()) fmt::print("  password read from {}\n", c->etcd.password_file.string());
+    fmt::print("  timeout: {} ms per request\n", effective_timeout(c->etcd).count());
+  }
+  return k_ok;
+}
+
 int run_current(const Globals& g) {
   auto f = load_contexts();
   if (!f) return report(g, f.error());
@@ -60,6 +164,33 @@ int run_use(const Globals& g, const ContextArgs& a) {
   return k_ok;
 }
 
+// `context add NAME --store etcd://...`: checks the settings and, unless --no-check,
+// that the cluster answers with them (reading only: nothing is created in etcd), then
+// saves the canonical URL and the settings.
+int add_etcd(const Globals& g, ContextFile& f, const ContextArgs& a, const StoreLocation& location) {
+  auto settings = etcd_settings_of(a);
+  if (!settings) return report(g, settings.error());
+  ContextEntry entry{a.name, location.etcd.canonical(), a.backend, std::move(*settings)};
+  if (!a.no_check) {
+    auto store = open_store(entry);
+    if (!store) {
+      Diagnostics ds = store.error();
+      ds.back().message = fmt::format("context {} not added: {}", a.name, ds.back().message);
+      ds.back().hint += std::string(ds.back().hint.empty() ? "" : "; ") +
+                        "--no-check adds the context without contacting etcd";
+      return report(g, ds);
+    }
+  }
+  std::string how = etcd_summary(location, entry.etcd);
+  f.contexts.push_back(std::move(entry));
+  if (auto saved = save_contexts(f); !saved) return report(g, saved.error());
+  if (!g.quiet)
+    fmt::print("added context {} (store {}, {}, backend {}{}); `gaia context use {}` switches to it\n", a.name,
+               location.etcd.canonical(), how, a.backend, a.no_check ? "; not contacted" : "; etcd answered",
+               a.name);
+  return k_ok;
+}
+
 int run_add(const Globals& g, const ContextArgs& a) {
   auto f = load_contexts();
   if (!f) return report(g, f.error());
@@ -70,13 +201,19 @@ int run_add(const Globals& g, const ContextArgs& a) {
     return report_error(g, fmt::format("a context named '{}' already exists", a.name),
                         fmt::format("`gaia context remove {}` first, or pick another name", a.name));
   if (auto known = check_backend_name(a.backend); !known) return report(g, known.error());
+  auto location = parse_store_location(a.store);
+  if (!location) return report(g, Diagnostics{location.error().to_diagnostic()});
+  if (location->kind == StoreLocation::Kind::Etcd) return add_etcd(g, *f, a, *location);
+  if (std::string flag = first_etcd_flag(a); !flag.empty())
+    return report_error(g, fmt::format("{} is for an etcd store; --store {} is a file", flag, a.store),
+                        "give an etcd URL, e.g. --store etcd://127.0.0.1:2379");
   std::error_code ec;
   std::filesystem::path store = std::filesystem::absolute(a.store, ec);
   if (ec) store = a.store;
   if (std::filesystem::is_directory(store, ec))
     return report_error(g, fmt::format("--store {} is a directory", a.store),
                         fmt::format("give a file path, e.g. {}", (store / "gaia.db").string()));
-  f->contexts.push_back({a.name, store.lexically_normal().string(), a.backend});
+  f->contexts.push_back({a.name, store.lexically_normal().string(), a.backend, {}});
   if (auto saved = save_contexts(*f); !saved) return report(g, saved.error());
   if (!g.quiet)
     fmt::print("added context {} (store {}, backend {}); `gaia context use {}` switches to it\n", a.name,
@@ -89,15 +226,16 @@ int run_remove(const Globals& g, const ContextArgs& a) {
   if (!f) return report(g, f.error());
   if (a.name == "default")
     return report_error(g, "the default context cannot be removed", "it needs no file and always exists");
-  if (!find_context(*f, a.name)) return report_error(g, fmt::format("no context named '{}'", a.name), unknown_hint(*f, a.name));
+  const ContextEntry* removed = find_context(*f, a.name);
+  if (!removed) return report_error(g, fmt::format("no context named '{}'", a.name), unknown_hint(*f, a.name));
+  std::string kept = is_etcd_url(removed->store) ? "nothing in etcd is touched" : "its store file is kept";
   std::erase_if(f->contexts, [&](const ContextEntry& c) { return c.name == a.name; });
   bool was_current = f->current == a.name;
   if (was_current) f->current = "default";
   if (auto saved = save_contexts(*f); !saved) return report(g, saved.error());
-  // The store file is the user's data: removing the name never deletes it.
+  // The store is the user's data: removing the name never deletes it.
   if (!g.quiet)
-    fmt::print("removed context {} (its store file is kept){}\n", a.name,
-               was_current ? "; the current context is now default" : "");
+    fmt::print("removed context {} ({}){}\n", a.name, kept, was_current ? "; the current context is now default" : "");
   return k_ok;
 }
 
@@ -110,6 +248,7 @@ void register_context(CLI::App& app, Globals& g, int* code) {
       "Without a subcommand: the list of contexts, the current one marked '*'.\n"
       "Examples:\n"
       "  gaia context add staging --store /srv/gaia/staging.db\n"
+      "  gaia context add team --store etcd://10.0.0.1:2379,10.0.0.2:2379\n"
       "  gaia context use staging\n"
       "  gaia --context default get nodes              # one command in another context");
   auto a = std::make_shared<ContextArgs>();
@@ -117,6 +256,12 @@ void register_context(CLI::App& app, Globals& g, int* code) {
   auto* list = cmd->add_subcommand("list", "List contexts; the current one is marked '*'");
   list->footer("Examples:\n  gaia context list\n  gaia context");
   list->callback([&g, code] { *code = run_list(g); });
+
+  auto* show = cmd->add_subcommand("show", "Show a context: store, backend, run dir, how it reaches etcd");
+  show->add_option("NAME", a->name, "Context name (default: the current one)");
+  show->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  show->footer("Examples:\n  gaia context show\n  gaia context show team -o json");
+  show->callback([&g, a, code] { *code = run_show(g, *a); });
 
   auto* current = cmd->add_subcommand("current", "Print the current context's name");
   current->footer("Examples:\n  gaia context current");
@@ -129,13 +274,33 @@ void register_context(CLI::App& app, Globals& g, int* code) {
 
   auto* add = cmd->add_subcommand("add", "Add a context");
   add->add_option("NAME", a->name, "Context name (a DNS label)")->required();
-  add->add_option("--store", a->store, "SQLite store file (created on first use)")->required()->type_name("PATH");
+  add->add_option("--store", a->store,
+                  "SQLite store file (created on first use), or etcd://HOST:PORT[,HOST:PORT...] (etcds:// for TLS)")
+      ->required()
+      ->type_name("PATH");
   add->add_option("--backend", a->backend,
                   "Where instances run for a cluster created in this context: sim (simulated nodes) or process "
                   "(local processes); a cluster keeps the backend it was created with")
       ->check(CLI::IsMember({"sim", "process"}))
       ->capture_default_str();
-  add->footer("Examples:\n  gaia context add staging --store /srv/gaia/staging.db");
+  add->add_option("--etcd-ca", a->etcd_ca, "etcd: CA bundle to verify the members (turns on TLS)")->type_name("FILE");
+  add->add_option("--etcd-cert", a->etcd_cert, "etcd: client certificate (PEM), with --etcd-key")->type_name("FILE");
+  add->add_option("--etcd-key", a->etcd_key, "etcd: client certificate's key (PEM)")->type_name("FILE");
+  add->add_option("--etcd-user", a->etcd_user, "etcd: user to authenticate as, with --etcd-password-file")
+      ->type_name("NAME");
+  add->add_option("--etcd-password-file", a->etcd_password_file,
+                  "etcd: file holding the user's password, read at each use (only its path is stored)")
+      ->type_name("FILE");
+  add->add_option("--etcd-timeout", a->etcd_timeout, "etcd: bound on each request to a member (default 5s)")
+      ->type_name("DURATION");
+  add->add_flag("--no-check", a->no_check, "etcd: add the context without contacting the cluster");
+  add->footer(
+      "Examples:\n"
+      "  gaia context add staging --store /srv/gaia/staging.db\n"
+      "  gaia context add team --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379\n"
+      "  gaia context add prod --store etcds://etcd.example:2379 --etcd-ca ca.pem \\\n"
+      "      --etcd-user gaia --etcd-password-file ~/.config/gaia/etcd-password\n"
+      "An etcd context is checked at once (reading only); nothing is created in etcd.");
   add->callback([&g, a, code] { *code = run_add(g, *a); });
 
   auto* remove = cmd->add_subcommand("remove", "Forget a context (its store file is kept)");

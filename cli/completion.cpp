@@ -8,7 +8,6 @@
 
 #include "cli/context.hpp"
 #include "lib/clock.hpp"
-#include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
 
 namespace gaia::cli {
@@ -41,6 +40,7 @@ constexpr NameRule k_name_rules[] = {
     {"node fail", "", -1, "nodes"},
     {"node recover", "", -1, "nodes"},
     {"context use", "", 0, "contexts"},
+    {"context show", "", 0, "contexts"},
     {"context remove", "", 0, "contexts"},
     {"describe", "node", 1, "nodes"},
     {"describe", "app", 1, "apps"},
@@ -229,10 +229,10 @@ std::vector<std::string> complete_names(const Globals& g, std::string_view kind,
       for (const auto& c : f->contexts) names.insert(c.name);
   } else if (is_name_kind(kind)) {
     auto context = resolve_context(g);
-    std::error_code ec;
-    // Completion must never create a store: a missing file completes to nothing.
-    if (!context || !std::filesystem::is_regular_file(context->store, ec)) return {};
-    auto store = SqliteStore::open(context->store);
+    if (!context) return {};
+    // Completion must never create a store (a missing file completes to nothing) nor
+    // hang the shell (an etcd that does not answer at once completes to nothing).
+    auto store = open_store(*context, OpenStoreOptions{.must_exist = true, .quick = true});
     if (!store) return {};
     SystemClock clock;
     State state(**store, clock);

@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fmt/ranges.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,8 +15,10 @@
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
 #include "process/process_backend.hpp"
-#include "store/sqlite_store.hpp"
+#include "lib/hash.hpp"
 #include "lib/timeline.hpp"
+#include "store/etcd_store.hpp"
+#include "store/sqlite_store.hpp"
 
 namespace gaia::cli {
 
@@ -30,7 +34,31 @@ fs::path context_file_path() { return state_dir() / "contexts.json"; }
 
 namespace {
 
-ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim"}; }
+ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim", {}}; }
+
+// The "etcd" object of a context in contexts.json: paths and names, never a password.
+nlohmann::json etcd_settings_json(const EtcdSettings& e) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!e.ca_file.empty()) j["ca"] = e.ca_file.string();
+  if (!e.cert_file.empty()) j["cert"] = e.cert_file.string();
+  if (!e.key_file.empty()) j["key"] = e.key_file.string();
+  if (!e.username.empty()) j["user"] = e.username;
+  if (!e.password_file.empty()) j["password_file"] = e.password_file.string();
+  if (e.request_timeout.count() > 0) j["timeout_ms"] = e.request_timeout.count();
+  return j;
+}
+
+EtcdSettings etcd_settings_from(const nlohmann::json& j) {
+  EtcdSettings e;
+  if (!j.is_object()) return e;
+  e.ca_file = j.value("ca", "");
+  e.cert_file = j.value("cert", "");
+  e.key_file = j.value("key", "");
+  e.username = j.value("user", "");
+  e.password_file = j.value("password_file", "");
+  e.request_timeout = std::chrono::milliseconds(j.value("timeout_ms", int64_t{0}));
+  return e;
+}
 
 }  // namespace
 
@@ -49,7 +77,8 @@ Result<ContextFile> load_contexts() {
     auto j = nlohmann::json::parse(ss.str());
     f.current = j.value("current", "default");
     for (const auto& c : j.value("contexts", nlohmann::json::array()))
-      f.contexts.push_back({c.value("name", ""), c.value("store", ""), c.value("backend", "sim")});
+      f.contexts.push_back({c.value("name", ""), c.value("store", ""), c.value("backend", "sim"),
+                            etcd_settings_from(c.value("etcd", nlohmann::json::object()))});
   } catch (const std::exception& e) {
     return fail(Diagnostic{{p.string()}, "", fmt::format("cannot parse the contexts file: {}", e.what()),
                            "fix or delete it; the default context needs no file"});
@@ -62,7 +91,11 @@ Result<ContextFile> load_contexts() {
 
 Result<void> save_contexts(const ContextFile& f) {
   nlohmann::json j = {{"current", f.current}, {"contexts", nlohmann::json::array()}};
-  for (const auto& c : f.contexts) j["contexts"].push_back({{"name", c.name}, {"store", c.store}, {"backend", c.backend}});
+  for (const auto& c : f.contexts) {
+    nlohmann::json entry = {{"name", c.name}, {"store", c.store}, {"backend", c.backend}};
+    if (!c.etcd.empty()) entry["etcd"] = etcd_settings_json(c.etcd);
+    j["contexts"].push_back(std::move(entry));
+  }
   fs::path p = context_file_path();
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
@@ -117,8 +150,72 @@ Result<void> check_backend_name(const std::string& name) {
 }
 
 std::filesystem::path run_dir_of(const std::string& store) {
+  if (is_etcd_url(store)) {
+    // The same cluster however its endpoints are ordered; a URL that does not parse
+    // (the command fails on opening it anyway) is hashed as written.
+    auto url = parse_etcd_url(store);
+    std::string hash = content_hash(url ? url->identity() : store).substr(0, 16);
+    return state_dir() / fmt::format("etcd-{}.run", hash);
+  }
   std::filesystem::path p(store);
   return p.parent_path() / (p.filename().string() + ".run");
+}
+
+Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const OpenStoreOptions& options) {
+  auto location = parse_store_location(context.store);
+  if (!location)
+    return fail(Diagnostic{{}, "", fmt::format("context {}: {}", context.name, location.error().message),
+                           location.error().hint});
+  if (location->kind == StoreLocation::Kind::File) {
+    std::error_code ec;
+    if (options.must_exist && !std::filesystem::is_regular_file(location->file, ec))
+      return fail(Diagnostic{{location->file.string()}, "", "no store file here", ""});
+    auto store = SqliteStore::open(location->file.string());
+    if (!store) return fail(store.error().to_diagnostic());
+    return std::unique_ptr<Store>(std::move(*store));
+  }
+  // Every message below names the URL and the context whose settings were used, never
+  // the password: EtcdStore keeps it out of its own messages.
+  std::string what = fmt::format("etcd store {} (context {})", location->etcd.canonical(), context.name);
+  auto etcd = etcd_options(location->etcd, context.etcd);
+  if (!etcd) return fail(Diagnostic{{}, "", fmt::format("{}: {}", what, etcd.error().message), etcd.error().hint});
+  if (options.quick) {
+    etcd->request_timeout = std::min(etcd->request_timeout, std::chrono::milliseconds(1000));
+    etcd->connect_timeout = std::min(etcd->connect_timeout, std::chrono::milliseconds(500));
+    etcd->read_retries = 0;
+  }
+  // A member that accepts connections but does not answer (stopped, overloaded, cut off
+  // from the others) fails only its own request, not the whole list: the next member
+  // is tried first, once per member, so one stuck member among healthy ones does not
+  // stop every command. Members that cannot be reached at all are skipped by the store.
+  std::vector<std::string> timeouts;
+  auto store = EtcdStore::open(*etcd);
+  for (size_t tried = 1; !store && store.error().code == StoreErrc::Timeout && tried < etcd->endpoints.size(); ++tried) {
+    timeouts.push_back(store.error().message);
+    std::rotate(etcd->endpoints.begin(), etcd->endpoints.begin() + 1, etcd->endpoints.end());
+    store = EtcdStore::open(*etcd);
+  }
+  if (!store) {
+    std::string hint = store.error().hint;
+    std::string message = store.error().message;
+    // The store's hints speak of options; say which flags of the context set them.
+    if (message.find("requires authentication") != std::string::npos)
+      hint = "the cluster has authentication enabled: use a context with --etcd-user NAME and "
+             "--etcd-password-file FILE (`gaia context add`)";
+    else if (message.find("were rejected") != std::string::npos)
+      hint = fmt::format("check the user and the password in {} (the context's --etcd-password-file)",
+                         context.etcd.password_file.string());
+    if (store.error().code == StoreErrc::Timeout) {
+      timeouts.push_back(message);
+      message = fmt::format("{}", fmt::join(timeouts, "; "));
+      hint = fmt::format("a member that accepts connections but does not answer may be stopped, overloaded or "
+                         "without quorum: check `etcdctl endpoint health`; the bound ({} ms) is set by "
+                         "`gaia context add --etcd-timeout`",
+                         etcd->request_timeout.count());
+    }
+    return fail(Diagnostic{{}, "", fmt::format("cannot open the {}: {}", what, message), hint});
+  }
+  return std::unique_ptr<Store>(std::move(*store));
 }
 
 std::filesystem::path self_executable() {
@@ -135,8 +232,8 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   s->globals = &g;
   if (auto known = check_backend_name(s->context.backend); !known) return fail(known.error());
   StepTimer open_timer(g, fmt::format("store {} opened", s->context.store));
-  auto store = SqliteStore::open(s->context.store);
-  if (!store) return fail(store.error().to_diagnostic());
+  auto store = open_store(s->context);
+  if (!store) return fail(store.error());
   open_timer.stop(fmt::format("context {}", s->context.name));
   // With -v every read and commit is timed; without it the store is used as it is.
   if (verbose_at(g, 1)) s->store = std::make_unique<TimedStore>(g, std::move(*store));

@@ -1,7 +1,10 @@
 #pragma once
 // Contexts (like kubectl's): a name for a store and a backend. The default context is an
 // SQLite file in the user's state directory and the `sim` backend, so a fresh install
-// works with no server. `--store PATH` / GAIA_STORE override the context's store.
+// works with no server. A store is a file path or an etcd URL (store/store_url.hpp);
+// an etcd context also keeps how to connect (TLS files, user, the path of the password
+// file, never the password). `--store` / GAIA_STORE override the context's store and
+// keep its connection settings, as kubectl's --server keeps the context's user.
 
 #include <filesystem>
 #include <memory>
@@ -14,13 +17,15 @@
 #include "lib/state.hpp"
 #include "lib/store.hpp"
 #include "ops/workspace.hpp"
+#include "store/store_url.hpp"
 
 namespace gaia::cli {
 
 struct ContextEntry {
   std::string name;
-  std::string store;    // Path of the SQLite file.
+  std::string store;    // Path of the SQLite file, or an etcd URL.
   std::string backend = "sim";
+  EtcdSettings etcd;    // For an etcd store; empty otherwise.
 };
 
 struct ContextFile {
@@ -58,9 +63,23 @@ Result<ContextEntry> resolve_context(const Globals& g);
 // "sim" and "process" are known; anything else is an error with a hint.
 Result<void> check_backend_name(const std::string& name);
 
-// Where the process backend keeps the copies and the agent of the store at `store`
-// (its path plus ".run": gaia.db -> gaia.db.run/).
+// Where the process backend keeps the copies and the agent of the store at `store`:
+// for a file its path plus ".run" (gaia.db -> gaia.db.run/); for an etcd URL, which
+// has no local folder, <state dir>/etcd-<16 hex digits>.run/, keyed by a hash of the
+// cluster's sorted endpoints, so every context naming the same cluster shares it.
 std::filesystem::path run_dir_of(const std::string& store);
+
+struct OpenStoreOptions {
+  // A missing SQLite file is an error instead of being created (completion).
+  bool must_exist = false;
+  // Short etcd timeouts and no retries, for completion, which must not hang a shell.
+  bool quick = false;
+};
+
+// Opens the store `context` names: its SQLite file (created on first use), or its etcd
+// cluster, which must answer (nothing is created there by opening it). An etcd failure
+// names the context, the URL, the endpoints tried and what to check.
+Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const OpenStoreOptions& options = {});
 
 // This gaia binary (from /proc/self/exe), which also serves as the copies' supervisor.
 std::filesystem::path self_executable();

@@ -40,6 +40,7 @@ _gaia_subs() {
     'context')
       printf '%s\t%s\n' \
         'list' 'List contexts; the current one is marked '\''*'\''' \
+        'show' 'Show a context: store, backend, run dir, how it reaches etcd' \
         'current' 'Print the current context'\''s name' \
         'use' 'Make a context the current one' \
         'add' 'Add a context' \
@@ -106,7 +107,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -122,7 +123,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -145,7 +146,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -170,7 +171,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -189,7 +190,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -216,7 +217,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -232,7 +233,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -246,7 +247,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -260,7 +261,22 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'context show')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -274,7 +290,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -288,7 +304,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -298,8 +314,15 @@ _gaia_opts() {
     'context add')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
-        '--store' 'files' 'SQLite store file (created on first use)' \
+        '--store' 'files' 'SQLite store file (created on first use), or etcd://HOST:PORT[,HOST:PORT...] (etcds:// for TLS)' \
         '--backend' 'choices sim process' 'Where instances run for a cluster created in this context: sim (simulated nodes) or process (local processes); a cluster keeps the backend it was created with' \
+        '--etcd-ca' 'files' 'etcd: CA bundle to verify the members (turns on TLS)' \
+        '--etcd-cert' 'files' 'etcd: client certificate (PEM), with --etcd-key' \
+        '--etcd-key' 'files' 'etcd: client certificate'\''s key (PEM)' \
+        '--etcd-user' 'text' 'etcd: user to authenticate as, with --etcd-password-file' \
+        '--etcd-password-file' 'files' 'etcd: file holding the user'\''s password, read at each use (only its path is stored)' \
+        '--etcd-timeout' 'text' 'etcd: bound on each request to a member (default 5s)' \
+        '--no-check' 'flag' 'etcd: add the context without contacting the cluster' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -317,7 +340,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -331,7 +354,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -368,7 +391,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -383,7 +406,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -397,7 +420,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -431,7 +454,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -446,7 +469,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -461,7 +484,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -475,7 +498,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -489,7 +512,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -506,7 +529,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -521,7 +544,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -538,7 +561,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -552,7 +575,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -579,7 +602,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -604,7 +627,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -620,7 +643,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -636,7 +659,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -651,7 +674,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -681,7 +704,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -707,7 +730,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -726,7 +749,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -744,7 +767,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -762,7 +785,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -779,7 +802,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -793,7 +816,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -811,7 +834,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -826,7 +849,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -846,7 +869,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -860,7 +883,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -876,7 +899,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -891,7 +914,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -906,7 +929,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -921,7 +944,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -938,7 +961,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -952,7 +975,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -968,7 +991,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -988,7 +1011,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1007,7 +1030,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1023,7 +1046,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1039,7 +1062,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1053,7 +1076,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1071,7 +1094,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1089,7 +1112,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1104,7 +1127,7 @@ _gaia_opts() {
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1118,7 +1141,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1144,7 +1167,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1164,7 +1187,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1184,7 +1207,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1198,7 +1221,7 @@ _gaia_opts() {
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
         '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-        '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context'\''s)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
         '--context' 'names contexts' 'Context to use instead of the current one' \
         '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
         '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1217,6 +1240,7 @@ _gaia_args() {
     'deps|0|'*) echo 'dirs' ;;
     'deps|'*) echo 'dirs' ;;
     'explain|0|'*) echo 'names instances' ;;
+    'context show|0|'*) echo 'names contexts' ;;
     'context use|0|'*) echo 'names contexts' ;;
     'context remove|0|'*) echo 'names contexts' ;;
     'node remove|0|'*) echo 'names nodes' ;;

@@ -39,6 +39,7 @@ function __gaia_subs
         case 'context'
             printf '%s\t%s\n' \
               'list' 'List contexts; the current one is marked \'*\'' \
+              'show' 'Show a context: store, backend, run dir, how it reaches etcd' \
               'current' 'Print the current context\'s name' \
               'use' 'Make a context the current one' \
               'add' 'Add a context' \
@@ -97,7 +98,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -112,7 +113,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -134,7 +135,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -158,7 +159,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -176,7 +177,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -202,7 +203,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -217,7 +218,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -230,7 +231,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -243,7 +244,21 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
+              '--context' 'names contexts' 'Context to use instead of the current one' \
+              '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+              '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+              '-q --quiet' 'flag' 'Print only errors and requested output' \
+              '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+        case 'context show'
+            printf '%s\t%s\t%s\n' \
+              '-h --help' 'flag' 'Print this help message and exit' \
+              '-o --output' 'choices text json' 'text or json' \
+              '--version' 'flag' 'Display program version information and exit' \
+              '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
+              '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+              '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -256,7 +271,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -269,7 +284,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -278,8 +293,15 @@ function __gaia_opts
         case 'context add'
             printf '%s\t%s\t%s\n' \
               '-h --help' 'flag' 'Print this help message and exit' \
-              '--store' 'files' 'SQLite store file (created on first use)' \
+              '--store' 'files' 'SQLite store file (created on first use), or etcd://HOST:PORT[,HOST:PORT...] (etcds:// for TLS)' \
               '--backend' 'choices sim process' 'Where instances run for a cluster created in this context: sim (simulated nodes) or process (local processes); a cluster keeps the backend it was created with' \
+              '--etcd-ca' 'files' 'etcd: CA bundle to verify the members (turns on TLS)' \
+              '--etcd-cert' 'files' 'etcd: client certificate (PEM), with --etcd-key' \
+              '--etcd-key' 'files' 'etcd: client certificate\'s key (PEM)' \
+              '--etcd-user' 'text' 'etcd: user to authenticate as, with --etcd-password-file' \
+              '--etcd-password-file' 'files' 'etcd: file holding the user\'s password, read at each use (only its path is stored)' \
+              '--etcd-timeout' 'text' 'etcd: bound on each request to a member (default 5s)' \
+              '--no-check' 'flag' 'etcd: add the context without contacting the cluster' \
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -296,7 +318,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -309,7 +331,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -345,7 +367,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -359,7 +381,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -372,7 +394,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -405,7 +427,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -419,7 +441,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -433,7 +455,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -446,7 +468,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -459,7 +481,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -475,7 +497,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -489,7 +511,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -505,7 +527,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -518,7 +540,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -544,7 +566,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -568,7 +590,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -583,7 +605,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -598,7 +620,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -612,7 +634,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -641,7 +663,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -666,7 +688,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -684,7 +706,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -701,7 +723,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -718,7 +740,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -734,7 +756,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -747,7 +769,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -764,7 +786,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -778,7 +800,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -797,7 +819,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -810,7 +832,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -825,7 +847,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -839,7 +861,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -853,7 +875,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -867,7 +889,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -883,7 +905,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -896,7 +918,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -911,7 +933,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -930,7 +952,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -948,7 +970,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -963,7 +985,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -978,7 +1000,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -991,7 +1013,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1008,7 +1030,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1025,7 +1047,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1039,7 +1061,7 @@ function __gaia_opts
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1052,7 +1074,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1077,7 +1099,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1096,7 +1118,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1115,7 +1137,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1128,7 +1150,7 @@ function __gaia_opts
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
               '--tenant' 'names tenants' 'Tenant to resolve and render in' \
-              '--store' 'files' 'SQLite store file (default: $GAIA_STORE, else the context\'s)' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
               '--context' 'names contexts' 'Context to use instead of the current one' \
               '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
               '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
@@ -1152,6 +1174,8 @@ function __gaia_args
             echo 'dirs'
         case 'explain|0|*'
             echo 'names instances'
+        case 'context show|0|*'
+            echo 'names contexts'
         case 'context use|0|*'
             echo 'names contexts'
         case 'context remove|0|*'

@@ -228,6 +228,16 @@ std::vector<std::string> plan_drift(const SavedPlan& p, const fs::path& plan_fil
   return out;
 }
 
+namespace {
+
+// A store as a plan records it: a file by its canonical path, a URL (etcd://...) as
+// given, since it names the same cluster from any directory.
+std::string store_identity(const std::string& store) {
+  return store.find("://") != std::string::npos ? store : canonical_path(store);
+}
+
+}  // namespace
+
 Result<PlanSaved> save_plan(const Workspace& ws, const SetRequest& request, const std::string& store,
                             const fs::path& file) {
   auto decided = decide_set(ws, request);
@@ -236,7 +246,7 @@ Result<PlanSaved> save_plan(const Workspace& ws, const SetRequest& request, cons
   out.plan = std::move(decided->plan);
   SavedPlan& p = out.saved;
   p.gaia_version = gaia_version();
-  p.store = canonical_path(store);
+  p.store = store_identity(store);
   p.revision = decided->state.revision;
   p.created = ws.state.now_rfc3339();
   p.tenant = decided->set.request.tenant;
@@ -267,7 +277,7 @@ Result<Applied> apply_saved_plan(const Workspace& ws, const fs::path& file, cons
   if (!loaded) return fail(loaded.error());
   if (options.check_revision && loaded->revision != *options.check_revision)
     return fail(revision_moved(loaded->revision, *options.check_revision));
-  auto drift = plan_drift(*p, file, canonical_path(store), loaded->revision, gaia_version());
+  auto drift = plan_drift(*p, file, store_identity(store), loaded->revision, gaia_version());
   std::vector<std::string> shown;
   for (const auto& path : p->paths) shown.push_back(display_path(path));
   std::string replan = fmt::format("plan again (`gaia plan -f {} --out {}`), review it, and apply the new plan",

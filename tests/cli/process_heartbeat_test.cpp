@@ -9,12 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-json instance_json(const ProcessScratch& s, const std::string& key) {
-  for (const auto& i : json::parse(s.run_ok({"get", "instances", "-o", "json"}).out))
-    if (i.value("name", "") == key) return i;
-  return json::object();
-}
-
 std::vector<json> events_with(const ProcessScratch& s, const std::string& reason) {
   std::vector<json> out;
   for (const auto& e : json_lines(s.run_ok({"events", "-o", "json"}).out))
@@ -31,7 +25,7 @@ TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat t
   s.run_ok({"controller", "options", "--heartbeat-timeout", "2s"});
   s.run_ok({"submit", std::string(GAIA_SOURCE_DIR) + "/examples/local/kv", "--wait", "--timeout", "60s"});
   const std::string kv = "0.server.kv.default";
-  const std::string first_node = instance_json(s, kv).value("node", "");
+  const std::string first_node = instances(s)[kv].value("node", "");
   REQUIRE_FALSE(first_node.empty());
   pid_t first = app_pid(s, kv);
   REQUIRE(alive(first));
@@ -53,7 +47,7 @@ TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat t
   REQUIRE(subnet.starts_with("127."));
   int octet = std::stoi(subnet.substr(4, subnet.find('.', 4) - 4));
   s.run_ok({"node", "add", "--subnet", fmt::format("127.{}.0.0/16", octet % 254 + 1), "--name-prefix", "spare"});
-  CHECK(instance_json(s, kv).value("node", "") == "spare-1");
+  CHECK(instances(s)[kv].value("node", "") == "spare-1");
   CHECK(eventually([&] {
     s.run_ok({"controller", "run", "--once"});
     return !alive(first) && alive(app_pid(s, kv));
@@ -62,6 +56,6 @@ TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat t
   // The agent starts again: its nodes come back, and it serves the spare node too.
   s.run_ok({"agent", "start"});
   CHECK(eventually([&] { return events_with(s, "NodeRecovered").size() == 2; }));
-  CHECK(eventually([&] { return instance_json(s, kv).value("state", "") == "Running"; }));
+  CHECK(eventually([&] { return state_of(s, kv) == "Running"; }));
   s.run_ok({"delete", "kv"});
 }

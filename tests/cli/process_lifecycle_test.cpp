@@ -56,20 +56,6 @@ void write_process_app(const ProcessScratch& s, const std::string& name, const s
 // `sh -c SCRIPT` as a Jsonnet array.
 std::string sh_c(const std::string& script) { return fmt::format("['sh', '-c', {}]", json(script).dump()); }
 
-// The instances as `gaia get instances -o json` prints them, by key.
-std::map<std::string, json> instances(const ProcessScratch& s) {
-  std::map<std::string, json> out;
-  for (const auto& i : json::parse(s.run_ok({"get", "instances", "-o", "json"}).out))
-    out[i["name"].get<std::string>()] = i;
-  return out;
-}
-
-std::string state_of(const ProcessScratch& s, const std::string& key) {
-  auto all = instances(s);
-  auto it = all.find(key);
-  return it == all.end() ? "<gone>" : it->second.value("state", "");
-}
-
 // The events of `instance` with `reason`, as `gaia events -o json` prints them.
 std::vector<json> events_of(const ProcessScratch& s, const std::string& reason, const std::string& instance) {
   std::vector<json> out;
@@ -386,6 +372,12 @@ std::vector<pid_t> app_processes(const ProcessScratch& s, const std::string& ins
     std::replace(env.begin(), env.end(), '\0', '\n');
     if (env.find("\nGAIA_INSTANCE=" + instance + "\n") != std::string::npos) out.push_back(pid);
   }
+  // The loop's shell forks before it runs `sleep`: for a moment that child is a `sh`
+  // with the same environment. It is the app's, not a second copy: leave it out.
+  std::erase_if(out, [&](pid_t pid) {
+    auto stat = gaia::process::read_proc_stat(pid);
+    return stat && std::find(out.begin(), out.end(), stat->ppid) != out.end();
+  });
   return out;
 }
 

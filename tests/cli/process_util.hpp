@@ -131,6 +131,21 @@ inline size_t count_reason(const ProcessScratch& s, const std::string& reason, c
   return n;
 }
 
+// The instances as `gaia get instances -o json` prints them, by key.
+inline std::map<std::string, nlohmann::json> instances(const ProcessScratch& s) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& i : nlohmann::json::parse(s.run_ok({"get", "instances", "-o", "json"}).out))
+    out[i["name"].get<std::string>()] = i;
+  return out;
+}
+
+// The state of one instance, "<gone>" when the store has none of that key.
+inline std::string state_of(const ProcessScratch& s, const std::string& key) {
+  auto all = instances(s);
+  auto it = all.find(key);
+  return it == all.end() ? "<gone>" : it->second.value("state", "");
+}
+
 template <class F>
 bool eventually(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
   auto until = std::chrono::steady_clock::now() + limit;

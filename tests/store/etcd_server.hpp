@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "store/http.hpp"
@@ -97,6 +98,16 @@ class EtcdServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   void resume() { ::kill(m_pid, SIGCONT); }
+  // Kills the member and starts it again on the same ports and data directory, as a
+  // crash followed by a restart by its supervisor: what it committed survives. Waits
+  // until it answers again.
+  void restart() {
+    kill();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (start(m_client_port, m_peer_port)) return;
+    }
+    throw std::runtime_error("etcd did not restart; its log:\n" + log());
+  }
   // SIGKILL, and reaps the process; idempotent.
   void kill() {
     if (m_pid <= 0) return;
@@ -115,8 +126,13 @@ class EtcdServer {
   }
 
  private:
-  bool start() {
-    auto [client_port, peer_port] = free_port_pair();
+  // Starts a member with a fresh data directory on free ports, or, given the ports of a
+  // member that ran before, on those ports with its data directory as it was left.
+  bool start(int client_port = 0, int peer_port = 0) {
+    bool fresh = client_port == 0;
+    if (fresh) std::tie(client_port, peer_port) = free_port_pair();
+    m_client_port = client_port;
+    m_peer_port = peer_port;
     bool tls = !m_options.cert_file.empty();
     m_endpoint = fmt::format("{}://127.0.0.1:{}", tls ? "https" : "http", client_port);
     std::string peer = fmt::format("http://127.0.0.1:{}", peer_port);
@@ -139,7 +155,7 @@ class EtcdServer {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::string log_path = (m_dir.path() / "etcd.log").string();
-    std::filesystem::remove_all(m_dir.path() / "data");
+    if (fresh) std::filesystem::remove_all(m_dir.path() / "data");
 
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
@@ -203,6 +219,31 @@ class EtcdServer {
   gaia::test::TempDir m_dir{"gaia-etcd"};
   pid_t m_pid = -1;
   std::string m_endpoint;
+  int m_client_port = 0, m_peer_port = 0;
 };
+
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by it,
+// made with the openssl command in `dir` (ca.pem, server.pem/.key, client.pem/.key).
+inline void make_test_certificates(const std::filesystem::path& dir) {
+  auto run = [](const std::string& command) {
+    if (std::system((command + " >/dev/null 2>&1").c_str()) != 0)
+      throw std::runtime_error("failed: " + command);
+  };
+  std::string d = dir.string();
+  std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  run(fmt::format("openssl req -x509 {} -keyout {d}/ca.key -out {d}/ca.pem -days 2 -subj /CN=gaia-test-ca", ec,
+                  fmt::arg("d", d)));
+  for (const char* who : {"server", "client"}) {
+    std::string ext = std::string(who) == "server" ? "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n"
+                                                   : "extendedKeyUsage=clientAuth\n";
+    std::ofstream(dir / fmt::format("{}.ext", who)) << ext;
+    run(fmt::format("openssl req {} -keyout {d}/{w}.key -out {d}/{w}.csr -subj /CN={w}", ec, fmt::arg("d", d),
+                    fmt::arg("w", who)));
+    run(fmt::format("openssl x509 -req -in {d}/{w}.csr -CA {d}/ca.pem -CAkey {d}/ca.key "
+                    "-CAcreateserial -out {d}/{w}.pem -days 2 -extfile {d}/{w}.ext",
+                    fmt::arg("d", d), fmt::arg("w", who)));
+  }
+}
 
 }  // namespace gaia::testing

@@ -310,36 +310,10 @@ TEST_CASE("etcd store authenticates, refreshes expired tokens, and never shows t
   }
 }
 
-namespace {
-
-void run(const std::string& command) {
-  if (std::system((command + " >/dev/null 2>&1").c_str()) != 0) FAIL("failed: " << command);
-}
-
-// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by it.
-void make_certificates(const std::filesystem::path& dir) {
-  std::string d = dir.string();
-  std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  run(fmt::format("openssl req -x509 {} -keyout {d}/ca.key -out {d}/ca.pem -days 2 -subj /CN=gaia-test-ca",
-                  ec, fmt::arg("d", d)));
-  for (const char* who : {"server", "client"}) {
-    std::string ext = std::string(who) == "server"
-                          ? "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n"
-                          : "extendedKeyUsage=clientAuth\n";
-    std::ofstream(dir / fmt::format("{}.ext", who)) << ext;
-    run(fmt::format("openssl req {} -keyout {d}/{w}.key -out {d}/{w}.csr -subj /CN={w}", ec,
-                    fmt::arg("d", d), fmt::arg("w", who)));
-    run(fmt::format("openssl x509 -req -in {d}/{w}.csr -CA {d}/ca.pem -CAkey {d}/ca.key "
-                    "-CAcreateserial -out {d}/{w}.pem -days 2 -extfile {d}/{w}.ext",
-                    fmt::arg("d", d), fmt::arg("w", who)));
-  }
-}
-
-}  // namespace
 
 TEST_CASE("etcd store speaks TLS with a CA file and a client certificate", "[store][etcd]") {
   gaia::test::TempDir certs("gaia-etcd-certs");
-  make_certificates(certs.path());
+  gaia::testing::make_test_certificates(certs.path());
   auto file = [&](const char* name) { return certs.path() / name; };
   EtcdServer::Options server_options;
   server_options.cert_file = file("server.pem");
