@@ -117,6 +117,12 @@ int run_agent(const Globals& g, const AgentArgs& a) {
       if (s.backend->wait(std::min(left, std::chrono::milliseconds(200)))) break;
     }
   }
+  // A deliberate stop is not a failure: its heartbeats go with it, so its nodes are no
+  // longer judged by them and stay up (only an agent that dies leaves stale beats that
+  // take its nodes down after the timeout). One agent serves every node of its store.
+  if (auto r = s.store->del_prefix("heartbeats/"); !r && !g.quiet)
+    fmt::print("{} warning: heartbeats not removed ({}): its nodes go down after the heartbeat timeout\n",
+               s.state->now_rfc3339(), r.error().to_string());
   if (!g.quiet) fmt::print("{} agent {} stopped after {} pass(es); its instances keep running\n", s.state->now_rfc3339(),
                            ::getpid(), passes);
   return k_ok;

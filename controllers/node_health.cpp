@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "controllers/migration.hpp"
+#include "controllers/submit.hpp"
 
 namespace gaia {
 
@@ -12,11 +13,6 @@ namespace {
 
 std::string seconds_text(int64_t ms) {
   return ms % 1000 == 0 ? fmt::format("{}s", ms / 1000) : fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
-}
-
-void take(Batch& into, Batch&& from) {
-  for (auto& n : from.put_nodes) into.put_nodes.push_back(std::move(n));
-  for (auto& e : from.events) into.events.push_back(std::move(e));
 }
 
 }  // namespace
@@ -40,13 +36,13 @@ ControllerResult reconcile_node_health(const ClusterState& state, const Controll
                                     beat.agent.empty() ? "unknown" : beat.agent, seconds_text(silent),
                                     seconds_text(timeout));
       auto change = decide_node_fail(state, name, false, why);
-      if (change && change->changed) take(out.batch, std::move(change->batch));
+      if (change && change->changed) merge_batch(out.batch, std::move(change->batch));
     } else if (n->down_reason.starts_with(k_heartbeat_down_prefix) && silent <= timeout) {
       auto change = decide_node_recover(state, name);
       if (!change || !change->changed) continue;
       for (auto& e : change->batch.events)
         e.message = fmt::format("its agent ({}) reports again: {}", beat.agent.empty() ? "unknown" : beat.agent, e.message);
-      take(out.batch, std::move(change->batch));
+      merge_batch(out.batch, std::move(change->batch));
     }
   }
   return out;

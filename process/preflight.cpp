@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -200,11 +201,9 @@ std::expected<void, std::string> check_port_free(const std::string& address, int
   return std::unexpected(fmt::format("cannot bind port {} on {}: {}", port, address, std::strerror(err)));
 }
 
-std::string default_loopback_subnet(const std::string& store_path) {
-  // Second octets of IPv4 loopback addresses that have a bound TCP socket now.
-  bool used[256] = {};
-  used[0] = true;
-  std::ifstream in("/proc/net/tcp");
+std::set<int> loopback_octets_in_use(std::string_view proc_net_tcp) {
+  std::set<int> used;
+  std::istringstream in{std::string(proc_net_tcp)};
   std::string line;
   std::getline(in, line);  // The header.
   while (std::getline(in, line)) {
@@ -215,16 +214,27 @@ std::string default_loopback_subnet(const std::string& store_path) {
     auto colon = local.find(':');
     if (colon == std::string::npos || !parse_proc_address(local.substr(0, colon), AF_INET, a)) continue;
     const auto* b = reinterpret_cast<const unsigned char*>(&a.v4.s_addr);  // Network order.
-    if (b[0] == 127) used[b[1]] = true;
+    if (b[0] == 127) used.insert(b[1]);
   }
+  return used;
+}
+
+std::string pick_loopback_subnet(const std::string& store_path, const std::set<int>& used) {
   // FNV-1a: stable across runs and machines, unlike std::hash.
   uint32_t h = 2166136261u;
   for (unsigned char c : store_path) h = (h ^ c) * 16777619u;
   for (int k = 0; k < 255; ++k) {
     int octet = 1 + static_cast<int>((h + static_cast<uint32_t>(k)) % 255);
-    if (!used[octet]) return fmt::format("127.{}.0.0/16", octet);
+    if (!used.count(octet)) return fmt::format("127.{}.0.0/16", octet);
   }
   return "127.64.0.0/16";  // Every range has a socket: the port check at start decides.
+}
+
+std::string default_loopback_subnet(const std::string& store_path) {
+  std::ifstream in("/proc/net/tcp");
+  std::stringstream text;
+  text << in.rdbuf();
+  return pick_loopback_subnet(store_path, loopback_octets_in_use(text.str()));
 }
 
 }  // namespace gaia::process

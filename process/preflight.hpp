@@ -6,7 +6,9 @@
 
 #include <expected>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 
 namespace gaia::process {
 
@@ -35,5 +37,10 @@ std::string find_port_holder(const std::string& address, int port);
 // on this machine, a test running beside it), so two clusters on one machine never
 // hand out the same address and port. X is never 0 (127.0.0.1 is everybody's).
 std::string default_loopback_subnet(const std::string& store_path);
+// Its two halves: the second octets of 127.X.Y.Z addresses with a TCP socket in the text
+// of /proc/net/tcp, and the choice from the path's hash among the octets not in `used`
+// (never 0).
+std::set<int> loopback_octets_in_use(std::string_view proc_net_tcp);
+std::string pick_loopback_subnet(const std::string& store_path, const std::set<int>& used);
 
 }  // namespace gaia::process

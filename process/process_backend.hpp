@@ -40,9 +40,6 @@ struct ProcessOptions {
   // Bound of output.log, and how many rotated files (output.log.1...) are kept.
   uint64_t log_max_bytes = 10 << 20;
   int log_keep = 1;
-  // The grace period of a supervisor signalled without a stop (by hand): a stop brings
-  // its own (StopSpec::grace).
-  std::chrono::milliseconds default_grace{10'000};
   // Values a role's health check leaves at 0 or below.
   int health_period_s = 10;
   int health_timeout_s = 1;

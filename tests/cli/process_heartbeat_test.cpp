@@ -1,7 +1,8 @@
-// The agent's heartbeats end to end: a cluster whose agent stops for longer than the
-// heartbeat timeout has its nodes marked down by the next controller run, and its
-// instances move to a node that is healthy (here one added after the agent stopped,
-// which no agent ever served); when the agent starts again its nodes come back.
+// The agent's heartbeats end to end: `gaia agent stop` takes its heartbeats with it and
+// the nodes stay up; an agent killed with SIGKILL leaves them, so after the heartbeat
+// timeout the next controller run marks its nodes down and the instances move to a node
+// that is healthy (here one added after the agent died, which no agent ever served);
+// when an agent starts again the nodes come back.
 #include "tests/cli/process_util.hpp"
 
 using namespace gaia::test;
@@ -32,9 +33,25 @@ TEST_CASE("process backend: a silent agent's nodes go down after the heartbeat t
   // The agent is beating: nothing is down.
   CHECK(events_with(s, "NodeDown").empty());
 
+  // A deliberate stop is not a failure: the agent takes its heartbeats with it, and its
+  // nodes stay up however long it stays stopped.
   s.run_ok({"agent", "stop"});
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  // Whoever runs the controllers next judges the silence.
+  s.run_ok({"controller", "run", "--once"});
+  CHECK(events_with(s, "NodeDown").empty());
+  CHECK(alive(first));
+
+  // An agent that dies leaves its last beats behind: after the timeout, whoever runs the
+  // controllers next marks its nodes down.
+  s.run_ok({"agent", "start"});
+  auto status = json::parse(s.run_ok({"agent", "status", "-o", "json"}).out);
+  pid_t agent = status.value("pid", 0);
+  REQUIRE(agent > 0);
+  // Its first pass has beaten for both nodes once describe shows a heartbeat.
+  CHECK(eventually([&] { return s.run_ok({"describe", "node", "node-2"}).out.find("Heartbeat") != std::string::npos; }));
+  REQUIRE(::kill(agent, SIGKILL) == 0);
+  CHECK(eventually([&] { return !alive(agent); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   s.run_ok({"controller", "run", "--once"});
   auto down = events_with(s, "NodeDown");
   REQUIRE(down.size() == 2);
