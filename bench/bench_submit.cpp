@@ -87,12 +87,11 @@ uintmax_t file_size_or_zero(const std::filesystem::path& p) {
   return ec ? 0 : size;
 }
 
-Figures run_submit_e2e_5k() {
-  TempDir dir("gaia-bench-submit");
-  const auto db = dir.path() / "store.db";
-  auto opened = SqliteStore::open(db);
-  if (!opened) throw std::runtime_error("cannot open the store: " + opened.error().to_string());
-  SqliteStore& store = **opened;
+}  // namespace
+
+// The case on any store: `describe` names it in the figures. `db` is the SQLite file
+// whose size is reported (empty for a server).
+Figures submit_e2e(Store& store, const std::string& describe, const std::filesystem::path& db) {
   SystemClock clock;
   State state(store, clock);
   size_t commits = 0, events = 0;
@@ -191,7 +190,7 @@ Figures run_submit_e2e_5k() {
   out["nodes"] = k_nodes;
   out["instances"] = k_instances;
   out["seed"] = k_seed;
-  out["store"] = "SQLite, WAL, synchronous FULL (defaults)";
+  out["store"] = describe;
   out["cluster_write_ms"] = round3(cluster_ms);
   out["submissions"] = stream.size();
   out["placements"] = placed;
@@ -215,10 +214,23 @@ Figures run_submit_e2e_5k() {
   out["gaia_submit_path_placements_per_s"] = round3(static_cast<double>(late_placed) * 1000.0 / (mean(late_ms) * static_cast<double>(late_ms.size())));
   out["commits"] = commits;
   out["events_written"] = events;
-  out["store_db_mb"] = round3(static_cast<double>(file_size_or_zero(db)) / 1048576.0);
-  out["store_wal_mb"] = round3(static_cast<double>(file_size_or_zero(db.string() + "-wal")) / 1048576.0);
+  out["events_per_s"] = round3(static_cast<double>(events) * 1000.0 / stream_ms);
+  if (!db.empty()) {
+    out["store_db_mb"] = round3(static_cast<double>(file_size_or_zero(db)) / 1048576.0);
+    out["store_wal_mb"] = round3(static_cast<double>(file_size_or_zero(db.string() + "-wal")) / 1048576.0);
+  }
   out["cpu_ms"] = round3(cpu_ms());
   return out;
+}
+
+namespace {
+
+Figures run_submit_e2e_5k() {
+  TempDir dir("gaia-bench-submit");
+  const auto db = dir.path() / "store.db";
+  auto opened = SqliteStore::open(db);
+  if (!opened) throw std::runtime_error("cannot open the store: " + opened.error().to_string());
+  return submit_e2e(**opened, "SQLite, WAL, synchronous FULL (defaults)", db);
 }
 
 const Registration k_submit_e2e_5k{"submit-e2e-5k",

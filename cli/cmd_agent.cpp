@@ -110,11 +110,14 @@ int run_agent(const Globals& g, const AgentArgs& a) {
       }
     }
     std::fflush(stdout);
-    // Woken early when a process changes (exits, a health check is due).
+    // Woken early when a process changes (exits, a health check is due), or when the
+    // timeline moves (a command or a controller runner decided something the processes
+    // must follow); a look at the store's watch costs nothing while it is quiet.
     auto until = std::chrono::steady_clock::now() + sleep;
     while (!stop_requested() && std::chrono::steady_clock::now() < until) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
       if (s.backend->wait(std::min(left, std::chrono::milliseconds(200)))) break;
+      if (auto changed = s.state->wait_for_change("events/", std::chrono::milliseconds(0)); changed && *changed) break;
     }
   }
   // A deliberate stop is not a failure: its heartbeats go with it, so its nodes are no

@@ -64,9 +64,27 @@ int run_controller(const Globals& g, const RunArgs& a) {
   int runs = 0;
   int64_t healed_at = -1;  // Store revision of the last stale-render check.
   std::string last_heal_error;
+  // A store that is briefly unreachable (an etcd restart, a leader election, a busy
+  // SQLite file) is waited out: the runner says so once and tries again every interval.
+  // Any other failure ends it.
+  std::string outage;
+  auto wait_out = [&](const Diagnostics& why) {
+    std::string text = format_diagnostics(why);
+    if (text != outage && !g.quiet) {
+      std::printf("%s %s the store cannot be reached; retrying every %s:\n%s", s.state->now_rfc3339().c_str(),
+                  yellow(g, stdout, "warning:").c_str(), a.interval.c_str(), text.c_str());
+      std::fflush(stdout);
+    }
+    outage = text;
+    nap(*interval);
+  };
   while (!stop_requested()) {
     if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
     auto lead = election.try_lead(s.state->now_rfc3339());
+    if (!lead && is_transient(lead.error().code)) {
+      wait_out(Diagnostics{lead.error().to_diagnostic()});
+      continue;
+    }
     if (!lead) return report(g, Diagnostics{lead.error().to_diagnostic()});
     if (!*lead) {
       if (was_leading && !g.quiet) std::printf("%s lost leadership (lease expired)\n", yellow(g, stdout, "warning:").c_str());
@@ -111,7 +129,16 @@ int run_controller(const Globals& g, const RunArgs& a) {
       if (auto after = s.store->revision(); after) healed_at = *after;
     }
     auto run = ops::run_controllers(s.workspace());
+    if (!run && is_transient(run.error())) {
+      wait_out(run.error());
+      continue;
+    }
     if (!run) return report(g, run.error());
+    if (!outage.empty() && !g.quiet) {
+      std::printf("%s the store answers again\n", s.state->now_rfc3339().c_str());
+      std::fflush(stdout);
+    }
+    outage.clear();
     ++runs;
     if (!run->outcome.batch.empty() && !g.quiet) {
       std::printf("%s pass %s: %zu event(s) by %s\n", s.state->now_rfc3339().c_str(), s.op.c_str(),
@@ -126,7 +153,20 @@ int run_controller(const Globals& g, const RunArgs& a) {
       auto due = std::chrono::milliseconds(run->outcome.wake_at_ms - to_millis(s.clock.now()));
       sleep = std::clamp(due, std::chrono::milliseconds(1), *interval);
     }
-    nap(sleep);
+    // Woken early by a new event on the timeline (a command's change, another
+    // process's pass that did something); usage updates alone write no events, so two
+    // loops never wake each other for nothing. Short slices keep Ctrl-C prompt.
+    auto until = std::chrono::steady_clock::now() + sleep;
+    while (!stop_requested()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      auto changed = s.state->wait_for_change("events/", std::min(left, std::chrono::milliseconds(250)));
+      if (!changed) {
+        nap(std::min(left, std::chrono::milliseconds(250)));
+        continue;
+      }
+      if (*changed) break;
+    }
   }
   if (auto r = election.resign(); !r) return report(g, Diagnostics{r.error().to_diagnostic()});
   if (!g.quiet && was_leading) std::printf("stopped after %d run(s); leadership released\n", runs);

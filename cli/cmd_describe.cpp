@@ -12,7 +12,9 @@
 #include "lib/instance_ref.hpp"
 #include "lib/quantity.hpp"
 #include "lib/timeline.hpp"
+#include "ops/bundle.hpp"
 #include "ops/propagate.hpp"
+#include "render/sandbox.hpp"
 #include "spec/suggest.hpp"
 
 namespace gaia::cli {
@@ -136,6 +138,21 @@ int describe_node(const Globals& g, Session& session, const ClusterState& state,
   return k_ok;
 }
 
+// The spec bundle a config change re-renders the app from: its hash, how many files it
+// holds and their size ("<none>" for apps submitted before bundles existed, which
+// re-render from the Spec folder).
+std::string bundle_text(Session& session, const AppRecord& a) {
+  if (a.bundle.empty()) return "<none> (re-rendered from the spec folder)";
+  auto text = session.state->bundle(a.bundle);
+  if (!text) return fmt::format("{} (unreadable: {})", a.bundle, text.error().front().message);
+  if (!*text) return fmt::format("{} (missing from the store)", a.bundle);
+  auto bundle = ops::parse_bundle(**text, a.bundle, "the bundle");
+  if (!bundle) return fmt::format("{} ({})", a.bundle, bundle.error().front().message);
+  size_t files = bundle->files.size();
+  return fmt::format("{} ({} file{}, {})", a.bundle, files, files == 1 ? "" : "s",
+                     render::format_bytes(bundle->content_bytes()));
+}
+
 int describe_app(const Globals& g, Session& session, const ClusterState& state, const std::string& name) {
   const AppRecord* a = state.find_app(g.tenant, name);
   if (!a) {
@@ -155,6 +172,7 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   field_lines("Failed roles", failed_roles);
   field("Priority", a->workload.priority.to_string());
   field("Spec", a->spec_dir.empty() ? "<unknown>" : a->spec_dir);
+  field("Bundle", bundle_text(session, *a));
   if (!a->source.empty()) field("Source", a->source);
   field("Created", a->created.empty() ? "<unknown>" : fmt::format("{} ({} ago)", a->created, age(a->created, now)));
   field("Updated", a->updated.empty() ? "<unknown>" : a->updated);

@@ -188,18 +188,20 @@ int run_events(const Globals& g, const EventsArgs& a) {
 
   auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
   while (!stop_requested()) {
-    auto pause = std::chrono::milliseconds(200);
+    // A watch on the timeline wakes the follower when an event is committed; it waits in
+    // short slices so Ctrl-C ends it promptly.
+    auto slice = std::chrono::milliseconds(250);
     if (deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
-      pause = std::min(pause, left);
+      slice = std::min(slice, left);
     }
-    nap(pause);
+    auto changed = s.state->wait_for_change("events/", slice);
+    if (!changed) return report(g, changed.error());
     if (stop_requested()) break;
-    // The sequence key is one small read; the event range is read only when it moved.
-    auto last = s.state->last_seq();
-    if (!last) return report(g, last.error());
-    if (*last <= cursor) continue;
+    if (!*changed) continue;
+    // Only the events after the cursor are read (a key interval), however long the
+    // timeline is.
     auto fresh = s.state->events_after(cursor);
     if (!fresh) return report(g, fresh.error());
     if (fresh->empty()) continue;

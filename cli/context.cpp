@@ -240,6 +240,10 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   else s->store = std::move(*store);
   // The retention set with `gaia events --retention` binds every process using the store.
   StateOptions options;
+  // Every load after the first costs only what changed since (lib/state.hpp): a
+  // command's load, commit and load again reads the store once, and long-running loops
+  // follow changes instead of re-reading everything each pass.
+  options.follow_changes = true;
   auto retention = load_event_retention(*s->store);
   if (!retention) return fail(retention.error());
   if (*retention) options.event_retention = **retention;

@@ -27,14 +27,9 @@ TimedStore::~TimedStore() {
                           m_txn_ms, m_conflicts ? fmt::format(", {} conflict(s) re-decided", m_conflicts) : ""));
 }
 
-StoreResult<std::optional<KeyValue>> TimedStore::get(std::string_view key) {
+StoreResult<RangeResponse> TimedStore::read(const RangeRequest& request) {
   ++m_reads;
-  return timed(m_read_ms, [&] { return m_inner->get(key); });
-}
-
-StoreResult<std::vector<KeyValue>> TimedStore::range(std::string_view prefix, size_t limit) {
-  ++m_reads;
-  return timed(m_read_ms, [&] { return m_inner->range(prefix, limit); });
+  return timed(m_read_ms, [&] { return m_inner->read(request); });
 }
 
 StoreResult<int64_t> TimedStore::revision() {

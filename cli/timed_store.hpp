@@ -16,10 +16,15 @@ class TimedStore final : public Store {
   TimedStore(const Globals& g, std::unique_ptr<Store> inner);
   ~TimedStore() override;
 
-  StoreResult<std::optional<KeyValue>> get(std::string_view key) override;
-  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) override;
+  StoreResult<RangeResponse> read(const RangeRequest& request) override;
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
+  // The inner store's limits, so a large commit still goes through the journal.
+  TxnLimits txn_limits() const override { return m_inner->txn_limits(); }
+  // The inner store's own watch (etcd streams one).
+  StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision) override {
+    return m_inner->watch(prefix, from_revision);
+  }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
   StoreResult<void> compact(int64_t revision) override;

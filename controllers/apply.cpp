@@ -112,7 +112,6 @@ const json* lookup(const json& root, const std::string& dotted) {
   return nullptr;
 }
 
-std::string id_of(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
 
 std::vector<std::string> instance_keys(const ClusterState& s, const std::string& tenant, const std::string& app) {
   std::vector<std::string> out;

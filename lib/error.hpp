@@ -24,6 +24,9 @@ struct Diagnostic {
   std::string path;     // Field path, e.g. "dependencies[1].version"; may be empty.
   std::string message;  // What is wrong, and what was expected.
   std::string hint;     // What to do about it; may be empty.
+  // A stable name for the kind of failure where a caller may act on it, e.g.
+  // "store.unavailable" (StoreErrc, lib/store.hpp); empty for most diagnostics.
+  std::string code = {};
 
   // "file:line:col: error: path: message\n  hint: ..." (one or two lines).
   std::string to_string() const;

@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <iterator>
 #include <ctime>
 #include <random>
+#include <set>
 
 #include "lib/codec.hpp"
 #include "lib/journal.hpp"
+#include "lib/state_apply.hpp"
 
 namespace gaia {
 
@@ -21,6 +26,10 @@ std::string instance(const Instance& i) { return "instances/" + i.key(); }
 std::string event(int64_t seq) { return fmt::format("events/{:020d}", seq); }
 std::string setting(const std::string& name) { return "settings/" + name; }
 std::string heartbeat(const std::string& node) { return "heartbeats/" + node; }
+std::string bundle(const std::string& hash) { return "bundles/" + hash; }
+std::string app_status(const std::string& tenant, const std::string& name) {
+  return "status/apps/" + tenant + "/" + name;
+}
 }  // namespace keys
 
 void to_json(nlohmann::json& j, const AppRecord& a) {
@@ -31,6 +40,7 @@ void to_json(nlohmann::json& j, const AppRecord& a) {
   if (!a.scale.empty()) j["scale"] = a.scale;
   if (!a.failed_roles.empty()) j["failed_roles"] = a.failed_roles;
   if (!a.render_inputs.empty()) j["render_inputs"] = a.render_inputs;
+  if (!a.bundle.empty()) j["bundle"] = a.bundle;
 }
 
 void from_json(const nlohmann::json& j, AppRecord& a) {
@@ -50,6 +60,19 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
   a.scale = j.value("scale", d.scale);
   a.failed_roles = j.value("failed_roles", d.failed_roles);
   a.render_inputs = j.value("render_inputs", d.render_inputs);
+  a.bundle = j.value("bundle", d.bundle);
+}
+
+void to_json(nlohmann::json& j, const AppStatus& s) {
+  j = nlohmann::json{{"status", s.status}, {"time", s.time}, {"op", s.op}};
+  if (!s.failed_roles.empty()) j["failed_roles"] = s.failed_roles;
+}
+
+void from_json(const nlohmann::json& j, AppStatus& s) {
+  s.status = j.value("status", std::string("Deploying"));
+  s.failed_roles = j.value("failed_roles", std::map<std::string, std::string>{});
+  s.time = j.value("time", "");
+  s.op = j.value("op", "");
 }
 
 void to_json(nlohmann::json& j, const TimelineEvent& e) {
@@ -102,7 +125,7 @@ const Node* ClusterState::find_node(const std::string& name) const {
 bool Batch::empty() const {
   return put_nodes.empty() && delete_nodes.empty() && put_tenants.empty() && put_apps.empty() && delete_apps.empty() &&
          put_instances.empty() && delete_instances.empty() && !profile && put_settings.empty() &&
-         events.empty();
+         put_bundles.empty() && events.empty();
 }
 
 TimelineEvent& Batch::event(std::string reason, std::string message, std::string type) {
@@ -146,90 +169,171 @@ namespace {
 
 Diagnostic store_diag(const StoreError& e) { return e.to_diagnostic(); }
 
-template <class T>
-Result<void> decode_all(const std::vector<KeyValue>& kvs, std::vector<T>& out) {
-  for (const auto& kv : kvs) {
-    try {
-      out.push_back(nlohmann::json::parse(kv.value).get<T>());
-    } catch (const std::exception& e) {
-      return fail(Diagnostic{{}, kv.key, fmt::format("corrupt record in the store: {}", e.what()),
-                             "the store was modified by something other than gaia; restore it from a backup"});
-    }
+// Keys read per request: etcd serves a range from memory, so large prefixes are read in
+// pages (all at the same revision) rather than in one answer of tens of megabytes.
+constexpr size_t k_page = 5000;
+
+// Every key under `prefix` at `revision`, page by page, and the revision they were read
+// at (the store's current one when `revision` is 0).
+StoreResult<std::pair<std::vector<KeyValue>, int64_t>> read_all(Store& store, std::string_view prefix,
+                                                                 int64_t revision) {
+  std::vector<KeyValue> out;
+  RangeRequest request = RangeRequest::prefix(prefix, revision, k_page);
+  for (;;) {
+    auto page = store.read(request);
+    if (!page) return std::unexpected(page.error());
+    // Later pages read at the first page's revision, so the pages agree.
+    request.revision = page->revision;
+    bool more = page->more && !page->kvs.empty();
+    if (more) request.key = page->kvs.back().key + std::string(1, '\0');
+    std::move(page->kvs.begin(), page->kvs.end(), std::back_inserter(out));
+    if (!more) return std::pair(std::move(out), page->revision);
   }
-  return {};
 }
+
+// The prefixes a ClusterState is made of, in the order they are applied: an app's record
+// before its status (status/apps/ follows apps/ anyway).
+constexpr std::array<std::string_view, 8> k_state_prefixes = {
+    "meta/", "nodes/", "tenants/", "apps/", "status/apps/", "instances/", "settings/", "heartbeats/"};
 
 }  // namespace
 
 Result<ClusterState> State::load() {
-  // Read everything at one revision: retry if a writer committed between the ranges.
+  if (!m_options.follow_changes) return load_all();
+  std::lock_guard lock(m_cache_mutex);
+  if (m_cache) {
+    auto fresh = refresh_cache();
+    if (!fresh) return fail(fresh.error());
+    if (*fresh) return std::move(**fresh);
+  }
+  auto st = load_all();
+  if (!st) return st;
+  m_cache = *st;
+  return st;
+}
+
+Result<ClusterState> State::load_all() {
+  // One revision for every read: the first fixes it, the others read the store as it
+  // was then, so they agree however many writers commit meanwhile. Only a compaction
+  // of that very revision, or a half-applied journal commit, makes it start over.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto before = m_store.revision();
-    if (!before) return fail(store_diag(before.error()));
     ClusterState st;
-    st.revision = *before;
-    auto nodes = m_store.range("nodes/");
-    auto tenants = m_store.range("tenants/");
-    auto apps = m_store.range("apps/");
-    auto instances = m_store.range("instances/");
-    auto seq = m_store.get(keys::k_seq);
-    auto journal = m_store.get(k_journal_key);
-    auto profile = m_store.get(keys::k_profile);
-    auto settings = m_store.range("settings/");
-    auto heartbeats = m_store.range("heartbeats/");
-    for (auto* r : {&nodes, &tenants, &apps, &instances, &settings, &heartbeats})
-      if (!*r) return fail(store_diag(r->error()));
-    if (!seq) return fail(store_diag(seq.error()));
-    if (!journal) return fail(store_diag(journal.error()));
-    if (!profile) return fail(store_diag(profile.error()));
-    if (*journal) {
-      // A commit larger than one transaction is half applied: finish it, then read
-      // again, so no decision is ever made on half a change (lib/journal.hpp).
-      if (auto r = roll_forward(m_store); !r) return fail(store_diag(r.error()));
-      continue;
-    }
-    auto after = m_store.revision();
-    if (!after) return fail(store_diag(after.error()));
-    if (*after != *before) continue;
-    if (auto r = decode_all(*nodes, st.snapshot.nodes); !r) return fail(r.error());
-    if (auto r = decode_all(*tenants, st.snapshot.tenants); !r) return fail(r.error());
-    if (auto r = decode_all(*instances, st.snapshot.instances); !r) return fail(r.error());
-    std::vector<AppRecord> app_list;
-    if (auto r = decode_all(*apps, app_list); !r) return fail(r.error());
-    for (auto& a : app_list) {
-      for (const auto& role : a.workload.roles) st.snapshot.roles[a.tenant + "/" + a.name + "/" + role.name] = role;
-      st.apps.emplace(a.tenant + "/" + a.name, std::move(a));
-    }
-    if (*seq) {
-      st.seq = std::stoll((*seq)->value);
-      st.seq_revision = (*seq)->mod_revision;
-    }
-    if (*profile) {
-      try {
-        st.snapshot.profile = nlohmann::json::parse((*profile)->value).get<SchedulerProfile>();
-      } catch (const std::exception& e) {
-        return fail(Diagnostic{{}, keys::k_profile, fmt::format("corrupt scheduler profile: {}", e.what()), ""});
+    int64_t at = 0;
+    bool again = false;
+    for (auto prefix : k_state_prefixes) {
+      auto kvs = read_all(m_store, prefix, at);
+      if (!kvs && kvs.error().code == StoreErrc::Compacted) {
+        again = true;
+        break;
       }
-    }
-    try {
-      for (const auto& kv : *settings) st.settings[kv.key.substr(9)] = nlohmann::json::parse(kv.value);
-    } catch (const std::exception& e) {
-      return fail(Diagnostic{{}, "settings/", fmt::format("corrupt record in the store: {}", e.what()),
-                             "the store was modified by something other than gaia; restore it from a backup"});
-    }
-    // A heartbeat only informs the node health check: an unreadable one is skipped (the
-    // next beat rewrites it) rather than failing every command.
-    for (const auto& kv : *heartbeats) {
-      try {
-        auto j = nlohmann::json::parse(kv.value);
-        st.heartbeats[kv.key.substr(11)] = Heartbeat{j.value("at_ms", int64_t{0}), j.value("agent", std::string())};
-      } catch (const std::exception&) {
+      if (!kvs) return fail(store_diag(kvs.error()));
+      at = kvs->second;
+      for (const auto& kv : kvs->first) {
+        if (kv.key == k_journal_key) {
+          // A commit larger than one transaction is half applied: finish it, then read
+          // again, so no decision is ever made on half a change (lib/journal.hpp).
+          if (auto r = roll_forward(m_store); !r) return fail(store_diag(r.error()));
+          again = true;
+          break;
+        }
+        if (auto r = apply_put(st, kv); !r) return fail(r.error());
       }
+      if (again) break;
     }
+    if (again) continue;
+    st.revision = at;
     return st;
   }
   return fail(Diagnostic{{}, "", "the store kept changing while it was read", "retry; many writers are active"});
 }
+
+Result<std::optional<ClusterState>> State::refresh_cache() {
+  ClusterState& st = *m_cache;
+  // Changes the watch already delivered are in the store's history too: one read of
+  // everything since the cached revision brings the state to the store's current one.
+  auto changes = m_store.changes_since(st.revision + 1, "");
+  if (!changes) {
+    // Compacted: the history it needs is gone. FutureRevision: the store is not the one
+    // the cache was read from (it was re-created). Either way, read it afresh.
+    if (changes.error().code == StoreErrc::Compacted || changes.error().code == StoreErrc::FutureRevision) {
+      m_cache.reset();
+      return std::optional<ClusterState>();
+    }
+    return fail(store_diag(changes.error()));
+  }
+  for (const auto& e : *changes) {
+    if (e.kv.key == k_journal_key && e.type == EventType::Put) {
+      // Half a large commit: let a full read finish it (lib/journal.hpp).
+      m_cache.reset();
+      return std::optional<ClusterState>();
+    }
+    if (e.type == EventType::Delete) {
+      apply_delete(st, e.kv.key);
+    } else if (auto r = apply_put(st, e.kv); !r) {
+      m_cache.reset();
+      return fail(r.error());
+    }
+    st.revision = e.revision();
+  }
+  return std::optional<ClusterState>(st);
+}
+
+Result<bool> State::wait_for_change(std::string_view prefix, std::chrono::milliseconds timeout) {
+  if (!m_watch || m_watch_prefix != prefix) {
+    int64_t from = 0;
+    {
+      std::lock_guard lock(m_cache_mutex);
+      if (m_cache) from = m_cache->revision;
+    }
+    if (from == 0) {
+      auto rev = m_store.revision();
+      if (!rev) return fail(store_diag(rev.error()));
+      from = *rev;
+    }
+    auto watch = m_store.watch(prefix, from + 1);
+    if (!watch) return fail(store_diag(watch.error()));
+    m_watch = std::move(*watch);
+    m_watch_prefix = std::string(prefix);
+    // Without a loaded state, a new watch cannot tell what changed before it began, so
+    // it says "maybe" once and the caller reads.
+    if (!m_options.follow_changes) return true;
+  }
+  int64_t seen = 0;
+  {
+    std::lock_guard lock(m_cache_mutex);
+    if (m_cache) seen = m_cache->revision;
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto events = m_watch->next(std::max(left, std::chrono::milliseconds(0)));
+    if (!events) {
+      // A watch that failed stays failed; the next call starts a new one from the state
+      // then known (a compacted start revision is then behind us).
+      m_watch.reset();
+      if (events.error().code == StoreErrc::Compacted) return true;
+      return fail(store_diag(events.error()));
+    }
+    // Changes the last load already saw (this process's own commits among them) are
+    // not news.
+    if (!events->empty() && events->back().revision() > seen) return true;
+    if (left.count() <= 0) return false;
+  }
+}
+
+namespace {
+
+// The app record as the apps/ key holds it: everything but what the status key holds and
+// the bookkeeping of when and by whom it was written, so two records with the same spec
+// compare equal.
+nlohmann::json spec_json(const AppRecord& a) {
+  nlohmann::json j = a;
+  j.erase("status");
+  j.erase("failed_roles");
+  return j;
+}
+
+}  // namespace
 
 Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op) {
   Txn txn;
@@ -242,12 +346,42 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   }
   for (const auto& t : batch.put_tenants) txn.puts.push_back({keys::tenant(t.name), nlohmann::json(t).dump()});
   for (auto& a : batch.put_apps) {
-    if (a.created.empty()) a.created = now;
-    a.updated = now;
-    if (a.op.empty()) a.op = op;
-    txn.puts.push_back({keys::app(a.tenant, a.name), nlohmann::json(a).dump()});
+    // The spec record is written only when the spec changed; an observation (status,
+    // failed roles) rewrites just the small status key.
+    const AppRecord* before = base.find_app(a.tenant, a.name);
+    if (!before || spec_json(*before) != spec_json(a)) {
+      if (a.created.empty()) a.created = now;
+      a.updated = now;
+      if (a.op.empty()) a.op = op;
+      txn.puts.push_back({keys::app(a.tenant, a.name), spec_json(a).dump()});
+    }
+    if (!before || before->status != a.status || before->failed_roles != a.failed_roles) {
+      AppStatus status{a.status, a.failed_roles, now, op};
+      txn.puts.push_back({keys::app_status(a.tenant, a.name), nlohmann::json(status).dump()});
+    }
   }
-  for (const auto& [t, n] : batch.delete_apps) txn.deletes.push_back({keys::app(t, n)});
+  for (const auto& [t, n] : batch.delete_apps) {
+    txn.deletes.push_back({keys::app(t, n)});
+    txn.deletes.push_back({keys::app_status(t, n)});
+  }
+  // Spec bundles: new ones are written; one that no app refers to after this batch
+  // (its app was deleted or re-submitted from other files) goes in the same commit. A
+  // bundle still referenced by any app is never deleted.
+  {
+    std::map<std::string, std::string> referenced;  // App id -> bundle, after the batch.
+    for (const auto& [id, a] : base.apps) referenced[id] = a.bundle;
+    for (const auto& [t, n] : batch.delete_apps) referenced.erase(t + "/" + n);
+    for (const auto& a : batch.put_apps) referenced[a.tenant + "/" + a.name] = a.bundle;
+    std::set<std::string> live;
+    for (const auto& [id, hash] : referenced)
+      if (!hash.empty()) live.insert(hash);
+    std::set<std::string> dropped;
+    for (const auto& [id, a] : base.apps)
+      if (!a.bundle.empty() && !live.count(a.bundle)) dropped.insert(a.bundle);
+    for (const auto& hash : dropped) txn.deletes.push_back({keys::bundle(hash)});
+    for (const auto& [hash, content] : batch.put_bundles)
+      if (live.count(hash)) txn.puts.push_back({keys::bundle(hash), content});
+  }
   for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), nlohmann::json(i).dump()});
   for (const auto& k : batch.delete_instances) txn.deletes.push_back({"instances/" + k});
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});
@@ -293,20 +427,34 @@ Result<ClusterState> State::update(const std::string& op,
 Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t limit) {
   // Events of a half-applied commit would arrive out of order: finish it first.
   if (auto r = roll_forward(m_store); !r) return fail(store_diag(r.error()));
-  auto kvs = m_store.range("events/");
-  if (!kvs) return fail(store_diag(kvs.error()));
+  // Only the keys after `after`: a follower's poll costs what is new, not the whole
+  // timeline (up to event_retention keys). Event keys are zero-padded, so key order is
+  // sequence order, and "events0" is the first key past every "events/...".
   std::vector<TimelineEvent> out;
-  std::string from = keys::event(after);
-  for (const auto& kv : *kvs) {
-    if (kv.key <= from) continue;
-    try {
-      out.push_back(nlohmann::json::parse(kv.value).get<TimelineEvent>());
-    } catch (const std::exception& e) {
-      return fail(Diagnostic{{}, kv.key, fmt::format("corrupt event in the store: {}", e.what()), ""});
+  RangeRequest request = RangeRequest::interval(keys::event(after) + std::string(1, '\0'), "events0", 0,
+                                                limit ? std::min(limit, k_page) : k_page);
+  for (;;) {
+    auto page = m_store.read(request);
+    if (!page) return fail(store_diag(page.error()));
+    for (const auto& kv : page->kvs) {
+      try {
+        out.push_back(nlohmann::json::parse(kv.value).get<TimelineEvent>());
+      } catch (const std::exception& e) {
+        return fail(Diagnostic{{}, kv.key, fmt::format("corrupt event in the store: {}", e.what()), ""});
+      }
+      if (limit && out.size() >= limit) return out;
     }
-    if (limit && out.size() >= limit) break;
+    if (!page->more || page->kvs.empty()) return out;
+    request.key = page->kvs.back().key + std::string(1, '\0');
+    request.revision = page->revision;
   }
-  return out;
+}
+
+Result<std::optional<std::string>> State::bundle(const std::string& hash) {
+  auto kv = m_store.get(keys::bundle(hash));
+  if (!kv) return fail(store_diag(kv.error()));
+  if (!*kv) return std::optional<std::string>();
+  return std::optional<std::string>((*kv)->value);
 }
 
 Result<void> State::write_heartbeats(const std::vector<std::string>& nodes, const std::string& agent) {
@@ -345,11 +493,25 @@ Result<int64_t> State::last_seq() {
 
 std::vector<RunningApp> State::list(const std::string& tenant) const {
   std::vector<RunningApp> out;
-  auto kvs = m_store.range(keys::app(tenant, ""));
+  // The records and their statuses at one revision, so an app is never paired with
+  // another moment's status.
+  auto kvs = m_store.read(RangeRequest::prefix(keys::app(tenant, "")));
   if (!kvs) return out;
-  for (const auto& kv : *kvs) {
+  auto statuses = m_store.read(RangeRequest::prefix(keys::app_status(tenant, ""), kvs->revision));
+  std::map<std::string, std::string> status_of;
+  if (statuses) {
+    for (const auto& kv : statuses->kvs) {
+      try {
+        status_of[kv.key.substr(std::string_view("status/").size())] =
+            nlohmann::json::parse(kv.value).get<AppStatus>().status;
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  for (const auto& kv : kvs->kvs) {
     try {
       auto a = nlohmann::json::parse(kv.value).get<AppRecord>();
+      if (auto it = status_of.find(kv.key); it != status_of.end()) a.status = it->second;
       out.push_back(RunningApp{a.tenant, a.name, a.version, a.workload.outputs, a.status == "Ready"});
     } catch (const std::exception&) {
       // A corrupt record is reported by load(); resolution simply does not reuse it.

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +30,11 @@ struct AppRecord {
   Workload workload;                       // Typed roles, outputs, config reads.
   nlohmann::json document;                 // The gaia/v1 document, for display.
   std::vector<std::string> dependencies;   // Names (same tenant) this app imports from.
-  std::string spec_dir;                    // Where the spec was read from.
+  std::string spec_dir;                    // Where the spec was read from (for display).
+  // The content hash of the spec bundle it was rendered from (key bundles/<hash>): the
+  // files themselves, so any machine can re-render it. Empty for apps submitted before
+  // bundles existed; those re-render from spec_dir.
+  std::string bundle;
   std::string source;                      // Apply source that owns it ("" for submit).
   // Replicas set by `gaia scale`, by role; they beat the workload's count until the
   // next submit or apply of a changed spec.
@@ -44,6 +50,19 @@ struct AppRecord {
 
 void to_json(nlohmann::json& j, const AppRecord& a);
 void from_json(const nlohmann::json& j, AppRecord& a);
+
+// What the controllers observe about an app, kept apart from its spec under
+// status/apps/<tenant>/<name>: an observation rewrites this small key, never the app
+// record with its rendered document.
+struct AppStatus {
+  std::string status = "Deploying";
+  std::map<std::string, std::string> failed_roles;
+  std::string time;  // When it last changed, RFC 3339 UTC.
+  std::string op;    // The operation that changed it.
+};
+
+void to_json(nlohmann::json& j, const AppStatus& s);
+void from_json(const nlohmann::json& j, AppStatus& s);
 
 // One timeline entry (docs/cli.md#gaia-events).
 struct TimelineEvent {
@@ -95,6 +114,9 @@ struct Batch {
   std::vector<std::string> delete_instances;  // Instance keys.
   std::optional<SchedulerProfile> profile;
   std::map<std::string, nlohmann::json> put_settings;  // settings/<name> -> value.
+  // Spec bundles by content hash (bundles/<hash> -> the bundle's JSON). A bundle no app
+  // refers to once the batch is applied is deleted by the same commit.
+  std::map<std::string, std::string> put_bundles;
   std::vector<TimelineEvent> events;
 
   bool empty() const;
@@ -111,6 +133,12 @@ struct Batch {
 
 struct StateOptions {
   int64_t event_retention = 100000;  // Events kept; older ones are deleted as new ones come.
+  // Keep the loaded state and bring it up to date from the store's changes since it was
+  // read, instead of reading everything again (an informer): load() then costs what
+  // changed, and wait_for_change() sleeps on a watch. A full read replaces it whenever
+  // the history it needs was compacted. For long-running loops (controller run, the
+  // agent, events -f) and commands that load more than once.
+  bool follow_changes = false;
 };
 
 class State final : public RunningApps {
@@ -130,6 +158,14 @@ class State final : public RunningApps {
   Result<std::vector<TimelineEvent>> events_after(int64_t after, size_t limit = 0);
   Result<int64_t> last_seq();
 
+  // Waits up to `timeout` for a change to keys starting with `prefix` after the last
+  // state load() returned (after the current revision if none was), through a watch;
+  // true when one came. A failed watch is dropped and made again on the next call.
+  Result<bool> wait_for_change(std::string_view prefix, std::chrono::milliseconds timeout);
+
+  // The spec bundle stored under `hash` (AppRecord::bundle); nothing when it is absent.
+  Result<std::optional<std::string>> bundle(const std::string& hash);
+
   // Records a heartbeat for each node, now, in one transaction of its own.
   Result<void> write_heartbeats(const std::vector<std::string>& nodes, const std::string& agent);
 
@@ -140,9 +176,22 @@ class State final : public RunningApps {
   Store& store() { return m_store; }
 
  private:
+  // A full read of the state at one revision.
+  Result<ClusterState> load_all();
+  // The cached state brought up to date from the changes since its revision; nothing
+  // when those changes are no longer kept (then the caller reads everything).
+  Result<std::optional<ClusterState>> refresh_cache();
+
   Store& m_store;
   const Clock& m_clock;
   StateOptions m_options;
+  // The informer's state (StateOptions::follow_changes), guarded by m_cache_mutex since
+  // a State may be shared by threads.
+  std::mutex m_cache_mutex;
+  std::optional<ClusterState> m_cache;
+  // The watch behind wait_for_change, and the prefix it follows.
+  std::unique_ptr<Watch> m_watch;
+  std::string m_watch_prefix;
 };
 
 // A fresh operation id ("op-20261122T151200-3fa2"): time plus randomness, unique
@@ -157,6 +206,8 @@ std::string app(const std::string& tenant, const std::string& name);
 std::string instance(const Instance& i);
 std::string event(int64_t seq);
 std::string heartbeat(const std::string& node);
+std::string app_status(const std::string& tenant, const std::string& name);
+std::string bundle(const std::string& hash);
 inline constexpr const char* k_seq = "meta/event_seq";
 inline constexpr const char* k_profile = "meta/profile";
 // The settings/<name> entry recording the backend a cluster was created for.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include <thread>
+
 namespace gaia {
 
 std::string StoreError::to_string() const {
@@ -11,7 +13,153 @@ std::string StoreError::to_string() const {
 }
 
 Diagnostic StoreError::to_diagnostic() const {
-  return Diagnostic{.location = {}, .path = "", .message = message, .hint = hint};
+  return Diagnostic{.location = {},
+                    .path = "",
+                    .message = message,
+                    .hint = hint,
+                    .code = fmt::format("store.{}", gaia::to_string(code))};
+}
+
+std::string_view to_string(StoreErrc code) {
+  switch (code) {
+    case StoreErrc::Io: return "io";
+    case StoreErrc::Corrupt: return "corrupt";
+    case StoreErrc::SchemaTooNew: return "schema-too-new";
+    case StoreErrc::Busy: return "busy";
+    case StoreErrc::Compacted: return "compacted";
+    case StoreErrc::FutureRevision: return "future-revision";
+    case StoreErrc::LeaseNotFound: return "lease-not-found";
+    case StoreErrc::InvalidArgument: return "invalid-argument";
+    case StoreErrc::Timeout: return "timeout";
+    case StoreErrc::Unavailable: return "unavailable";
+    case StoreErrc::TooLarge: return "too-large";
+    case StoreErrc::Unauthenticated: return "unauthenticated";
+  }
+  return "unknown";
+}
+
+bool is_transient(StoreErrc code) {
+  return code == StoreErrc::Busy || code == StoreErrc::Timeout || code == StoreErrc::Unavailable;
+}
+
+bool is_transient(const Diagnostics& ds) {
+  if (ds.empty()) return false;
+  for (const auto& d : ds) {
+    bool transient = false;
+    for (auto code : {StoreErrc::Busy, StoreErrc::Timeout, StoreErrc::Unavailable})
+      if (d.code == fmt::format("store.{}", to_string(code))) transient = true;
+    if (!transient) return false;
+  }
+  return true;
+}
+
+std::string prefix_range_end(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    auto last = static_cast<unsigned char>(end.back());
+    if (last < 0xff) {
+      end.back() = static_cast<char>(last + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+RangeRequest RangeRequest::prefix(std::string_view prefix, int64_t revision, size_t limit) {
+  RangeRequest r;
+  r.key = std::string(prefix);
+  r.range_end = prefix_range_end(prefix);
+  r.revision = revision;
+  r.limit = limit;
+  return r;
+}
+
+RangeRequest RangeRequest::interval(std::string_view from, std::string_view to, int64_t revision, size_t limit) {
+  RangeRequest r;
+  r.key = std::string(from);
+  r.range_end = std::string(to);
+  r.revision = revision;
+  r.limit = limit;
+  return r;
+}
+
+bool RangeRequest::contains(std::string_view k) const {
+  if (range_end.empty()) return k == key;
+  if (k < std::string_view(key)) return false;
+  return range_end == std::string_view("\0", 1) || k < std::string_view(range_end);
+}
+
+StoreResult<std::optional<KeyValue>> Store::get(std::string_view key) {
+  RangeRequest r;
+  r.key = std::string(key);
+  auto answer = read(r);
+  if (!answer) return std::unexpected(answer.error());
+  if (answer->kvs.empty()) return std::optional<KeyValue>();
+  return std::optional<KeyValue>(std::move(answer->kvs.front()));
+}
+
+StoreResult<std::vector<KeyValue>> Store::range(std::string_view prefix, size_t limit) {
+  auto answer = read(RangeRequest::prefix(prefix, 0, limit));
+  if (!answer) return std::unexpected(answer.error());
+  return std::move(answer->kvs);
+}
+
+namespace {
+
+// The watch of a store without a native one: changes_since() polled every interval.
+// Polling is cheap where it is a local indexed query (SQLite, memory), and each poll
+// asks only for what is new.
+class PollingWatch final : public Watch {
+ public:
+  PollingWatch(Store& store, std::string prefix, int64_t from, std::chrono::milliseconds poll)
+      : m_store(store), m_prefix(std::move(prefix)), m_next(from), m_poll(poll) {}
+
+  StoreResult<std::vector<Event>> next(std::chrono::milliseconds timeout) override {
+    if (m_failed) return std::unexpected(*m_failed);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      // The revision first: changes_since, read after it, covers every change up to it,
+      // so when nothing under the prefix came the watch has still seen up to there.
+      auto rev = m_store.revision();
+      if (!rev) return fail(rev.error());
+      auto changes = m_store.changes_since(m_next, m_prefix);
+      if (!changes) return fail(changes.error());
+      if (!changes->empty()) {
+        m_next = changes->back().revision() + 1;
+        return std::move(*changes);
+      }
+      if (*rev >= m_next) m_next = *rev + 1;
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return std::vector<Event>{};
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(m_poll, deadline - now));
+    }
+  }
+
+  int64_t revision() const override { return m_next - 1; }
+
+ private:
+  std::unexpected<StoreError> fail(StoreError e) {
+    m_failed = e;
+    return std::unexpected(std::move(e));
+  }
+
+  Store& m_store;
+  std::string m_prefix;
+  int64_t m_next;
+  std::chrono::milliseconds m_poll;
+  std::optional<StoreError> m_failed;
+};
+
+}  // namespace
+
+StoreResult<std::unique_ptr<Watch>> Store::watch(std::string_view prefix, int64_t from_revision) {
+  if (from_revision < 1)
+    return std::unexpected(StoreError{StoreErrc::InvalidArgument,
+                                      fmt::format("a watch starts at revision {}; revisions start at 1", from_revision),
+                                      "", 0});
+  return std::unique_ptr<Watch>(
+      std::make_unique<PollingWatch>(*this, std::string(prefix), from_revision, std::chrono::milliseconds(100)));
 }
 
 StoreResult<int64_t> Store::put(std::string_view key, std::string_view value, int64_t lease) {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,7 +39,21 @@ enum class StoreErrc {
   InvalidArgument,  // The request itself is malformed (empty key, duplicate keys...).
   Timeout,          // The server did not answer in time; a write may or may not have been
                     // applied, so read it back before repeating it.
+  Unavailable,      // No member of the cluster could be reached, or none could serve (no
+                    // leader); nothing was applied.
+  TooLarge,         // The request exceeds the server's limits (--max-request-bytes,
+                    // --max-txn-ops); nothing was applied.
+  Unauthenticated,  // The server refused the credentials, the token, or the permission.
 };
+
+// A stable, machine-readable name for a code ("unavailable", "too-large"), shown in
+// JSON output and used by callers that decide whether to retry.
+std::string_view to_string(StoreErrc code);
+// Whether a failure with `code` may pass by itself (a restarting or overloaded server),
+// so a long-running loop waits and tries again rather than giving up.
+bool is_transient(StoreErrc code);
+// Whether every one of `ds` is such a store failure (by its Diagnostic::code).
+bool is_transient(const Diagnostics& ds);
 
 struct StoreError {
   StoreErrc code = StoreErrc::Io;
@@ -127,15 +142,71 @@ size_t txn_request_bytes(const Txn& txn);
 // Whether `txn` fits `limits`.
 bool txn_fits(const Txn& txn, const TxnLimits& limits);
 
+// One read of a key range at one revision (etcd's RangeRequest).
+//   key:       the first key (inclusive).
+//   range_end: the end (exclusive); empty means the single key `key`; "\0" means every
+//              key >= `key`. RangeRequest::prefix() builds the range of a prefix.
+//   revision:  read the keys as they were at this revision; 0 means the current one.
+//              Fails with StoreErrc::Compacted when that revision's state is no longer
+//              kept, StoreErrc::FutureRevision when it is after the current one.
+//   limit:     at most this many keys (0: all); `more` tells whether some were left out.
+//   keys_only: values are left empty.
+//   count_only: no keys are returned, only `count`.
+struct RangeRequest {
+  std::string key;
+  std::string range_end;
+  int64_t revision = 0;
+  size_t limit = 0;
+  bool keys_only = false;
+  bool count_only = false;
+
+  // Every key starting with `prefix` (all keys when it is empty).
+  static RangeRequest prefix(std::string_view prefix, int64_t revision = 0, size_t limit = 0);
+  // Keys in [from, to).
+  static RangeRequest interval(std::string_view from, std::string_view to, int64_t revision = 0,
+                               size_t limit = 0);
+  // Whether `k` falls inside this request's range.
+  bool contains(std::string_view k) const;
+};
+
+struct RangeResponse {
+  std::vector<KeyValue> kvs;  // Sorted by key (byte order).
+  int64_t revision = 0;       // The revision the range was read at (the header revision).
+  bool more = false;          // Keys past `limit` exist in the range.
+  int64_t count = 0;          // Keys in the whole range, regardless of `limit`.
+};
+
+// The exclusive end of the range of keys starting with `prefix`: the prefix with its last
+// byte below 0xff incremented and what follows dropped. An empty prefix, or one of only
+// 0xff bytes, has no such key: then "\0", which means "to the end".
+std::string prefix_range_end(std::string_view prefix);
+
+// A stream of changes to the keys under one prefix, from a start revision on; made by
+// Store::watch. It delivers every change once, in revision order, and never splits a
+// revision. One Watch is used by one thread at a time.
+class Watch {
+ public:
+  virtual ~Watch() = default;
+  // Waits up to `timeout` for changes and returns those that arrived (oldest first), or
+  // an empty vector when none came in time. Fails with StoreErrc::Compacted when the
+  // start revision's history is gone (the caller re-reads with a range and watches again
+  // from that range's revision), or with the store's error when it cannot be reached; a
+  // watch that failed once keeps failing, so the caller makes a new one.
+  virtual StoreResult<std::vector<Event>> next(std::chrono::milliseconds timeout) = 0;
+  // The revision the watch has reached: every change up to it has been returned.
+  virtual int64_t revision() const = 0;
+};
+
 // One Store object may be shared between threads; several objects (in one or many
 // processes) may open the same backing store at once.
 class Store {
  public:
   virtual ~Store() = default;
 
-  virtual StoreResult<std::optional<KeyValue>> get(std::string_view key) = 0;
-  // Keys starting with `prefix`, sorted by key (byte order); at most `limit` unless 0.
-  virtual StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) = 0;
+  // The one read: a range at one revision (see RangeRequest). Readers that need several
+  // ranges to agree read the first at revision 0 and the others at the revision it
+  // returned.
+  virtual StoreResult<RangeResponse> read(const RangeRequest& request) = 0;
   virtual StoreResult<int64_t> revision() = 0;
   virtual StoreResult<TxnResult> txn(const Txn& txn) = 0;
   // The bounds of one transaction here. A caller whose change does not fit commits it
@@ -152,6 +223,10 @@ class Store {
   virtual StoreResult<std::vector<Event>> changes_since(int64_t from_revision,
                                                         std::string_view prefix,
                                                         size_t limit = 0) = 0;
+  // Follows changes to keys starting with `prefix` from `from_revision` on (the next
+  // revision after a read's, to miss nothing). The default polls changes_since() every
+  // 100 ms (SQLite, the in-memory store); etcd streams its own watch.
+  virtual StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision);
   // Discards history older than `revision` (changes_since(revision) keeps working).
   virtual StoreResult<void> compact(int64_t revision) = 0;
 
@@ -163,6 +238,10 @@ class Store {
   // Ends the lease now, deleting its keys.
   virtual StoreResult<void> revoke(int64_t lease) = 0;
 
+  // Convenience wrappers over read(): one key, and the keys starting with `prefix`
+  // (sorted by key, at most `limit` unless 0), at the current revision.
+  StoreResult<std::optional<KeyValue>> get(std::string_view key);
+  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0);
   // Convenience wrappers over txn(); they return the revision of the change.
   StoreResult<int64_t> put(std::string_view key, std::string_view value, int64_t lease = 0);
   StoreResult<int64_t> del(std::string_view key);

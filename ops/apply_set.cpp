@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lib/hash.hpp"
+#include "ops/bundle.hpp"
 
 namespace gaia::ops {
 
@@ -79,6 +80,7 @@ Result<SetDecision> decide_set(const Workspace& ws, const SetRequest& request) {
   SetDecision out;
   out.source = std::move(*source);
   out.plan = plan_apply(*loaded, set->request);
+  attach_bundles(*loaded, set->request.apps, set->submission->bundles, out.plan.batch);
   out.set = std::move(*set);
   out.state = std::move(*loaded);
   return out;
@@ -123,6 +125,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
   Applied applied{{}, set->request.tenant, *source, *loaded, std::nullopt};
   if (options.dry_run) {
     applied.plan = plan_apply(*loaded, set->request);
+    attach_bundles(*loaded, set->request.apps, set->submission->bundles, applied.plan.batch);
     return applied;
   }
   // Decided inside the transaction: a concurrent writer makes it decide again on what
@@ -139,6 +142,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
       *set = std::move(*again);
     }
     applied.plan = plan_apply(st, set->request);
+    attach_bundles(st, set->request.apps, set->submission->bundles, applied.plan.batch);
     b = applied.plan.batch;
     return {};
   });

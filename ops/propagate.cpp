@@ -20,7 +20,62 @@ using json = nlohmann::json;
 
 std::string id_of(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
 
+// Where a re-render reads an app's spec from: its bundle unpacked into a temporary folder
+// (removed with this), or, for a record without one, the folder it was submitted from.
+struct SpecSource {
+  std::optional<TempFolder> folder;
+  std::optional<Materialized> unpacked;
+  spec::AppSpec spec;
+
+  // Paths of the unpacked folder shown as they were where the bundle was made.
+  std::string unmap(std::string text) const { return unpacked ? unpacked->unmap(std::move(text)) : text; }
+  Diagnostic unmap(Diagnostic d) const {
+    d.location.file = unmap(std::move(d.location.file));
+    d.message = unmap(std::move(d.message));
+    d.hint = unmap(std::move(d.hint));
+    return d;
+  }
+};
+
+Result<SpecSource> open_spec(const AppRecord& app, const BundleReader& bundles) {
+  SpecSource src;
+  if (app.bundle.empty()) {
+    if (app.spec_dir.empty()) return fail(Diagnostic{{}, "", "no spec directory recorded", ""});
+    auto spec = spec::load_app_spec(app.spec_dir);
+    if (!spec) return fail(spec.error());
+    src.spec = std::move(*spec);
+    return src;
+  }
+  std::string what = fmt::format("its spec bundle {}", app.bundle);
+  if (!bundles) throw std::logic_error("propagate: no way to read spec bundles");
+  auto text = bundles(app.bundle);
+  if (!text) return fail(text.error());
+  if (!*text)
+    return fail(Diagnostic{{}, "", fmt::format("{} is missing from the store (key {})", what, keys::bundle(app.bundle)),
+                           ""});
+  auto bundle = parse_bundle(**text, app.bundle, what);
+  if (!bundle) return fail(bundle.error());
+  auto folder = TempFolder::make();
+  if (!folder) return fail(folder.error());
+  auto unpacked = materialize_bundle(*bundle, folder->path());
+  if (!unpacked) return fail(unpacked.error());
+  src.folder = std::move(*folder);
+  src.unpacked = std::move(*unpacked);
+  auto spec = spec::load_app_spec(src.unpacked->app_dir);
+  if (!spec) {
+    Diagnostics errors;
+    for (const auto& e : spec.error()) errors.push_back(src.unmap(e));
+    return fail(std::move(errors));
+  }
+  src.spec = std::move(*spec);
+  return src;
+}
+
 }  // namespace
+
+BundleReader bundle_reader(const Workspace& ws) {
+  return [&ws](const std::string& hash) { return ws.state.bundle(hash); };
+}
 
 ConfigSnapshot app_snapshot(const StoreConfigSource& centers, const AppRecord& app) {
   return layered_snapshot(&centers, app.tenant, config_file_layer(app.render_inputs.get<RenderInputs>()));
@@ -34,7 +89,8 @@ std::string display_value(const std::string& key, const json& value) {
 }
 
 Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource& after,
-                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir) {
+                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir,
+                              const BundleReader& bundles) {
   Propagation out;
   auto direct = direct_impact(state, keys, [&](const AppRecord& a) { return app_snapshot(after, a); });
   std::map<std::string, const DirectImpact*> direct_by_id;
@@ -73,10 +129,9 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
       continue;
     }
     std::string where = app.spec_dir.empty() ? std::string("<unknown>") : display_path(app.spec_dir);
-    auto app_spec = app.spec_dir.empty() ? Result<spec::AppSpec>(fail(Diagnostic{{}, "", "no spec directory recorded", ""}))
-                                     : spec::load_app_spec(app.spec_dir);
-    if (!app_spec) {
-      for (auto e : app_spec.error()) {
+    auto source = open_spec(app, bundles);
+    if (!source) {
+      for (auto e : source.error()) {
         e.message = fmt::format("cannot re-render {} ({}) from {}: {}", app.name, app.tenant, where, e.message);
         if (e.hint.empty()) e.hint = fmt::format("resubmit it (gaia submit DIR --tenant {}) or delete it", app.tenant);
         errors.push_back(std::move(e));
@@ -84,8 +139,9 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
       failed.insert(id);
       continue;
     }
+    const spec::AppSpec* app_spec = &source->spec;
     if (app_spec->name != app.name || app_spec->version.to_string() != app.version) {
-      errors.push_back(Diagnostic{{app_spec->yaml_file}, "version",
+      errors.push_back(Diagnostic{{source->unmap(app_spec->yaml_file)}, "version",
                                   fmt::format("{} runs {} {}, but its spec directory now holds {} {}", id, app.name,
                                               app.version, app_spec->name, app_spec->version.to_string()),
                                   fmt::format("resubmit it (gaia submit {} --tenant {}) to deploy the edited spec, "
@@ -114,12 +170,19 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
       else if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
     }
     render::RenderRequest req;
-    req.spec = &*app_spec;
+    req.spec = app_spec;
     req.deps = std::move(deps);
     req.options = record_render_options(app, app_snapshot(after, app));
+    if (source->unpacked) {
+      // The library paths as unpacked; the bundle's hash stands for every file, so the
+      // renders of one bundle share cache entries whichever folder it is unpacked in.
+      req.options.jpaths = source->unpacked->jpaths;
+      req.sources_key = app.bundle;
+    }
     auto rendered = render::render_app(req, cache.get());
     if (!rendered) {
       for (auto e : rendered.error()) {
+        e = source->unmap(std::move(e));
         e.message = fmt::format("re-rendering {} ({}) for this change: {}", app.name, app.tenant, e.message);
         errors.push_back(std::move(e));
       }
@@ -171,7 +234,7 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
   // the renders after the write are render-cache hits.
   StoreConfigSource after = *centers;
   change.apply(after, centers->revision() + 1);
-  auto prop = propagate(*state, after, change.keys, ws.render_cache_dir);
+  auto prop = propagate(*state, after, change.keys, ws.render_cache_dir, bundle_reader(ws));
   if (!prop) return fail(prop.error());
   if (dry_run) {
     out.propagation = std::move(*prop);
@@ -185,7 +248,7 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
   auto written = StoreConfigSource::load(ws.store);
   if (!written) return fail(written.error());
   auto committed = ws.state.update(ws.op, [&](const ClusterState& fresh, Batch& b) -> Result<void> {
-    auto again = propagate(fresh, *written, change.keys, ws.render_cache_dir);
+    auto again = propagate(fresh, *written, change.keys, ws.render_cache_dir, bundle_reader(ws));
     if (!again) {
       Diagnostics errors = again.error();
       for (auto& e : errors)
@@ -221,7 +284,7 @@ Result<RerenderOutcome> heal_stale_renders(const Workspace& ws) {
     out = {};
     auto keys = stale_keys(state, [&](const AppRecord& a) { return app_snapshot(*centers, a); });
     if (keys.empty()) return {};
-    auto prop = propagate(state, *centers, keys, ws.render_cache_dir);
+    auto prop = propagate(state, *centers, keys, ws.render_cache_dir, bundle_reader(ws));
     if (!prop) {
       Diagnostics errors = prop.error();
       for (auto& e : errors)

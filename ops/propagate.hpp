@@ -8,8 +8,9 @@
 //   1. load the cluster state and the centers, apply the change to a copy of the centers;
 //   2. re-render the apps whose recorded reads it changes, then, in topological order,
 //      the dependents whose imported outputs changed, each with the inputs it was
-//      submitted with (AppRecord::render_inputs, ops/render_inputs.hpp) and its spec
-//      directory. Any failure refuses the change: nothing is written;
+//      submitted with (AppRecord::render_inputs, ops/render_inputs.hpp) and the files
+//      of its spec bundle (ops/bundle.hpp). Any failure refuses the change: nothing is
+//      written;
 //   3. write the change (a config write with its history, a label write, or a node
 //      update);
 //   4. render again against what was written (render-cache hits unless someone else
@@ -28,6 +29,7 @@
 #include "controllers/placement.hpp"
 #include "controllers/propagation.hpp"
 #include "lib/config_center.hpp"
+#include "ops/bundle.hpp"
 #include "ops/runner.hpp"
 #include "ops/submission.hpp"
 #include "ops/workspace.hpp"
@@ -70,10 +72,17 @@ struct Propagation {
 // --config-file layer it was submitted with (if any) on top, as at submit.
 ConfigSnapshot app_snapshot(const StoreConfigSource& centers, const AppRecord& app);
 
+// Reads spec bundles from the workspace's store (State::bundle).
+BundleReader bundle_reader(const Workspace& ws);
+
 // Steps 1-2 on a given state and centers (after the change). Renders are cached in
-// `cache_dir` (none when empty).
+// `cache_dir` (none when empty). An app is rendered from its spec bundle, read with
+// `bundles` and unpacked into a temporary folder, so the render sees the files it was
+// submitted with on any machine; only records without one (written before bundles
+// existed) read their spec directory.
 Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource& after,
-                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir = {});
+                              const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir,
+                              const BundleReader& bundles);
 
 struct ChangeOutcome {
   bool dry_run = false;

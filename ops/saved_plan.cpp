@@ -9,6 +9,7 @@
 
 #include "lib/codec.hpp"
 #include "lib/hash.hpp"
+#include "ops/bundle.hpp"
 #include "ops/loader.hpp"
 #include "lib/version.hpp"
 #include "render/embedded.hpp"
@@ -130,7 +131,8 @@ Result<void> write_saved_plan(const fs::path& file, const SavedPlan& p) {
             {"reused", p.request.reused},
             {"secrets", p.request.secrets},
             {"decision", p.decision},
-            {"apps", apps}};
+            {"apps", apps},
+            {"bundles", p.bundles}};
   // Written next to the target and renamed, so a reader never sees half a plan.
   fs::path tmp = file;
   tmp += ".tmp";
@@ -185,6 +187,9 @@ Result<SavedPlan> read_saved_plan(const fs::path& file) {
     p.request.reused = j.at("reused").get<std::vector<std::string>>();
     p.request.secrets = j.at("secrets").get<std::map<std::string, std::vector<std::string>>>();
     for (const auto& a : j.at("apps")) p.request.apps.push_back(AppToDeploy{a.get<AppRecord>()});
+    p.bundles = j.value("bundles", std::map<std::string, std::string>{});
+    for (const auto& [hash, text] : p.bundles)
+      if (content_hash(text) != hash) throw std::runtime_error(fmt::format("spec bundle {} does not match its hash", hash));
   } catch (const std::exception& e) {
     return fail(Diagnostic{{file.string()}, "", fmt::format("broken plan file: {}", e.what()),
                            "write it again with `gaia plan -f PATH... --out FILE`"});
@@ -264,6 +269,7 @@ Result<PlanSaved> save_plan(const Workspace& ws, const SetRequest& request, cons
   if (!hashes) return fail(hashes.error());
   p.inputs = std::move(*hashes);
   p.request = decided->set.request;
+  p.bundles = decided->set.submission->bundles;
   p.decision = decision_summary(out.plan);
   if (auto w = write_saved_plan(file, p); !w) return fail(w.error());
   return out;
@@ -297,6 +303,7 @@ Result<Applied> apply_saved_plan(const Workspace& ws, const fs::path& file, cons
                                          st.revision, p->revision),
                              replan + "; nothing was applied"});
     applied.plan = plan_apply(st, p->request);
+    attach_bundles(st, p->request.apps, p->bundles, applied.plan.batch);
     if (decision_summary(applied.plan) != p->decision)
       return fail(Diagnostic{{file.string()}, "decision", "the decision made now differs from the reviewed one", replan});
     return {};

@@ -40,6 +40,10 @@ struct SavedPlan {
   InputScope scope;
   std::map<std::string, std::string> inputs;  // Canonical path -> content hash.
   ApplyRequest request;                       // The rendered records, reused apps, secrets.
+  // The records' spec bundles (hash -> JSON text, ops/bundle.hpp), committed with them:
+  // the files as they were when the plan was made, which the drift check guarantees are
+  // the files still there.
+  std::map<std::string, std::string> bundles;
   nlohmann::json decision = nlohmann::json::array();  // [{name, action, version}] reviewed.
 };
 

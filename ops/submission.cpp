@@ -6,6 +6,7 @@
 
 #include "controllers/lifecycle.hpp"
 #include "controllers/rollout.hpp"
+#include "ops/bundle.hpp"
 #include "render/chain.hpp"
 #include "spec/app_spec.hpp"
 
@@ -63,6 +64,7 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
   auto cache = open_render_cache(cache_dir);
   auto chain = render::render_chain(s.plan, options, cache.get());
   if (!chain) return fail(chain.error());
+  Diagnostics errors;
   for (size_t i : s.plan.order) {
     const auto& node = s.plan.nodes[i];
     if (node.action == spec::Action::Reuse) {
@@ -81,8 +83,20 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
     bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
     a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);
+    // The files it was rendered from, so a config change re-renders exactly these, on
+    // any machine, whatever happens to the folder afterwards.
+    if (node.spec) {
+      auto bundle = make_bundle(*node.spec, it->second.external, options.base.jpaths);
+      if (!bundle) {
+        errors.insert(errors.end(), bundle.error().begin(), bundle.error().end());
+        continue;
+      }
+      a.record.bundle = bundle->hash;
+      s.bundles.emplace(bundle->hash, std::move(bundle->json));
+    }
     s.apps.push_back(std::move(a));
   }
+  if (!errors.empty()) return fail(std::move(errors));
   return {};
 }
 
@@ -143,6 +157,7 @@ Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
   // submission is planned again on what it wrote, never on a stale state.
   auto done = commit_and_reconcile(ws, [&](const ClusterState& st, Batch& b) -> Result<void> {
     out.outcome = plan_submit(st, out.submission->apps);
+    attach_bundles(st, out.submission->apps, out.submission->bundles, out.outcome.batch);
     b = out.outcome.batch;
     return {};
   });

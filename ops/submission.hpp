@@ -5,6 +5,7 @@
 // (nothing written) and submitting (the decision committed, the controllers run), and
 // the instances that keep a submission from being complete.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct Submission {
   RenderInputs inputs;            // As loaded once for this command.
   std::vector<AppToDeploy> apps;  // Deploy nodes of the plan, in deploy order.
   std::vector<ReusedApp> reused;  // Running apps the chain reuses.
+  // The spec bundles of `apps` (AppRecord::bundle, ops/bundle.hpp): hash -> JSON text,
+  // committed with the records (attach_bundles) so any machine can re-render them.
+  std::map<std::string, std::string> bundles;
 
   // Names of every app the submission involves (deployed and reused).
   std::vector<std::string> app_names() const;

@@ -124,7 +124,8 @@ bool read_still_holds(const ConfigRead& read, const ConfigSnapshot& config) {
   return now && now->value == read.value && now->revision == read.revision;
 }
 
-std::optional<RawRender> cache_lookup(RenderCache& cache, const std::string& key, const ConfigSnapshot& config) {
+std::optional<CacheManifest> cache_lookup(RenderCache& cache, const std::string& key, const ConfigSnapshot& config,
+                                          bool check_external) {
   auto manifests = load_manifests(cache, key);
   if (!manifests) return std::nullopt;
   for (const auto& mj : *manifests) {
@@ -136,8 +137,8 @@ std::optional<RawRender> cache_lookup(RenderCache& cache, const std::string& key
     }
     bool ok = std::all_of(m.raw.reads.begin(), m.raw.reads.end(),
                           [&](const ConfigRead& r) { return read_still_holds(r, config); }) &&
-              std::all_of(m.external.begin(), m.external.end(), external_still_holds);
-    if (ok) return std::move(m.raw);
+              (!check_external || std::all_of(m.external.begin(), m.external.end(), external_still_holds));
+    if (ok) return m;
   }
   return std::nullopt;
 }

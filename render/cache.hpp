@@ -62,9 +62,12 @@ struct CacheManifest {
   std::vector<ExternalFile> external;  // Files (and misses) outside the app dir.
 };
 
-// The cached render under `key` whose reads still match `config` and whose external
-// files are unchanged; nullopt on a miss or an unreadable (corrupt) entry.
-std::optional<RawRender> cache_lookup(RenderCache& cache, const std::string& key, const ConfigSnapshot& config);
+// The manifest of the cached render under `key` whose reads still match `config` and
+// whose external files are unchanged; nullopt on a miss or an unreadable (corrupt)
+// entry. `check_external` false skips the file check, for keys that already cover those
+// files (a spec bundle's hash, RenderRequest::sources_key).
+std::optional<CacheManifest> cache_lookup(RenderCache& cache, const std::string& key, const ConfigSnapshot& config,
+                                          bool check_external = true);
 
 // Adds `manifest` to the entry under `key` (newest first; at most a few manifests are
 // kept per key). A corrupt entry is replaced.

@@ -116,14 +116,7 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
 }
 
 void hash_app_dir(Hasher& h, const fs::path& dir) {
-  std::vector<std::pair<std::string, fs::path>> files;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (it->is_regular_file(fec)) files.emplace_back(it->path().lexically_relative(dir).generic_string(), it->path());
-  }
-  std::sort(files.begin(), files.end());
+  auto files = app_dir_files(dir);
   h.add(fmt::format("files:{}", files.size()));
   for (const auto& [rel, p] : files) {
     h.add(rel);
@@ -135,6 +128,18 @@ void hash_app_dir(Hasher& h, const fs::path& dir) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, fs::path>> app_dir_files(const fs::path& dir) {
+  std::vector<std::pair<std::string, fs::path>> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) files.emplace_back(it->path().lexically_relative(dir).generic_string(), it->path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 Result<json> build_deps(const spec::AppSpec& spec, const json& deps) {
   json out = json::object();
@@ -174,13 +179,17 @@ std::string render_input_key(const RenderRequest& req, const json& built_deps) {
   h.add(k_cache_format);
   h.add(jsonnet_version());
   h.add(content_hash(k_gaia_libsonnet));
-  h.add(req.spec->dir.string());  // Error paths and the vendor/ beside it depend on it.
+  // A bundle's hash stands for the folder, its files and the library paths (it holds
+  // them all); otherwise the folder's path counts too, as error paths and the vendor/
+  // beside it depend on it.
+  h.add(req.sources_key.empty() ? req.spec->dir.string() : "bundle:" + req.sources_key);
   h.add(req.options.tenant);
   h.add(req.spec->name);
   h.add(req.spec->version.to_string());
   h.add(compact(built_deps));
   h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
   h.add(fmt::format("max_stack:{}", req.options.max_stack));
+  if (!req.sources_key.empty()) return h.hex();
   h.add(fmt::format("jpaths:{}", req.options.jpaths.size()));
   for (const auto& j : req.options.jpaths) {
     std::error_code ec;
@@ -210,15 +219,20 @@ Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache) {
   std::string key;
   if (cache) {
     key = render_input_key(req, *deps);
-    raw = cache_lookup(*cache, key, req.options.config);
-    if (req.stats) ++(raw ? req.stats->cache_hits : req.stats->cache_misses);
-    result.from_cache = raw.has_value();
+    auto hit = cache_lookup(*cache, key, req.options.config, req.sources_key.empty());
+    if (req.stats) ++(hit ? req.stats->cache_hits : req.stats->cache_misses);
+    result.from_cache = hit.has_value();
+    if (hit) {
+      raw = std::move(hit->raw);
+      result.external = std::move(hit->external);
+    }
   }
   if (!raw) {
     auto out = evaluate_sandboxed(req, *deps);
     if (!out) return std::unexpected(out.error());
     if (cache) cache_store(*cache, key, CacheManifest{out->raw, out->external});
     raw = std::move(out->raw);
+    result.external = std::move(out->external);
   }
   auto w = validate_workload(*req.spec, req.options.tenant, *raw);
   if (!w) return std::unexpected(w.error());

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/config_source.hpp"
@@ -57,13 +58,29 @@ struct RenderRequest {
   nlohmann::json deps = nlohmann::json::object();
   RenderOptions options;
   RenderStats* stats = nullptr;  // Optional.
+  // A hash of every file the render can read, when the caller knows one (a spec
+  // bundle's, ops/bundle.hpp). The cache key then uses it in place of the app dir's path
+  // and files and the jpaths, and a hit does not re-check the files outside the app dir
+  // (the bundle holds them), so renders of one bundle unpacked in different temporary
+  // folders share their cache entries. Empty: the files are hashed as they are found.
+  std::string sources_key;
 };
 
 struct Rendered {
   Workload workload;      // workload.hash is set.
   nlohmann::json document;  // The canonical gaia/v1 document (render::to_document).
   bool from_cache = false;
+  // The files imported from outside the app dir (vendor/, -J, GAIA_PATH) and the paths
+  // probed there that did not exist, sorted by path; on a cache hit, as the cached render
+  // recorded them. With the app dir's files these are everything the render read, which
+  // is what a spec bundle keeps.
+  std::vector<ExternalFile> external;
 };
+
+// Every regular file below `dir` (symlinks to files included, symlinked folders not
+// followed), as (path relative to `dir` with '/' separators, full path), sorted by the
+// relative path: the files the render-cache key hashes, and a spec bundle holds.
+std::vector<std::pair<std::string, std::filesystem::path>> app_dir_files(const std::filesystem::path& dir);
 
 // deps.<alias> objects for main.jsonnet: for each dependency of the spec, exactly the
 // outputs listed in its `import:`. Errors name a missing dependency or output.

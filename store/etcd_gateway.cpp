@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+#include "store/base64.hpp"
+
 namespace gaia {
 
 using nlohmann::json;
@@ -64,6 +66,25 @@ int64_t json_int64(const json& object, std::string_view field) {
   return 0;
 }
 
+StoreResult<KeyValue> decode_kv(const json& kv, std::string_view endpoint) {
+  auto field = [&](const char* name) {
+    return kv.is_object() && kv.contains(name) && kv[name].is_string()
+               ? base64_decode(kv[name].get_ref<const std::string&>())
+               : std::optional<std::string>(std::string());
+  };
+  auto key = field("key");
+  auto value = field("value");
+  if (!key || !value)
+    return std::unexpected(error(StoreErrc::Io,
+                                 fmt::format("etcd at {} sent a key or value that is not base64", endpoint)));
+  return KeyValue{std::move(*key),
+                  std::move(*value),
+                  json_int64(kv, "create_revision"),
+                  json_int64(kv, "mod_revision"),
+                  json_int64(kv, "version"),
+                  json_int64(kv, "lease")};
+}
+
 EtcdGateway::EtcdGateway(EtcdOptions options)
     : m_options(std::move(options)),
       m_client(http::TlsOptions{m_options.ca_file, m_options.cert_file, m_options.key_file,
@@ -107,6 +128,18 @@ std::string EtcdGateway::token() const {
   return m_token;
 }
 
+void EtcdGateway::avoid(const std::string& endpoint) {
+  auto it = std::find(m_options.endpoints.begin(), m_options.endpoints.end(), endpoint);
+  if (it != m_options.endpoints.end())
+    move_to_next_endpoint(static_cast<size_t>(it - m_options.endpoints.begin()));
+}
+
+StoreError EtcdGateway::explain(const std::string& message, const std::string& endpoint,
+                                std::string_view path) const {
+  bool retryable = false, token_invalid = false;
+  return map_etcd_error(0, message, endpoint, path, &retryable, &token_invalid);
+}
+
 void EtcdGateway::move_to_next_endpoint(size_t from) {
   size_t next = (from + 1) % m_options.endpoints.size();
   // Only move if no other thread has moved already, so two failures do not skip a member.
@@ -126,8 +159,9 @@ StoreResult<EtcdGateway::Attempt> EtcdGateway::send(std::string_view path, const
   size_t count = m_options.endpoints.size();
   size_t start = m_current.load() % count;
   std::vector<std::string> unreachable;
-  bool tls_failed = false;
+  bool tls_failed = false, only_tls = true;
   for (size_t i = 0; i < count; ++i) {
+    if (shape.cancellation != nullptr && shape.cancellation->cancelled()) break;
     size_t index = (start + i) % count;
     const std::string& endpoint = m_options.endpoints[index];
     if (trying != nullptr) *trying = endpoint;
@@ -142,7 +176,9 @@ StoreResult<EtcdGateway::Attempt> EtcdGateway::send(std::string_view path, const
                     (result.error().code == http::HttpErrc::CannotConnect ||
                      result.error().code == http::HttpErrc::Tls);
     if (not_sent) {
-      tls_failed = tls_failed || result.error().code == http::HttpErrc::Tls;
+      bool tls = result.error().code == http::HttpErrc::Tls;
+      tls_failed = tls_failed || tls;
+      only_tls = only_tls && tls;
       unreachable.push_back(result.error().message);
       continue;
     }
@@ -150,11 +186,15 @@ StoreResult<EtcdGateway::Attempt> EtcdGateway::send(std::string_view path, const
     if (index != start) m_current.store(index);
     return Attempt{std::move(result), endpoint};
   }
+  if (unreachable.empty())
+    return std::unexpected(error(StoreErrc::Io, fmt::format("the request to {} was cancelled", path)));
   std::string hint = count == 1 ? "check that etcd runs and listens on this client URL"
                                 : "check that etcd runs and listens on these client URLs";
   if (tls_failed)
     hint += "; a TLS failure means the CA file, client certificate or key does not match the server";
-  return std::unexpected(error(StoreErrc::Io,
+  // Members that are down or unreachable may come back, so the failure is transient
+  // (Unavailable); a handshake refused by every member is a configuration to fix (Io).
+  return std::unexpected(error(only_tls ? StoreErrc::Io : StoreErrc::Unavailable,
                                fmt::format("cannot reach etcd: {}", fmt::join(unreachable, "; ")),
                                std::move(hint)));
 }
@@ -179,6 +219,8 @@ StoreError EtcdGateway::map_failure(const Attempt& attempt, std::string_view pat
       // member, so a read may simply be asked again.
       *retryable = true;
       return error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
+    case http::HttpErrc::Cancelled:
+      return error(StoreErrc::Io, fmt::format("the request to etcd at {} was cancelled", endpoint));
     case http::HttpErrc::Status:
       break;
   }
@@ -202,19 +244,21 @@ StoreError EtcdGateway::map_etcd_error(int code, const std::string& message,
   *retryable = false;
   *token_invalid = false;
   auto at = [&](std::string_view what) { return fmt::format("etcd at {}: {}", endpoint, what); };
+  // Refused credentials, tokens and permissions are Unauthenticated: repeating the
+  // request cannot help, the configuration (or the cluster's roles) must change.
   if (contains(message, "invalid auth token") || contains(message, "revision of auth store is old")) {
     *token_invalid = true;
-    return error(StoreErrc::Io, at(message), "the authentication token was refused");
+    return error(StoreErrc::Unauthenticated, at(message), "the authentication token was refused");
   }
   if (contains(message, "user name is empty"))
-    return error(StoreErrc::Io, at("the cluster requires authentication"),
+    return error(StoreErrc::Unauthenticated, at("the cluster requires authentication"),
                  "give the store a username and password");
   if (contains(message, "authentication failed"))
-    return error(StoreErrc::Io,
+    return error(StoreErrc::Unauthenticated,
                  at(fmt::format("the credentials of user '{}' were rejected", m_options.username)),
                  "check the username and password");
   if (code == kPermissionDenied || contains(message, "permission denied"))
-    return error(StoreErrc::Io,
+    return error(StoreErrc::Unauthenticated,
                  at(fmt::format("user '{}' may not do {}: {}", m_options.username, path, message)),
                  "grant the user's role read and write access to gaia's keys");
   if (code == kNotFound && contains(message, "lease not found"))
@@ -224,12 +268,12 @@ StoreError EtcdGateway::map_etcd_error(int code, const std::string& message,
   if (contains(message, "required revision is a future revision"))
     return error(StoreErrc::FutureRevision, at(message));
   if (contains(message, "too many operations in txn request"))
-    return error(StoreErrc::InvalidArgument,
+    return error(StoreErrc::TooLarge,
                  at("the transaction has more operations than the server allows"),
                  "etcd's --max-txn-ops bounds one transaction; set EtcdOptions::max_txn_ops to it");
   // etcd checks --max-request-bytes itself; gRPC refuses even larger messages first.
   if (contains(message, "request is too large") || contains(message, "message larger than max"))
-    return error(StoreErrc::InvalidArgument, at("the transaction is larger than the server allows"),
+    return error(StoreErrc::TooLarge, at("the transaction is larger than the server allows"),
                  "etcd's --max-request-bytes bounds one request; set "
                  "EtcdOptions::max_request_bytes to it");
   if (contains(message, "duplicate key given in txn request"))
@@ -245,13 +289,15 @@ StoreError EtcdGateway::map_etcd_error(int code, const std::string& message,
     *retryable = true;
     return error(StoreErrc::Busy, at(message), "the cluster is overloaded; try again later");
   }
-  if (code == kUnavailable) {
+  // No leader, a leader change, a member not yet ready: the cluster cannot serve now but
+  // applied nothing; reads are retried, and what is left is Unavailable.
+  if (code == kUnavailable || contains(message, "no leader") || contains(message, "leader changed")) {
     *retryable = true;
-    return error(StoreErrc::Io, at(message),
+    return error(StoreErrc::Unavailable, at(message),
                  "the cluster may be electing a leader or have lost its quorum");
   }
   if (code == kUnauthenticated)
-    return error(StoreErrc::Io, at(message), "check the username and password");
+    return error(StoreErrc::Unauthenticated, at(message), "check the username and password");
   return error(StoreErrc::Io, at(message.empty() ? fmt::format("error code {}", code) : message));
 }
 
@@ -278,6 +324,23 @@ StoreResult<void> EtcdGateway::authenticate(std::string_view stale_token) {
                                  "is authentication enabled on the cluster (etcdctl auth enable)?"));
   m_token = std::move(token);
   return {};
+}
+
+StoreResult<void> EtcdGateway::check(const std::string& endpoint, http::Cancellation* cancellation) {
+  http::Request request;
+  request.url = endpoint + "/v3/kv/range";
+  request.body = R"({"key":"AA==","count_only":true})";
+  request.timeout = m_options.request_timeout;
+  request.connect_timeout = m_options.connect_timeout;
+  request.cancellation = cancellation;
+  if (auto t = token(); !t.empty()) request.headers.emplace_back("Authorization", std::move(t));
+  Attempt attempt{m_client.post(request), endpoint};
+  if (attempt.result) return {};
+  bool retryable = false, token_invalid = false;
+  StoreError failure = map_failure(attempt, "/v3/kv/range", &retryable, &token_invalid);
+  if (token_invalid) return {};
+  if (attempt.result.error().code == http::HttpErrc::CannotConnect) failure.code = StoreErrc::Unavailable;
+  return std::unexpected(std::move(failure));
 }
 
 StoreResult<void> EtcdGateway::connect() {
@@ -337,7 +400,8 @@ StoreResult<json> EtcdGateway::call(std::string_view path, const json& body,
 }
 
 StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
-                                      Idempotence idempotence, const ResultHandler& on_result) {
+                                      Idempotence idempotence, const ResultHandler& on_result,
+                                      const StreamControl& control) {
   std::string text = dump(body);
   bool refreshed = false;
   for (int attempt = 0;; ++attempt) {
@@ -345,7 +409,10 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
     std::string buffer;
     std::optional<StoreError> failed;
     bool delivered = false, token_expired = false, done = false;
-    std::string endpoint;  // The member being tried, named in messages.
+    std::string own_endpoint;
+    // The member being tried, named in messages; the caller's, when it wants to know it
+    // while the stream runs.
+    std::string& endpoint = control.endpoint != nullptr ? *control.endpoint : own_endpoint;
     // Handles one line of the answer; false stops reading.
     auto handle_line = [&](std::string_view line) -> bool {
       if (line.find_first_not_of(" \r\t") == std::string_view::npos) return true;
@@ -380,8 +447,10 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
       return *r;
     };
     http::Request shape;
-    shape.timeout = m_options.request_timeout;
+    shape.timeout = control.endless ? std::chrono::milliseconds(0) : m_options.request_timeout;
     shape.connect_timeout = m_options.connect_timeout;
+    shape.on_tick = control.on_tick;
+    shape.cancellation = control.cancellation;
     shape.on_data = [&](std::string_view chunk) {
       buffer.append(chunk);
       size_t start = 0;
@@ -396,7 +465,7 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
     };
     auto sent = send(path, text, shape, true, &endpoint);
     if (!sent) {
-      if (attempt < m_options.read_retries) {
+      if (control.retry && attempt < m_options.read_retries) {
         sleep_before_retry(attempt);
         continue;
       }
@@ -413,7 +482,7 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
       }
       // A failure after results were handed on cannot be retried here: the handler has
       // state. The caller sees the error and may start over.
-      if (retryable && !delivered && idempotence == Idempotence::Safe &&
+      if (retryable && !delivered && idempotence == Idempotence::Safe && control.retry &&
           attempt < m_options.read_retries) {
         sleep_before_retry(attempt);
         continue;
@@ -429,7 +498,8 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
       continue;
     }
     if (token_expired)
-      return std::unexpected(error(StoreErrc::Io, fmt::format("etcd at {}: invalid auth token", endpoint),
+      return std::unexpected(error(StoreErrc::Unauthenticated,
+                                   fmt::format("etcd at {}: invalid auth token", endpoint),
                                    "check the username and password"));
     if (failed) return std::unexpected(std::move(*failed));
     return {};

@@ -25,6 +25,22 @@ enum class Idempotence {
   Unsafe,  // Writes: repeated only when the first attempt surely never left this process.
 };
 
+// How a stream is run (EtcdGateway::stream); the defaults suit a short read of a stream
+// (changes_since, a keep-alive), the rest is for a watch that runs until it is ended.
+struct StreamControl {
+  // No bound on the whole exchange (only on connecting); on_tick bounds silence instead.
+  bool endless = false;
+  // Whether failures before any result was handed on are retried with back-off here. A
+  // watch retries by itself, so it can be ended between attempts.
+  bool retry = true;
+  // Passed to the request (http::Request::on_tick, ::cancellation).
+  std::function<bool()> on_tick;
+  http::Cancellation* cancellation = nullptr;
+  // Kept set to the member the stream goes to (also while it runs, for on_tick), for
+  // messages and failover.
+  std::string* endpoint = nullptr;
+};
+
 class EtcdGateway {
  public:
   // Validates the options (at least one endpoint, each an http(s) URL) without any I/O.
@@ -44,10 +60,22 @@ class EtcdGateway {
   // token, before `on_result` has seen anything of it.
   using ResultHandler = std::function<StoreResult<bool>(const nlohmann::json& result)>;
   StoreResult<void> stream(std::string_view path, const nlohmann::json& body,
-                           Idempotence idempotence, const ResultHandler& on_result);
+                           Idempotence idempotence, const ResultHandler& on_result,
+                           const StreamControl& control = {});
 
   // The member requests go to first right now ("http://127.0.0.1:2379"), for messages.
   std::string current_endpoint() const;
+  // Moves later requests off `endpoint` when it is the first member right now: it timed
+  // out or dropped a stream, and the next member may serve better.
+  void avoid(const std::string& endpoint);
+  // Whether `endpoint` itself serves a read within the request timeout (a count of one
+  // key, once, with the token): how a silent watch checks the member it listens to. An
+  // answer refusing the token counts, as the member did answer.
+  StoreResult<void> check(const std::string& endpoint, http::Cancellation* cancellation);
+  // Maps an error etcd reported inside an answer (a watch's cancel_reason) the way
+  // failed requests are mapped.
+  StoreError explain(const std::string& message, const std::string& endpoint,
+                     std::string_view path) const;
   const EtcdOptions& options() const { return m_options; }
 
  private:
@@ -85,5 +113,9 @@ class EtcdGateway {
 // etcd's gateway sends int64 fields as JSON strings ("revision": "12"), omits them when
 // zero, and some proxies re-encode them as numbers; this reads all three forms.
 int64_t json_int64(const nlohmann::json& object, std::string_view field);
+
+// A key-value as the gateway sends it (base64 key and value, int64s as strings); fails
+// naming `endpoint` when the key or value is not base64.
+StoreResult<KeyValue> decode_kv(const nlohmann::json& kv, std::string_view endpoint);
 
 }  // namespace gaia

@@ -5,6 +5,7 @@
 
 #include "store/base64.hpp"
 #include "store/etcd_gateway.hpp"
+#include "store/etcd_watch.hpp"
 
 namespace gaia {
 
@@ -24,7 +25,7 @@ std::string str(int64_t n) { return std::to_string(n); }
 // The request fields selecting every key that starts with `prefix`.
 json prefix_range(std::string_view prefix) {
   return json{{"key", b64(prefix.empty() ? kZeroKey : prefix)},
-              {"range_end", b64(etcd_prefix_end(prefix))}};
+              {"range_end", b64(prefix_range_end(prefix))}};
 }
 
 StoreError error(StoreErrc code, std::string message, std::string hint = {},
@@ -36,52 +37,22 @@ int64_t header_revision(const json& answer) {
   return answer.contains("header") ? json_int64(answer["header"], "revision") : 0;
 }
 
-StoreResult<KeyValue> decode_kv(const json& kv, const EtcdGateway& gateway) {
-  auto field = [&](const char* name) {
-    return kv.is_object() && kv.contains(name) && kv[name].is_string()
-               ? base64_decode(kv[name].get_ref<const std::string&>())
-               : std::optional<std::string>(std::string());
-  };
-  auto key = field("key");
-  auto value = field("value");
-  if (!key || !value)
-    return std::unexpected(error(StoreErrc::Io,
-                                 fmt::format("etcd at {} sent a key or value that is not base64",
-                                             gateway.current_endpoint())));
-  return KeyValue{std::move(*key),
-                  std::move(*value),
-                  json_int64(kv, "create_revision"),
-                  json_int64(kv, "mod_revision"),
-                  json_int64(kv, "version"),
-                  json_int64(kv, "lease")};
-}
-
 StoreResult<std::vector<KeyValue>> decode_kvs(const json& answer, const EtcdGateway& gateway) {
   std::vector<KeyValue> out;
   if (!answer.contains("kvs")) return out;
   for (const auto& kv : answer["kvs"]) {
-    auto decoded = decode_kv(kv, gateway);
+    auto decoded = decode_kv(kv, gateway.current_endpoint());
     if (!decoded) return std::unexpected(decoded.error());
     out.push_back(std::move(*decoded));
   }
   return out;
 }
 
-// Roughly the size of the transaction as etcd's protobuf request: the bytes of every
-// key and value plus a few bytes of framing each. Enough to refuse a request that is far
-// too large before sending it; the server's own check catches the rest.
+const char* const kCompactedHint = "re-read the current state and follow changes from its revision";
 
 }  // namespace
 
-std::string etcd_prefix_end(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
-  if (end.empty()) return kZeroKey;
-  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-  return end;
-}
-
-EtcdStore::EtcdStore(std::unique_ptr<EtcdGateway> gateway, EtcdOptions options)
+EtcdStore::EtcdStore(std::shared_ptr<EtcdGateway> gateway, EtcdOptions options)
     : m_gateway(std::move(gateway)), m_options(std::move(options)) {}
 
 EtcdStore::~EtcdStore() = default;
@@ -92,27 +63,72 @@ StoreResult<std::unique_ptr<EtcdStore>> EtcdStore::open(EtcdOptions options) {
   if (auto connected = (*gateway)->connect(); !connected) return std::unexpected(connected.error());
   // The gateway keeps the normalised options; the store reads its limits from there.
   EtcdOptions normalised = (*gateway)->options();
-  return std::unique_ptr<EtcdStore>(new EtcdStore(std::move(*gateway), std::move(normalised)));
+  return std::unique_ptr<EtcdStore>(
+      new EtcdStore(std::shared_ptr<EtcdGateway>(std::move(*gateway)), std::move(normalised)));
 }
 
-StoreResult<std::optional<KeyValue>> EtcdStore::get(std::string_view key) {
-  // etcd refuses an empty key; no key is empty, so there is nothing to find.
-  if (key.empty()) return std::optional<KeyValue>();
-  auto answer = m_gateway->call("/v3/kv/range", json{{"key", b64(key)}}, Idempotence::Safe);
-  if (!answer) return std::unexpected(answer.error());
+StoreError EtcdStore::compacted(int64_t revision, StoreError fallback) {
+  auto oldest = oldest_revision();
+  if (!oldest) return fallback;
+  return error(StoreErrc::Compacted,
+               fmt::format("revision {} has been compacted; oldest available is {}", revision, *oldest),
+               kCompactedHint, *oldest);
+}
+
+StoreResult<RangeResponse> EtcdStore::read(const RangeRequest& request) {
+  if (request.revision < 0)
+    return std::unexpected(error(StoreErrc::InvalidArgument,
+                                 fmt::format("cannot read at revision {}; revisions are >= 0", request.revision)));
+  // etcd refuses an empty key. No key is empty, so the single key "" names nothing: the
+  // request still goes out, as a count of key "\0", so a bad revision fails as for any
+  // key. As the start of a range, "\0" (the smallest key) means the same as "".
+  bool nothing = request.key.empty() && request.range_end.empty();
+  json range = {{"key", b64(request.key.empty() ? kZeroKey : request.key)}};
+  if (!request.range_end.empty()) range["range_end"] = b64(request.range_end);
+  if (request.revision > 0) range["revision"] = str(request.revision);
+  if (request.limit > 0) range["limit"] = str(static_cast<int64_t>(request.limit));
+  if (request.keys_only) range["keys_only"] = true;
+  if (request.count_only || nothing) range["count_only"] = true;
+
+  StoreResult<json> answer;
+  if (request.revision > 1) {
+    // etcd compacting at C still serves reads at C, but gaia counts C as discarded (its
+    // deletes are gone from the history, see compact()), so a read at R must fail when
+    // R - 1 is compacted in etcd's terms. A read-only txn asks both at once, atomically
+    // and without a raft round: the range, and a one-key look at R - 1 over the same
+    // keys (the same permissions).
+    json guard = {{"key", range["key"]}, {"revision", str(request.revision - 1)},
+                  {"limit", "1"}, {"keys_only", true}};
+    if (range.contains("range_end")) guard["range_end"] = range["range_end"];
+    json body = {{"success", json::array({json{{"request_range", range}}, json{{"request_range", guard}}})}};
+    auto txn = m_gateway->call("/v3/kv/txn", body, Idempotence::Safe);
+    if (txn) {
+      const json& responses = txn->value("responses", json::array());
+      if (responses.empty() || !responses[0].is_object() || !responses[0].contains("response_range"))
+        return std::unexpected(error(StoreErrc::Io,
+                                     fmt::format("etcd at {} answered a read without its range",
+                                                 m_gateway->current_endpoint())));
+      answer = responses[0]["response_range"];
+    } else {
+      answer = std::unexpected(txn.error());
+    }
+  } else {
+    answer = m_gateway->call("/v3/kv/range", range, Idempotence::Safe);
+  }
+  if (!answer) {
+    if (answer.error().code == StoreErrc::Compacted)
+      return std::unexpected(compacted(request.revision, answer.error()));
+    return std::unexpected(answer.error());
+  }
+  RangeResponse out;
+  out.revision = request.revision > 0 ? request.revision : header_revision(*answer);
+  if (nothing) return out;
   auto kvs = decode_kvs(*answer, *m_gateway);
   if (!kvs) return std::unexpected(kvs.error());
-  if (kvs->empty()) return std::optional<KeyValue>();
-  return std::optional<KeyValue>(std::move(kvs->front()));
-}
-
-StoreResult<std::vector<KeyValue>> EtcdStore::range(std::string_view prefix, size_t limit) {
-  // etcd sorts by key (byte order) unless asked otherwise.
-  json request = prefix_range(prefix);
-  if (limit > 0) request["limit"] = str(static_cast<int64_t>(limit));
-  auto answer = m_gateway->call("/v3/kv/range", request, Idempotence::Safe);
-  if (!answer) return std::unexpected(answer.error());
-  return decode_kvs(*answer, *m_gateway);
+  out.kvs = std::move(*kvs);
+  out.more = answer->value("more", false);
+  out.count = json_int64(*answer, "count");
+  return out;
 }
 
 StoreResult<int64_t> EtcdStore::revision() {
@@ -131,20 +147,20 @@ StoreResult<TxnResult> EtcdStore::txn(const Txn& txn) {
       "a transaction is atomic, so gaia does not split it: change fewer keys at once, or raise "
       "etcd's --max-txn-ops together with the store's max_txn_ops";
   if (txn.compares.size() > m_options.max_txn_ops)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(error(StoreErrc::TooLarge,
                                  fmt::format("transaction has {} compares; etcd allows at most {} "
                                              "in one transaction",
                                              txn.compares.size(), m_options.max_txn_ops),
                                  split_hint));
   size_t operations = txn.puts.size() + txn.deletes.size();
   if (operations > m_options.max_txn_ops)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(error(StoreErrc::TooLarge,
                                  fmt::format("transaction has {} operations (puts and deletes); "
                                              "etcd allows at most {} in one transaction",
                                              operations, m_options.max_txn_ops),
                                  split_hint));
   if (size_t bytes = txn_request_bytes(txn); bytes > m_options.max_request_bytes)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(error(StoreErrc::TooLarge,
                                  fmt::format("transaction is about {} bytes; etcd accepts at most {} "
                                              "in one request",
                                              bytes, m_options.max_request_bytes),
@@ -218,8 +234,7 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
       return std::unexpected(error(StoreErrc::Compacted,
                                    fmt::format("revision {} has been compacted; oldest available is {}",
                                                from_revision, compacted + 1),
-                                   "re-read the current state and follow changes from its revision",
-                                   compacted + 1));
+                                   kCompactedHint, compacted + 1));
     if (result.value("created", false)) {
       target = header_revision(result);
       // Nothing to read when no revision at or after `start` exists yet.
@@ -233,7 +248,7 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
     if (!result.contains("events")) return true;
     int64_t last = 0;
     for (const auto& e : result["events"]) {
-      auto kv = decode_kv(e.value("kv", json::object()), *m_gateway);
+      auto kv = decode_kv(e.value("kv", json::object()), m_gateway->current_endpoint());
       if (!kv) return std::unexpected(kv.error());
       last = kv->mod_revision;
       if (kv->mod_revision < start || !kv->key.starts_with(prefix)) continue;
@@ -252,6 +267,13 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
   });
   if (!done) return std::unexpected(done.error());
   return events;
+}
+
+StoreResult<std::unique_ptr<Watch>> EtcdStore::watch(std::string_view prefix, int64_t from_revision) {
+  if (from_revision < 1)
+    return std::unexpected(error(StoreErrc::InvalidArgument,
+                                 fmt::format("a watch starts at revision {}; revisions start at 1", from_revision)));
+  return std::unique_ptr<Watch>(std::make_unique<EtcdWatch>(m_gateway, std::string(prefix), from_revision));
 }
 
 StoreResult<int64_t> EtcdStore::oldest_revision() {

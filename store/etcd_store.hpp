@@ -1,10 +1,11 @@
 #pragma once
 // The Store on an etcd v3 cluster, spoken to through etcd's JSON gateway (grpc-gateway,
 // /v3/... over HTTP or HTTPS) with libcurl, so gaia needs no gRPC stack. Every Store call
-// maps onto one gateway request (docs/store.md "## etcd" has the table): get and range
-// are ranges, txn is a txn with mod_revision compares, changes_since reads a watch up to
-// the current revision, leases are etcd leases. Revisions are etcd's own, so they agree
-// with etcdctl; a fresh etcd starts at revision 1, not 0.
+// maps onto one gateway request (docs/store.md "## etcd" has the table): read is a range,
+// txn is a txn with mod_revision compares, changes_since reads a watch up to the current
+// revision, watch keeps one open (store/etcd_watch.hpp), leases are etcd leases.
+// Revisions are etcd's own, so they agree with etcdctl; a fresh etcd starts at revision
+// 1, not 0.
 
 #include <chrono>
 #include <cstddef>
@@ -36,6 +37,10 @@ struct EtcdOptions {
   // (no leader, a leader change, too many requests, a dropped connection).
   int read_retries = 3;
   std::chrono::milliseconds retry_backoff{50};
+  // A watch that hears nothing for this long checks that its member still serves (one
+  // cheap read there), and moves to another member when it does not, so a watch left on
+  // a member that froze or lost its quorum does not wait forever.
+  std::chrono::milliseconds watch_idle{10000};
 
   // etcd authentication: with a username, the store gets a token from
   // /v3/auth/authenticate and sends it with every request, fetching a new one when etcd
@@ -53,7 +58,7 @@ struct EtcdOptions {
   // The server's limits on one transaction (etcd's --max-txn-ops, default 128, which
   // bounds the compares and the operations separately, and --max-request-bytes, default
   // 1.5 MiB). A Store transaction is atomic, so one that exceeds them is refused with
-  // StoreErrc::InvalidArgument before it is sent, never split. Raise these only
+  // StoreErrc::TooLarge before it is sent, never split. Raise these only
   // together with the server's flags.
   size_t max_txn_ops = 128;
   size_t max_request_bytes = 1572864;
@@ -68,31 +73,32 @@ class EtcdStore final : public Store {
   EtcdStore(const EtcdStore&) = delete;
   EtcdStore& operator=(const EtcdStore&) = delete;
 
-  StoreResult<std::optional<KeyValue>> get(std::string_view key) override;
-  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) override;
+  StoreResult<RangeResponse> read(const RangeRequest& request) override;
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
   TxnLimits txn_limits() const override { return {m_options.max_txn_ops, m_options.max_request_bytes}; }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
+  // A native etcd watch on a thread of its own, which reconnects (to other members too)
+  // from where it was when a connection drops (store/etcd_watch.hpp). The watch shares
+  // this store's connection settings and may outlive it.
+  StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision) override;
   StoreResult<void> compact(int64_t revision) override;
   StoreResult<int64_t> grant(std::chrono::seconds ttl) override;
   StoreResult<void> keep_alive(int64_t lease) override;
   StoreResult<void> revoke(int64_t lease) override;
 
  private:
-  EtcdStore(std::unique_ptr<EtcdGateway> gateway, EtcdOptions options);
+  EtcdStore(std::shared_ptr<EtcdGateway> gateway, EtcdOptions options);
   // The oldest revision a watch can still start at (etcd's compact revision), learnt
   // from a watch that starts at revision 1.
   StoreResult<int64_t> oldest_revision();
+  // The Compacted error for a read or watch of `revision`, with the oldest revision.
+  StoreError compacted(int64_t revision, StoreError fallback);
 
-  std::unique_ptr<EtcdGateway> m_gateway;
+  // Shared with the watches, which may outlive the store.
+  std::shared_ptr<EtcdGateway> m_gateway;
   EtcdOptions m_options;
 };
-
-// The exclusive end of the range of keys starting with `prefix`: the prefix with its
-// last byte below 0xff incremented and what follows dropped. An empty prefix, or one of
-// only 0xff bytes, has no such key: then "\0", which etcd reads as "to the end".
-std::string etcd_prefix_end(std::string_view prefix);
 
 }  // namespace gaia

@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <fmt/format.h>
 #include <mutex>
 
@@ -74,6 +76,64 @@ bool is_tls_failure(CURLcode rc) {
   }
 }
 
+// Runs the transfer in a multi handle of its own, so that waiting for data can be
+// interrupted: by the request's cancellation (which wakes the wait) and by its on_tick
+// (called between waits). Sets *cancelled when the cancellation ended it.
+CURLcode perform_interruptible(CURL* handle, const Request& request, Transfer& transfer,
+                               bool* cancelled) {
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  curl_multi_add_handle(multi, handle);
+  Cancellation* cancellation = request.cancellation;
+  bool attached = cancellation == nullptr || cancellation->attach(multi);
+  CURLcode rc = CURLE_OK;
+  if (!attached) {
+    *cancelled = true;
+    rc = CURLE_ABORTED_BY_CALLBACK;
+  }
+  auto tick = std::max(std::chrono::milliseconds(1), request.tick_interval);
+  auto next_tick = std::chrono::steady_clock::now() + tick;
+  while (attached) {
+    int running = 0;
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+      rc = CURLE_FAILED_INIT;
+      break;
+    }
+    bool finished = running == 0;
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+      if (message->msg == CURLMSG_DONE) {
+        rc = message->data.result;
+        finished = true;
+      }
+    }
+    if (finished) break;
+    if (cancellation != nullptr && cancellation->cancelled()) {
+      *cancelled = true;
+      rc = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (request.on_tick && now >= next_tick) {
+      next_tick = now + tick;
+      if (!request.on_tick()) {
+        transfer.stopped = true;
+        rc = CURLE_WRITE_ERROR;
+        break;
+      }
+    }
+    int wait_ms = 1000;
+    if (request.on_tick)
+      wait_ms = static_cast<int>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count(), 1, 1000));
+    curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
+  }
+  if (cancellation != nullptr && attached) cancellation->detach(multi);
+  curl_multi_remove_handle(multi, handle);
+  curl_multi_cleanup(multi);
+  return rc;
+}
+
 // Frees a header list however the request ends.
 struct HeaderList {
   curl_slist* list = nullptr;
@@ -82,6 +142,24 @@ struct HeaderList {
 };
 
 }  // namespace
+
+void Cancellation::cancel() {
+  std::lock_guard lock(m_mutex);
+  m_cancelled.store(true);
+  for (void* multi : m_waiting) curl_multi_wakeup(static_cast<CURLM*>(multi));
+}
+
+bool Cancellation::attach(void* multi) {
+  std::lock_guard lock(m_mutex);
+  if (m_cancelled.load()) return false;
+  m_waiting.push_back(multi);
+  return true;
+}
+
+void Cancellation::detach(void* multi) {
+  std::lock_guard lock(m_mutex);
+  std::erase(m_waiting, multi);
+}
 
 Client::Client(TlsOptions tls) : m_tls(std::move(tls)), m_pool(std::make_unique<Pool>()) {
   global_init();
@@ -124,8 +202,10 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   for (const auto& [name, value] : request.headers) headers.add(name + ": " + value);
 
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  auto timeout_ms = std::max<long>(1, static_cast<long>(request.timeout.count()));
-  auto connect_ms = std::clamp<long>(static_cast<long>(request.connect_timeout.count()), 1, timeout_ms);
+  // A zero timeout leaves the exchange unbounded (libcurl's 0); connecting stays bounded.
+  auto timeout_ms = std::max<long>(0, static_cast<long>(request.timeout.count()));
+  auto connect_ms = std::max<long>(1, static_cast<long>(request.connect_timeout.count()));
+  if (timeout_ms > 0) connect_ms = std::min(connect_ms, timeout_ms);
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(handle, CURLOPT_POST, 1L);
@@ -136,6 +216,11 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
   // Timeouts must not use signals: the client is used from several threads.
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  // A long-lived stream over a path that silently died (a cut cable, a rebooted host)
+  // is noticed by TCP keep-alive probes rather than never.
+  curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(handle, CURLOPT_TCP_KEEPIDLE, 10L);
+  curl_easy_setopt(handle, CURLOPT_TCP_KEEPINTVL, 5L);
   // The servers this client talks to are named explicitly; a proxy from the environment
   // (http_proxy) would only get between gaia and its store.
   curl_easy_setopt(handle, CURLOPT_PROXY, "");
@@ -150,9 +235,15 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
     curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
   }
 
-  CURLcode rc = curl_easy_perform(handle);
+  bool cancelled = false;
+  CURLcode rc = request.cancellation != nullptr || request.on_tick
+                    ? perform_interruptible(handle, request, transfer, &cancelled)
+                    : curl_easy_perform(handle);
   long status = 0;
   curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  if (cancelled)
+    return std::unexpected(HttpError{HttpErrc::Cancelled, fmt::format("POST {}: cancelled", request.url),
+                                     0, "", true});
   if (rc == CURLE_WRITE_ERROR && transfer.stopped) return Response{status, "", true};
   if (rc == CURLE_OK) {
     if (status >= 200 && status < 300) return Response{status, std::move(transfer.body), false};

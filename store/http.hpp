@@ -5,12 +5,14 @@
 // safe to retry, and their messages name the URL but never a header or a body: request
 // headers carry credentials (etcd's auth token), and bodies may carry passwords.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <expected>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +31,29 @@ struct TlsOptions {
   bool insecure_skip_verify = false;
 };
 
+// Ends posts in progress from another thread at once: a watch's reader may be waiting
+// on a stream that stays silent for minutes, and destroying the watch must not wait for
+// it. Once cancelled it stays cancelled, and posts started with it end at once too.
+class Cancellation {
+ public:
+  Cancellation() = default;
+  Cancellation(const Cancellation&) = delete;
+  Cancellation& operator=(const Cancellation&) = delete;
+  // Thread-safe and idempotent.
+  void cancel();
+  bool cancelled() const { return m_cancelled.load(); }
+
+  // For the client: registers the libcurl multi handle a post waits in, so cancel() can
+  // wake it; false when already cancelled.
+  bool attach(void* multi);
+  void detach(void* multi);
+
+ private:
+  std::atomic<bool> m_cancelled{false};
+  std::mutex m_mutex;
+  std::vector<void*> m_waiting;
+};
+
 struct Request {
   std::string url;
   std::string body;
@@ -36,7 +61,8 @@ struct Request {
   // Extra headers as (name, value). Values are secret as far as this client knows
   // (Authorization): they never appear in an error message.
   std::vector<std::pair<std::string, std::string>> headers;
-  // Bounds the whole exchange, from connecting to the last byte of the answer.
+  // Bounds the whole exchange, from connecting to the last byte of the answer; zero means
+  // no bound, for an endless stream (a watch) that is ended by on_data or on_tick.
   std::chrono::milliseconds timeout{5000};
   // Bounds connecting (TCP and TLS handshake) alone; at most `timeout`.
   std::chrono::milliseconds connect_timeout{2000};
@@ -45,6 +71,14 @@ struct Request {
   // an error (how a reader of an endless stream, like a watch, stops). Only called for
   // 2xx answers; other answers are collected for the error.
   std::function<bool(std::string_view)> on_data;
+  // When set, called about every tick_interval while the exchange runs (also while no
+  // data arrives); returning false ends it early, as on_data returning false does. How
+  // a reader bounds silence itself: the first answer of a stream, or an idle stream.
+  std::function<bool()> on_tick;
+  std::chrono::milliseconds tick_interval{50};
+  // When set, cancelling it ends the exchange within milliseconds with
+  // HttpErrc::Cancelled, even while it waits for data.
+  Cancellation* cancellation = nullptr;
 };
 
 struct Response {
@@ -59,6 +93,7 @@ enum class HttpErrc {
   Tls,            // The TLS handshake or certificate check failed.
   Status,         // The server answered with a status outside 2xx.
   Other,          // Anything else libcurl reports (a reset connection, a bad URL...).
+  Cancelled,      // Request::cancellation was cancelled.
 };
 
 struct HttpError {

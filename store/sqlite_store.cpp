@@ -6,6 +6,7 @@
 #include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -127,7 +128,7 @@ class Statement {
 
 // Schema migrations: kMigrations[i] takes a store from user_version i to i + 1. Append
 // new entries; never edit a released one, since stores in the field already ran it.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     R"sql(
 CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('revision', 0), ('compact_revision', 0);
@@ -160,34 +161,45 @@ CREATE TABLE leases (
 );
 CREATE INDEX leases_by_expiry ON leases(expires_at_ms);
 )sql",
+    // 2: every change records the key's state before it, so a read at a past revision
+    // can rebuild the keys as they were (etcd's MVCC). Older changes lack it, so history
+    // before the upgrade is compacted away. A rowid table now: a WITHOUT ROWID row over
+    // ~1000 bytes (two 500-byte values) takes an overflow page of its own, 3x slower and
+    // 4x larger. No index on (key, revision): past reads find the few changes after their
+    // revision by revision, and every write would pay for it. An index of the keys, as a
+    // limited read counts its whole range: a few hundred pages instead of every value.
+    R"sql(
+CREATE TABLE changes_v2 (
+  revision INTEGER NOT NULL, seq INTEGER NOT NULL, type INTEGER NOT NULL, key TEXT NOT NULL,
+  value TEXT NOT NULL, create_revision INTEGER NOT NULL, version INTEGER NOT NULL,
+  lease INTEGER NOT NULL,
+  -- The key before the change; prev_exists = 0 when the change created it.
+  prev_exists INTEGER NOT NULL, prev_value TEXT NOT NULL, prev_create_revision INTEGER NOT NULL,
+  prev_mod_revision INTEGER NOT NULL, prev_version INTEGER NOT NULL, prev_lease INTEGER NOT NULL,
+  PRIMARY KEY (revision, seq)
+);
+INSERT INTO changes_v2
+  SELECT revision, seq, type, key, value, create_revision, version, lease, 0, '', 0, 0, 0, 0
+  FROM changes WHERE revision >= (SELECT value FROM meta WHERE name = 'revision');
+DROP TABLE changes;
+ALTER TABLE changes_v2 RENAME TO changes;
+UPDATE meta SET value = (SELECT value FROM meta WHERE name = 'revision')
+  WHERE name = 'compact_revision';
+CREATE INDEX kv_keys ON kv(key);
+)sql",
 };
 static_assert(kMigrations.size() == SqliteStore::kSchemaVersion);
 
-// The smallest string greater than every string starting with `prefix`, or nothing when
-// there is none (the prefix is empty or all 0xff bytes).
-std::optional<std::string> prefix_end(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty()) {
-    auto& last = reinterpret_cast<unsigned char&>(end.back());
-    if (last != 0xff) {
-      ++last;
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::nullopt;
+// The condition a request's range puts on `key`, with its parameters numbered from
+// `first`; bind_range() binds them.
+std::string range_clause(const RangeRequest& r, int first) {
+  if (r.range_end.empty()) return fmt::format("key = ?{}", first);
+  if (r.range_end == std::string_view("\0", 1)) return fmt::format("key >= ?{}", first);
+  return fmt::format("key >= ?{} AND key < ?{}", first, first + 1);
 }
-
-// " AND key >= ?a AND key < ?b" for a prefix; binds through `bind_prefix`.
-std::string prefix_clause(std::string_view prefix, int first_param) {
-  if (prefix.empty()) return "";
-  if (!prefix_end(prefix)) return fmt::format(" AND key >= ?{}", first_param);
-  return fmt::format(" AND key >= ?{} AND key < ?{}", first_param, first_param + 1);
-}
-void bind_prefix(Statement& s, std::string_view prefix, int first_param) {
-  if (prefix.empty()) return;
-  s.bind(first_param, prefix);
-  if (auto end = prefix_end(prefix)) s.bind(first_param + 1, *end);
+void bind_range(Statement& s, const RangeRequest& r, int first) {
+  s.bind(first, r.key);
+  if (!r.range_end.empty() && r.range_end != std::string_view("\0", 1)) s.bind(first + 1, r.range_end);
 }
 
 int64_t read_meta(SqliteConnection& db, std::string_view name) {
@@ -215,6 +227,75 @@ std::optional<KeyValue> read_key(SqliteConnection& db, std::string_view key) {
   return read_kv_row(s);
 }
 
+// A read at revision R, the current one or a past one the caller has checked is still
+// retained: a key's state at R is the state before its first change after R when it has
+// one, else its live row. The changes after R are few when R is recent (the usual case:
+// later pages of a read that a writer overtook), and the primary key finds them without
+// scanning older ones; at the current revision there are none to look for, and the read
+// is the live table's rows alone.
+RangeResponse read_at(SqliteConnection& db, const RangeRequest& r, int64_t revision, int64_t current) {
+  struct Changed {
+    std::optional<KeyValue> at;  // The key at R.
+    bool exists_now = false;     // Whether its latest change is a put (it has a live row).
+  };
+  std::map<std::string, Changed, std::less<>> changed;
+  if (revision < current) {
+    Statement s(db, fmt::format("SELECT key, type, prev_exists, prev_value, prev_create_revision,"
+                                " prev_mod_revision, prev_version, prev_lease FROM changes"
+                                " WHERE revision > ?3 AND {} ORDER BY revision, seq",
+                                range_clause(r, 1)));
+    bind_range(s, r, 1);
+    s.bind(3, revision);
+    while (s.step()) {
+      auto [it, first] = changed.try_emplace(s.text(0));
+      if (first && s.integer(2) != 0)
+        it->second.at = KeyValue{it->first, r.keys_only || r.count_only ? std::string() : s.text(3),
+                                 s.integer(4), s.integer(5), s.integer(6), s.integer(7)};
+      it->second.exists_now = s.integer(1) == 0;
+    }
+  }
+  // The live count corrected by the changed keys, so no page of a long range has to walk
+  // the rest of it; the count goes through the index of keys, not the values.
+  auto count = [&] {
+    Statement s(db, "SELECT COUNT(*) FROM kv WHERE " + range_clause(r, 1));
+    bind_range(s, r, 1);
+    s.step();
+    int64_t n = s.integer(0);
+    for (const auto& [key, c] : changed) n += (c.at ? 1 : 0) - (c.exists_now ? 1 : 0);
+    return n;
+  };
+  RangeResponse out;
+  out.revision = revision;
+  if (r.count_only) {
+    out.count = count();
+    return out;
+  }
+  size_t room = r.limit > 0 ? r.limit : SIZE_MAX;
+  // Merge the live rows (minus the changed keys) with the changed keys' states at R,
+  // both in key order. At most changed.size() live rows are skipped, so that many past
+  // the limit are enough.
+  auto next_changed = changed.begin();
+  auto take_changed_before = [&](const std::string* key) {
+    for (; next_changed != changed.end() && (!key || next_changed->first < *key); ++next_changed)
+      if (next_changed->second.at && out.kvs.size() < room) out.kvs.push_back(*next_changed->second.at);
+  };
+  Statement s(db, fmt::format("SELECT key, {}, create_revision, mod_revision, version, lease FROM kv"
+                              " WHERE {} ORDER BY key LIMIT ?3",
+                              r.keys_only ? "''" : "value", range_clause(r, 1)));
+  bind_range(s, r, 1);
+  s.bind(3, r.limit > 0 ? static_cast<int64_t>(r.limit + changed.size()) : int64_t{-1});
+  while (out.kvs.size() < room && s.step()) {
+    std::string key = s.text(0);
+    take_changed_before(&key);
+    if (out.kvs.size() < room && !changed.contains(key)) out.kvs.push_back(read_kv_row(s));
+  }
+  take_changed_before(nullptr);
+  // Only a full page may have left keys out.
+  out.count = out.kvs.size() == room ? count() : static_cast<int64_t>(out.kvs.size());
+  out.more = out.count > static_cast<int64_t>(out.kvs.size());
+  return out;
+}
+
 bool lease_exists(SqliteConnection& db, int64_t lease) {
   Statement s(db, "SELECT 1 FROM leases WHERE id = ?1");
   s.bind(1, lease);
@@ -234,26 +315,24 @@ class RevisionWriter {
 
   void put(const Put& p) {
     KeyValue kv{p.key, p.value, m_revision, m_revision, 1, p.lease};
-    {
-      Statement s(m_db, "SELECT create_revision, version FROM kv WHERE key = ?1");
-      s.bind(1, p.key);
-      if (s.step()) {
-        kv.create_revision = s.integer(0);
-        kv.version = s.integer(1) + 1;
-      }
+    std::optional<KeyValue> prev = read_key(m_db, p.key);
+    if (prev) {
+      kv.create_revision = prev->create_revision;
+      kv.version = prev->version + 1;
     }
     Statement s(m_db, fmt::format("INSERT OR REPLACE INTO kv ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                                   kKvColumns));
     s.bind(1, kv.key).bind(2, kv.value).bind(3, kv.create_revision).bind(4, kv.mod_revision);
     s.bind(5, kv.version).bind(6, kv.lease).run();
-    log(EventType::Put, kv);
+    log(EventType::Put, kv, prev);
   }
 
   void remove(const std::string& key) {
+    std::optional<KeyValue> prev = read_key(m_db, key);
+    if (!prev) return;
     Statement s(m_db, "DELETE FROM kv WHERE key = ?1");
     s.bind(1, key).run();
-    if (sqlite3_changes(m_db.handle) == 0) return;
-    log(EventType::Delete, KeyValue{key, "", 0, m_revision, 0, 0});
+    log(EventType::Delete, KeyValue{key, "", 0, m_revision, 0, 0}, prev);
   }
 
   void remove_matching(const Delete& d) {
@@ -286,20 +365,28 @@ class RevisionWriter {
 
  private:
   std::vector<std::string> keys_with_prefix(std::string_view prefix) {
-    Statement s(m_db, "SELECT key FROM kv WHERE 1" + prefix_clause(prefix, 1) + " ORDER BY key");
-    bind_prefix(s, prefix, 1);
+    RangeRequest range = RangeRequest::prefix(prefix);
+    Statement s(m_db, "SELECT key FROM kv WHERE " + range_clause(range, 1) + " ORDER BY key");
+    bind_range(s, range, 1);
     std::vector<std::string> keys;
     while (s.step()) keys.push_back(s.text(0));
     return keys;
   }
 
-  void log(EventType type, const KeyValue& kv) {
+  // Logs one change with the key's state before it (`prev`, absent when the change
+  // created the key), which is what a read at an earlier revision returns.
+  void log(EventType type, const KeyValue& kv, const std::optional<KeyValue>& prev) {
     Statement s(m_db,
                 "INSERT INTO changes (revision, seq, type, key, value, create_revision, version,"
-                " lease) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+                " lease, prev_exists, prev_value, prev_create_revision, prev_mod_revision,"
+                " prev_version, prev_lease)"
+                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     s.bind(1, m_revision).bind(2, m_seq++).bind(3, int64_t{type == EventType::Put ? 0 : 1});
     s.bind(4, kv.key).bind(5, kv.value).bind(6, kv.create_revision).bind(7, kv.version);
-    s.bind(8, kv.lease).run();
+    s.bind(8, kv.lease).bind(9, int64_t{prev ? 1 : 0});
+    KeyValue before = prev.value_or(KeyValue{});
+    s.bind(10, before.value).bind(11, before.create_revision).bind(12, before.mod_revision);
+    s.bind(13, before.version).bind(14, before.lease).run();
     m_changed = true;
   }
 
@@ -487,7 +574,7 @@ auto SqliteStore::in_transaction(bool write, F&& body) -> StoreResult<decltype(b
 }
 
 template <class F>
-auto SqliteStore::read(F&& body) -> StoreResult<decltype(body())> {
+auto SqliteStore::read_transaction(F&& body) -> StoreResult<decltype(body())> {
   using T = decltype(body());
   for (;;) {
     int64_t now = now_ms();
@@ -511,25 +598,28 @@ auto SqliteStore::read(F&& body) -> StoreResult<decltype(body())> {
   }
 }
 
-StoreResult<std::optional<KeyValue>> SqliteStore::get(std::string_view key) {
-  return read([&] { return read_key(m_db, key); });
-}
-
-StoreResult<std::vector<KeyValue>> SqliteStore::range(std::string_view prefix, size_t limit) {
-  return read([&] {
-    std::string sql = fmt::format("SELECT {} FROM kv WHERE 1{} ORDER BY key", kKvColumns,
-                                  prefix_clause(prefix, 1));
-    if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
-    Statement s(m_db, sql);
-    bind_prefix(s, prefix, 1);
-    std::vector<KeyValue> out;
-    while (s.step()) out.push_back(read_kv_row(s));
-    return out;
+StoreResult<RangeResponse> SqliteStore::read(const RangeRequest& request) {
+  if (request.revision < 0)
+    return std::unexpected(StoreError{
+        StoreErrc::InvalidArgument, fmt::format("cannot read at revision {}; revisions are >= 0", request.revision),
+        "", 0});
+  return read_transaction([&] {
+    int64_t current = read_meta(m_db, "revision");
+    if (request.revision > current)
+      throw_request(StoreErrc::FutureRevision,
+                    fmt::format("cannot read at revision {}: the current revision is {}", request.revision, current));
+    int64_t revision = request.revision == 0 ? current : request.revision;
+    int64_t compacted = revision < current ? read_meta(m_db, "compact_revision") : 0;
+    if (revision < compacted)
+      throw_request(StoreErrc::Compacted,
+                    fmt::format("revision {} has been compacted; oldest available is {}", revision, compacted),
+                    "read at the current revision (0) instead", compacted);
+    return read_at(m_db, request, revision, current);
   });
 }
 
 StoreResult<int64_t> SqliteStore::revision() {
-  return read([&] { return read_meta(m_db, "revision"); });
+  return read_transaction([&] { return read_meta(m_db, "revision"); });
 }
 
 StoreResult<TxnResult> SqliteStore::txn(const Txn& txn) {
@@ -560,7 +650,7 @@ StoreResult<TxnResult> SqliteStore::txn(const Txn& txn) {
 
 StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision,
                                                            std::string_view prefix, size_t limit) {
-  return read([&] {
+  return read_transaction([&] {
     int64_t compacted = read_meta(m_db, "compact_revision");
     if (from_revision < compacted)
       throw_request(StoreErrc::Compacted,
@@ -582,20 +672,21 @@ StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision
         events.push_back(std::move(e));
       }
     };
-    std::string sql = fmt::format("SELECT {} FROM changes WHERE revision >= ?1{} ORDER BY revision, seq",
-                                  kColumns, prefix_clause(prefix, 2));
+    RangeRequest range = RangeRequest::prefix(prefix);
+    std::string sql = fmt::format("SELECT {} FROM changes WHERE revision >= ?1 AND {} ORDER BY revision, seq",
+                                  kColumns, range_clause(range, 2));
     if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
     Statement s(m_db, sql);
     s.bind(1, from_revision);
-    bind_prefix(s, prefix, 2);
+    bind_range(s, range, 2);
     read_rows(s);
     // Finish the last revision, so callers never see half a transaction.
     if (limit > 0 && events.size() == limit) {
-      Statement rest(m_db, fmt::format("SELECT {} FROM changes WHERE revision = ?1 AND seq > ?2{}"
+      Statement rest(m_db, fmt::format("SELECT {} FROM changes WHERE revision = ?1 AND seq > ?2 AND {}"
                                        " ORDER BY seq",
-                                       kColumns, prefix_clause(prefix, 3)));
+                                       kColumns, range_clause(range, 3)));
       rest.bind(1, events.back().revision()).bind(2, last_seq);
-      bind_prefix(rest, prefix, 3);
+      bind_range(rest, range, 3);
       read_rows(rest);
     }
     return events;

@@ -34,7 +34,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema version this gaia writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the store at `path`, creating missing parent directories and
   // migrating an older schema. Fails clearly when `path` is a directory, is not a
@@ -45,8 +45,10 @@ class SqliteStore final : public Store {
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
-  StoreResult<std::optional<KeyValue>> get(std::string_view key) override;
-  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit = 0) override;
+  // A read at the current revision (or 0) reads the live table; a read at an older
+  // revision R rebuilds the range from the change history, which records each key's
+  // state before every change, so it needs every revision after R to be retained.
+  StoreResult<RangeResponse> read(const RangeRequest& request) override;
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
@@ -72,7 +74,7 @@ class SqliteStore final : public Store {
   // Runs the read-only `body` once no lease is past its deadline, expiring leases
   // first when some are: expiry is lazy, checked on every access.
   template <class F>
-  auto read(F&& body) -> StoreResult<decltype(body())>;
+  auto read_transaction(F&& body) -> StoreResult<decltype(body())>;
   int64_t now_ms() const;
 
   std::unique_ptr<SqliteConnection> m_connection;

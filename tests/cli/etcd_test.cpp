@@ -523,3 +523,56 @@ TEST_CASE("etcd: a TLS context with a CA and a client certificate", "[e2e][etcd]
   };
   CHECK(run_dir("tls") == run_dir("tls2"));
 }
+
+TEST_CASE("etcd: controller run waits out an etcd restart and goes on leading", "[e2e][etcd]") {
+  EtcdServer server;
+  Scratch s;
+  EtcdCli g{s, etcd_url(server)};
+  g.ok({"cluster", "create", "--nodes", "2"});
+  pid_t runner = g.spawn({"controller", "run", "--interval", "300ms", "--lease-ttl", "10s"}, "c");
+  auto out = [&] { return Scratch::slurp(s.dir() / "c.out"); };
+  REQUIRE(eventually(10s, [&] { return contains(out(), "leading the controllers"); }));
+
+  server.kill();
+  // Longer than the store's own retries: the runner must see the outage, not a retry.
+  std::this_thread::sleep_for(1500ms);
+  REQUIRE(eventually(5s, [&] { return contains(out(), "the store cannot be reached; retrying"); }));
+  int status = 0;
+  CHECK(::waitpid(runner, &status, WNOHANG) == 0);  // Still running.
+  server.restart();
+  INFO(out() << Scratch::slurp(s.dir() / "c.err"));
+  REQUIRE(eventually(15s, [&] { return contains(out(), "the store answers again"); }));
+
+  // It still leads and acts: a change made now is reconciled by its passes.
+  write_app(s, "after/web", "web", "1.0.0");
+  g.ok({"submit", "after/web"});
+  auto holder = json::parse(g.ok({"controller", "status", "-o", "json"}).out);
+  REQUIRE_FALSE(holder["leader"].is_null());
+  CHECK(contains(holder["leader"]["holder"].get<std::string>(), fmt::format(":{} ", runner)));
+  ::kill(runner, SIGTERM);
+  CHECK(wait_exit(runner) == 0);
+  CHECK(contains(out(), "leadership released"));
+}
+
+TEST_CASE("etcd: events -f follows the timeline through a watch", "[e2e][etcd]") {
+  EtcdServer server;
+  Scratch s;
+  EtcdCli g{s, etcd_url(server)};
+  g.ok({"cluster", "create", "--nodes", "2"});
+  pid_t follower = g.spawn({"events", "-f", "-o", "json"}, "f");
+  auto out = [&] { return Scratch::slurp(s.dir() / "f.out"); };
+  REQUIRE(eventually(10s, [&] { return contains(out(), "ClusterCreated"); }));
+  for (int k = 0; k < 3; ++k) {
+    std::string name = fmt::format("app{}", k);
+    write_app(s, "apps/" + name, name, "1.0.0");
+    g.ok({"submit", "apps/" + name});
+    INFO(out());
+    // Each new event shows up at once, not at the next full re-read.
+    CHECK(eventually(5s, [&] { return contains(out(), fmt::format("\"app\":\"{}\"", name)); }));
+  }
+  ::kill(follower, SIGTERM);
+  CHECK(wait_exit(follower) == 0);
+  // Every event once, in order.
+  auto lines = json_lines(out());
+  for (size_t i = 1; i < lines.size(); ++i) CHECK(lines[i]["seq"].get<int64_t>() == lines[i - 1]["seq"].get<int64_t>() + 1);
+}

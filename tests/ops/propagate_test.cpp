@@ -40,6 +40,18 @@ const ops::PropagatedApp* find(const ops::Propagation& p, const std::string& nam
   return nullptr;
 }
 
+// Makes `app`'s record look like one an older gaia wrote: no spec bundle, so it
+// re-renders from its spec directory.
+void forget_bundle(OpsFixture& f, const std::string& app) {
+  auto r = f.state().update("op-old", [&](const ClusterState& st, Batch& b) -> Result<void> {
+    AppRecord old = *st.find_app("default", app);
+    old.bundle.clear();
+    b.put_apps.push_back(old);
+    return {};
+  });
+  REQUIRE(r);
+}
+
 std::string upstream_env(const ClusterState& st) {
   return st.find_app("default", "top")->workload.roles.at(0).env.at("UPSTREAM");
 }
@@ -118,9 +130,24 @@ TEST_CASE("propagate: a change that breaks a reader's render is refused before i
   CHECK_FALSE(centers->find(std::string(k_global_scope), "base.replicas"));
 }
 
-TEST_CASE("propagate: an app whose spec directory moved on is named, and the change refused", "[ops][propagate]") {
+TEST_CASE("propagate: an edit of the spec directory after submit does not reach a re-render", "[ops][propagate]") {
   OpsFixture f;
   submit_chain(f);
+  f.dir().write("apps/base/app.yaml", "name: base\nversion: 2.0.0\noutputs: [size]\n");
+  f.dir().write("apps/base/main.jsonnet", "error 'edited'\n");
+  // The re-render uses the files submitted (the app's spec bundle), not the folder.
+  auto outcome = ops::apply_center_change(f.ws(), set_global(f, "base.replicas", 2), false);
+  REQUIRE(outcome);
+  ClusterState st = f.load();
+  CHECK(st.find_app("default", "base")->version == "1.0.0");
+  CHECK(running_of(st, "base") == 2);
+}
+
+TEST_CASE("propagate: an app without a bundle whose spec directory moved on is named, and the change refused",
+          "[ops][propagate]") {
+  OpsFixture f;
+  submit_chain(f);
+  forget_bundle(f, "base");
   f.dir().write("apps/base/app.yaml", "name: base\nversion: 2.0.0\noutputs: [size]\n");
   auto outcome = ops::apply_center_change(f.ws(), set_global(f, "base.replicas", 2), true);
   REQUIRE_FALSE(outcome);
@@ -184,6 +211,7 @@ TEST_CASE("propagate: a stale app that no longer renders is reported by the heal
     if (point == "center-change-written") throw Crashed{};
   };
   CHECK_THROWS_AS(ops::apply_center_change(ws, set_global(f, "base.replicas", 3), false), Crashed);
+  forget_bundle(f, "base");
   f.dir().write("apps/base/app.yaml", "name: base\nversion: 2.0.0\noutputs: [size]\n");
   int64_t before = f.revision();
   auto healed = ops::heal_stale_renders(f.ws("op-heal"));

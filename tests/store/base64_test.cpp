@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
-#include "store/etcd_store.hpp"
+#include "lib/store.hpp"
 
 using namespace gaia;
 
@@ -39,12 +39,19 @@ TEST_CASE("property: base64 decoding inverts encoding for any bytes", "[store][b
   REQUIRE(ok);
 }
 
-TEST_CASE("etcd prefix ends increment the last byte below 0xff", "[store][etcd]") {
-  CHECK(etcd_prefix_end("apps/") == "apps0");
-  CHECK(etcd_prefix_end("a") == "b");
-  CHECK(etcd_prefix_end("a\xff") == "b");
-  CHECK(etcd_prefix_end("a\xfe\xff\xff") == "a\xff");
+TEST_CASE("prefix range ends increment the last byte below 0xff", "[store][base64]") {
+  CHECK(prefix_range_end("apps/") == "apps0");
+  CHECK(prefix_range_end("a") == "b");
+  CHECK(prefix_range_end("a\xff") == "b");
+  CHECK(prefix_range_end("a\xfe\xff\xff") == "a\xff");
   // No key sorts after every key starting with these: "\0" means "to the end" to etcd.
-  CHECK(etcd_prefix_end("") == std::string(1, '\0'));
-  CHECK(etcd_prefix_end("\xff\xff") == std::string(1, '\0'));
+  CHECK(prefix_range_end("") == std::string(1, '\0'));
+  CHECK(prefix_range_end("\xff\xff") == std::string(1, '\0'));
+  // The range a prefix request covers: everything starting with it, nothing else.
+  auto apps = RangeRequest::prefix("apps/");
+  CHECK(apps.contains("apps/"));
+  CHECK(apps.contains("apps/x\xff"));
+  CHECK_FALSE(apps.contains("apps0"));
+  CHECK_FALSE(apps.contains("app"));
+  CHECK(RangeRequest::prefix("").contains(std::string(1, '\0')));
 }

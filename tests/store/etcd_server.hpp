@@ -180,7 +180,8 @@ class EtcdServer {
     return false;
   }
 
-  // Polls until a range answers, the process exits, or 20 s pass.
+  // Polls until a range answers (or asks for credentials), the process exits, or 20 s
+  // pass.
   bool wait_ready() {
     http::Client client(m_options.client_tls);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -196,6 +197,8 @@ class EtcdServer {
       request.timeout = std::chrono::milliseconds(500);
       auto r = client.post(request);
       if (r && r->body.find("header") != std::string::npos) return true;
+      // With authentication enabled (a restart), asking for credentials is serving too.
+      if (!r && r.error().body.find("user name is empty") != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <thread>
 
+#include "store/etcd_gateway.hpp"
+
 #include "store/http.hpp"
 #include "tests/store/etcd_server.hpp"
 #include "tests/store/store_contract.hpp"
@@ -74,14 +76,55 @@ std::chrono::milliseconds timed(F&& body) {
 }
 
 // POSTs to the gateway directly, for setting a server up (users, auth) the way an
-// operator would with etcdctl.
-void admin(const std::string& endpoint, const std::string& path, const std::string& body) {
+// operator would with etcdctl; once auth is enabled, with a token of `as_root`'s password.
+std::string admin(const std::string& endpoint, const std::string& path, const std::string& body,
+                  const std::string& as_root = "") {
   http::Client client;
   http::Request request;
   request.url = endpoint + path;
   request.body = body;
+  if (!as_root.empty()) {
+    std::string token = nlohmann::json::parse(admin(
+        endpoint, "/v3/auth/authenticate", fmt::format(R"({{"name":"root","password":"{}"}})", as_root)))["token"];
+    request.headers.emplace_back("Authorization", token);
+  }
   auto r = client.post(request);
   if (!r) FAIL(path << ": " << r.error().message << " " << r.error().body);
+  return r->body;
+}
+
+// Reads `watch` until `count` events came or `within` passed, failing on an error.
+std::vector<Event> collect(Watch& watch, size_t count, std::chrono::milliseconds within = 10s) {
+  std::vector<Event> all;
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (all.size() < count && std::chrono::steady_clock::now() < deadline) {
+    auto batch = watch.next(200ms);
+    if (!batch) FAIL(batch.error().to_string());
+    all.insert(all.end(), batch->begin(), batch->end());
+  }
+  return all;
+}
+
+// Waits for the watch to fail, for at most `within`; the error, or nothing if it did not.
+std::optional<StoreError> failure_of(Watch& watch, std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto batch = watch.next(100ms);
+    if (!batch) return batch.error();
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<EventType, std::string>> shape(const std::vector<Event>& events) {
+  std::vector<std::pair<EventType, std::string>> out;
+  for (const auto& e : events) out.emplace_back(e.type, e.kv.key);
+  return out;
+}
+
+size_t thread_count() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
 }
 
 }  // namespace
@@ -95,7 +138,7 @@ TEST_CASE("etcd store refuses transactions beyond etcd's limits instead of split
   SECTION("more operations than --max-txn-ops allows") {
     auto r = store->txn(puts(129));
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == StoreErrc::InvalidArgument);
+    CHECK(r.error().code == StoreErrc::TooLarge);
     CHECK(r.error().message ==
           "transaction has 129 operations (puts and deletes); etcd allows at most 128 in one "
           "transaction");
@@ -113,14 +156,14 @@ TEST_CASE("etcd store refuses transactions beyond etcd's limits instead of split
     for (int i = 0; i < 129; ++i) t.compares.push_back(Compare{fmt::format("c/{}", i), 0});
     auto r = store->txn(t);
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == StoreErrc::InvalidArgument);
+    CHECK(r.error().code == StoreErrc::TooLarge);
     CHECK_THAT(r.error().message, Catch::Contains("129 compares"));
   }
 
   SECTION("more bytes than --max-request-bytes allows") {
     auto r = store->txn(puts(1, std::string(2 << 20, 'x')));
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == StoreErrc::InvalidArgument);
+    CHECK(r.error().code == StoreErrc::TooLarge);
     CHECK_THAT(r.error().message, Catch::Contains("etcd accepts at most 1572864"));
     CHECK(must(store->revision()) == before);
   }
@@ -132,7 +175,7 @@ TEST_CASE("etcd store refuses transactions beyond etcd's limits instead of split
     auto loose = open_or_fail(options);
     auto ops = loose->txn(puts(129));
     REQUIRE_FALSE(ops);
-    CHECK(ops.error().code == StoreErrc::InvalidArgument);
+    CHECK(ops.error().code == StoreErrc::TooLarge);
     CHECK_THAT(ops.error().message, Catch::Contains(server.endpoint()));
     CHECK_THAT(ops.error().hint, Catch::Contains("--max-txn-ops"));
     // etcd refuses requests over --max-request-bytes, and its gRPC layer refuses even
@@ -140,7 +183,7 @@ TEST_CASE("etcd store refuses transactions beyond etcd's limits instead of split
     for (size_t size : {size_t{1700000}, size_t{3} << 20}) {
       auto bytes = loose->txn(puts(1, std::string(size, 'x')));
       REQUIRE_FALSE(bytes);
-      CHECK(bytes.error().code == StoreErrc::InvalidArgument);
+      CHECK(bytes.error().code == StoreErrc::TooLarge);
       CHECK_THAT(bytes.error().hint, Catch::Contains("--max-request-bytes"));
     }
     CHECK(must(store->revision()) == before);
@@ -193,7 +236,7 @@ TEST_CASE("etcd store reports a paused member as a timeout naming it", "[store][
   CHECK(must(store->get("k")).has_value());
 }
 
-TEST_CASE("etcd store reports a dead member as an I/O error naming it", "[store][etcd]") {
+TEST_CASE("etcd store reports a dead member as unavailable, naming it", "[store][etcd]") {
   EtcdServer server;
   auto store = open_or_fail(options_for(server));
   must(store->put("k", "v"));
@@ -202,7 +245,7 @@ TEST_CASE("etcd store reports a dead member as an I/O error naming it", "[store]
   StoreResult<std::optional<KeyValue>> read;
   auto elapsed = timed([&] { read = store->get("k"); });
   REQUIRE_FALSE(read);
-  CHECK(read.error().code == StoreErrc::Io);
+  CHECK(read.error().code == StoreErrc::Unavailable);
   CHECK_THAT(read.error().message, Catch::Contains("cannot reach etcd"));
   CHECK_THAT(read.error().message, Catch::Contains(server.endpoint()));
   CHECK_THAT(read.error().hint, Catch::Contains("check that etcd runs"));
@@ -211,12 +254,12 @@ TEST_CASE("etcd store reports a dead member as an I/O error naming it", "[store]
 
   auto write = store->put("k", "w");
   REQUIRE_FALSE(write);
-  CHECK(write.error().code == StoreErrc::Io);
+  CHECK(write.error().code == StoreErrc::Unavailable);
   CHECK_THAT(write.error().message, Catch::Contains(server.endpoint()));
 
   auto reopened = EtcdStore::open(options_for(server));
   REQUIRE_FALSE(reopened);
-  CHECK(reopened.error().code == StoreErrc::Io);
+  CHECK(reopened.error().code == StoreErrc::Unavailable);
 }
 
 TEST_CASE("etcd store moves to the next endpoint when one cannot be reached", "[store][etcd]") {
@@ -232,7 +275,7 @@ TEST_CASE("etcd store moves to the next endpoint when one cannot be reached", "[
   server.kill();
   auto r = store->get("k");
   REQUIRE_FALSE(r);
-  CHECK(r.error().code == StoreErrc::Io);
+  CHECK(r.error().code == StoreErrc::Unavailable);
   // Every member tried is named, with why it failed.
   CHECK_THAT(r.error().message, Catch::Contains(dead));
   CHECK_THAT(r.error().message, Catch::Contains(server.endpoint()));
@@ -289,6 +332,46 @@ TEST_CASE("etcd store authenticates, refreshes expired tokens, and never shows t
     std::this_thread::sleep_for(2500ms);
     CHECK(must(store->put("k", "w")) > 0);
     CHECK(must(store->get("k"))->value == "w");
+    // A watch sends the token too, and gets a new one when its own has expired.
+    std::this_thread::sleep_for(2500ms);
+    auto watch = must(store->watch("k", 1));
+    auto events = collect(*watch, 2);
+    REQUIRE(events.size() == 2);
+    CHECK(events.back().kv.value == "w");
+    // An open watch outlives its token, and connecting again after a restart, with the
+    // token long expired, fetches a new one.
+    std::this_thread::sleep_for(2500ms);
+    server.restart();
+    must(store->put("k", "x"));
+    auto resumed = collect(*watch, 1);
+    REQUIRE(resumed.size() == 1);
+    CHECK(resumed[0].kv.value == "x");
+  }
+
+  SECTION("a user without permission on a key is refused, reading and watching") {
+    admin(server.endpoint(), "/v3/auth/role/add", R"({"name":"apps-only"})", "s3cret-pw");
+    // Keys "apps/" up to "apps0" (base64), read and write.
+    admin(server.endpoint(), "/v3/auth/role/grant",
+          R"({"name":"apps-only","perm":{"permType":"READWRITE","key":"YXBwcy8=","range_end":"YXBwczA="}})",
+          "s3cret-pw");
+    admin(server.endpoint(), "/v3/auth/user/add", R"({"name":"app","password":"app-pw"})", "s3cret-pw");
+    admin(server.endpoint(), "/v3/auth/user/grant", R"({"user":"app","role":"apps-only"})", "s3cret-pw");
+    EtcdOptions limited = options;
+    limited.username = "app";
+    limited.password = "app-pw";
+    auto store = open_or_fail(limited);
+    must(store->put("apps/a", "1"));
+    auto denied = store->get("nodes/n1");
+    REQUIRE_FALSE(denied);
+    CHECK(denied.error().code == StoreErrc::Unauthenticated);
+    CHECK_THAT(denied.error().message, Catch::Contains("user 'app' may not"));
+    CHECK_THAT(denied.error().to_string(), !Catch::Contains("app-pw"));
+    auto watch = must(store->watch("nodes/", 1));
+    auto refused = watch->next(5s);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == StoreErrc::Unauthenticated);
+    auto allowed = must(store->watch("apps/", 1));
+    CHECK(must(allowed->next(5s)).size() == 1);
   }
 
   SECTION("a wrong password fails at open, without the password in the message") {
@@ -296,7 +379,7 @@ TEST_CASE("etcd store authenticates, refreshes expired tokens, and never shows t
     wrong.password = "not-the-pw";
     auto r = EtcdStore::open(wrong);
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == StoreErrc::Io);
+    CHECK(r.error().code == StoreErrc::Unauthenticated);
     CHECK_THAT(r.error().message, Catch::Contains("credentials of user 'root' were rejected"));
     CHECK_THAT(r.error().to_string(), !Catch::Contains("not-the-pw"));
   }
@@ -304,7 +387,7 @@ TEST_CASE("etcd store authenticates, refreshes expired tokens, and never shows t
   SECTION("no credentials: the cluster's demand for them is explained") {
     auto r = EtcdStore::open(options_for(server));
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == StoreErrc::Io);
+    CHECK(r.error().code == StoreErrc::Unauthenticated);
     CHECK_THAT(r.error().message, Catch::Contains("requires authentication"));
     CHECK_THAT(r.error().hint, Catch::Contains("username and password"));
   }
@@ -331,6 +414,8 @@ TEST_CASE("etcd store speaks TLS with a CA file and a client certificate", "[sto
   must(store->put("k", "v"));
   CHECK(must(store->get("k"))->value == "v");
   CHECK(must(store->changes_since(1, "")).size() == 1);
+  // A watch connects the same way.
+  CHECK(must(must(store->watch("", 1))->next(5s)).size() == 1);
 
   SECTION("a server certificate not signed by the given CA is refused") {
     EtcdOptions untrusting = options;
@@ -359,4 +444,287 @@ TEST_CASE("etcd store speaks TLS with a CA file and a client certificate", "[sto
     auto r = open_or_fail(insecure);
     CHECK(must(r->get("k"))->value == "v");
   }
+}
+
+TEST_CASE("etcd store reads ranges at a revision with limits, counts and keys only", "[store][etcd]") {
+  EtcdServer server;
+  auto store = open_or_fail(options_for(server));
+  must(store->put("a", "1"));                  // 2
+  must(store->put("b", "2"));                  // 3
+  int64_t three = must(store->put("c", "3"));  // 4
+  must(store->put("a", "4"));                  // 5
+  int64_t now = must(store->del("b"));         // 6
+
+  auto past = must(store->read(RangeRequest::prefix("", three)));
+  CHECK(past.revision == three);
+  CHECK(gaia::testing::keys_of(past.kvs) == std::vector<std::string>{"a", "b", "c"});
+  CHECK(past.kvs[0].value == "1");
+  CHECK(past.count == 3);
+  CHECK_FALSE(past.more);
+
+  auto current = must(store->read(RangeRequest::prefix("")));
+  CHECK(current.revision == now);
+  CHECK(gaia::testing::keys_of(current.kvs) == std::vector<std::string>{"a", "c"});
+  CHECK(current.kvs[0].value == "4");
+  CHECK(current.kvs[0].mod_revision == 5);
+  CHECK(current.kvs[0].version == 2);
+
+  auto limited = must(store->read(RangeRequest::prefix("", three, 2)));
+  CHECK(gaia::testing::keys_of(limited.kvs) == std::vector<std::string>{"a", "b"});
+  CHECK(limited.more);
+  CHECK(limited.count == 3);
+
+  RangeRequest count = RangeRequest::prefix("", three);
+  count.count_only = true;
+  auto counted = must(store->read(count));
+  CHECK(counted.kvs.empty());
+  CHECK(counted.count == 3);
+
+  RangeRequest keys = RangeRequest::prefix("");
+  keys.keys_only = true;
+  auto keyed = must(store->read(keys));
+  REQUIRE(keyed.kvs.size() == 2);
+  CHECK(keyed.kvs[0].key == "a");
+  CHECK(keyed.kvs[0].value.empty());
+  CHECK(keyed.kvs[0].mod_revision == 5);
+
+  // Single keys, an interval with an exclusive end, "\0" as "to the end", the empty key.
+  RangeRequest one;
+  one.key = "a";
+  one.revision = 2;
+  auto first = must(store->read(one));
+  REQUIRE(first.kvs.size() == 1);
+  CHECK(first.kvs[0].value == "1");
+  CHECK(gaia::testing::keys_of(must(store->read(RangeRequest::interval("a", "c", three))).kvs) ==
+        std::vector<std::string>{"a", "b"});
+  CHECK(must(store->read(RangeRequest::interval("b", std::string(1, '\0')))).kvs.size() == 1);
+  CHECK(must(store->read(RangeRequest{})).kvs.empty());
+
+  RangeRequest future = RangeRequest::prefix("", now + 1);
+  auto ahead = store->read(future);
+  REQUIRE_FALSE(ahead);
+  CHECK(ahead.error().code == StoreErrc::FutureRevision);
+
+  // After compact(R), R is still readable and R - 1 is not, as in every backend, though
+  // etcd itself would still serve R - 1.
+  must(store->compact(5));
+  CHECK(must(store->read(RangeRequest::prefix("", 5))).kvs.size() == 3);
+  auto gone = store->read(RangeRequest::prefix("", 4));
+  REQUIRE_FALSE(gone);
+  CHECK(gone.error().code == StoreErrc::Compacted);
+  CHECK(gone.error().compact_revision == 5);
+  CHECK_THAT(gone.error().message, Catch::Contains("revision 4 has been compacted"));
+}
+
+TEST_CASE("etcd watch delivers puts and deletes in order, whole revisions", "[store][etcd][watch]") {
+  EtcdServer server;
+  auto store = open_or_fail(options_for(server));
+  must(store->put("k/a", "1"));                       // 2
+  int64_t from = must(store->put("other", "x"));      // 3
+  must(store->put("k/b", "2"));                       // 4
+  must(store->del("k/a"));                            // 5
+
+  // Changes made before the watch existed come first.
+  auto watch = must(store->watch("k/", from));
+  CHECK(watch->revision() == from - 1);
+  auto before = collect(*watch, 2);
+  CHECK(shape(before) == decltype(shape(before)){{EventType::Put, "k/b"}, {EventType::Delete, "k/a"}});
+  CHECK(before[0].kv.value == "2");
+  CHECK(before[1].revision() == 5);
+  CHECK(watch->revision() == 5);
+
+  must(store->put("k/c", "3"));  // 6
+  Txn t;
+  t.deletes.push_back(Delete{"k/b", false});
+  t.puts.push_back(Put{"k/d", "4", 0});
+  t.puts.push_back(Put{"k/e", "5", 0});
+  must(store->txn(t));  // 7
+  must(store->put("elsewhere", "y"));  // 8
+  auto after = collect(*watch, 4);
+  CHECK(shape(after) == decltype(shape(after)){{EventType::Put, "k/c"},
+                                               {EventType::Delete, "k/b"},
+                                               {EventType::Put, "k/d"},
+                                               {EventType::Put, "k/e"}});
+  CHECK(after[3].revision() == 7);
+  CHECK(watch->revision() == 7);
+  // Nothing more, and nothing twice.
+  CHECK(must(watch->next(300ms)).empty());
+
+  // A watch from the future waits for it; one below revision 1 is refused.
+  auto later = must(store->watch("k/", 9));
+  CHECK(must(later->next(200ms)).empty());
+  must(store->put("k/f", "6"));  // 9
+  CHECK(collect(*later, 1).at(0).kv.key == "k/f");
+  CHECK(store->watch("k/", 0).error().code == StoreErrc::InvalidArgument);
+
+  // Catching up over etcd's batches of 1000 revisions keeps every event, in order.
+  for (int i = 0; i < 1100; ++i) must(store->put("bulk", std::to_string(i)));
+  auto bulk = must(store->watch("bulk", 1));
+  auto all = collect(*bulk, 1100, 20s);
+  REQUIRE(all.size() == 1100);
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].kv.value == std::to_string(i));
+}
+
+TEST_CASE("etcd watch from a compacted revision fails with Compacted", "[store][etcd][watch]") {
+  EtcdServer server;
+  auto store = open_or_fail(options_for(server));
+  must(store->put("a", "1"));  // 2
+  must(store->put("b", "2"));  // 3
+  must(store->del("a"));       // 4
+  must(store->put("c", "3"));  // 5
+  must(store->compact(4));
+
+  auto kept = must(store->watch("", 4));
+  auto events = collect(*kept, 2);
+  CHECK(shape(events) == decltype(shape(events)){{EventType::Delete, "a"}, {EventType::Put, "c"}});
+
+  auto gone = must(store->watch("", 3));
+  auto failed = failure_of(*gone, 5s);
+  REQUIRE(failed);
+  CHECK(failed->code == StoreErrc::Compacted);
+  CHECK(failed->compact_revision == 4);
+  // A failed watch stays failed.
+  auto again = gone->next(10ms);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == StoreErrc::Compacted);
+}
+
+TEST_CASE("etcd watch survives a restart of the member, losing and repeating nothing",
+          "[store][etcd][watch]") {
+  EtcdServer server;
+  auto store = open_or_fail(options_for(server));
+  must(store->put("w/a", "1"));  // 2
+  auto watch = must(store->watch("w/", 2));
+  CHECK(collect(*watch, 1).size() == 1);
+  must(store->put("w/b", "2"));  // 3, maybe queued, maybe not yet, when the member dies
+
+  server.restart();
+  must(store->put("w/c", "3"));  // 4
+  must(store->del("w/a"));       // 5
+  auto events = collect(*watch, 3);
+  CHECK(shape(events) == decltype(shape(events)){{EventType::Put, "w/b"},
+                                                 {EventType::Put, "w/c"},
+                                                 {EventType::Delete, "w/a"}});
+  // Twice, to be sure the second connection is followed as the first was.
+  server.restart();
+  must(store->put("w/d", "4"));  // 6
+  auto more = collect(*watch, 1);
+  REQUIRE(more.size() == 1);
+  CHECK(more[0].revision() == 6);
+  CHECK(must(watch->next(300ms)).empty());
+  CHECK(watch->revision() == 6);
+}
+
+TEST_CASE("etcd watch moves to a member that answers", "[store][etcd][watch]") {
+  EtcdServer server;
+  EtcdOptions options = options_for(server);
+  options.endpoints = {dead_endpoint(), server.endpoint()};
+  auto store = open_or_fail(options);
+  must(store->put("k", "v"));
+  auto watch = must(store->watch("", 1));
+  CHECK(collect(*watch, 1).size() == 1);
+}
+
+TEST_CASE("etcd watch fails only when no member has served it for the request timeout",
+          "[store][etcd][watch]") {
+  EtcdServer server;
+  EtcdOptions options = options_for(server);
+  options.request_timeout = 1000ms;
+  auto store = open_or_fail(options);
+  int64_t now = must(store->put("k", "v"));
+
+  SECTION("every member dead: Unavailable") {
+    auto watch = must(store->watch("", now + 1));
+    CHECK(must(watch->next(200ms)).empty());
+    server.kill();
+    std::optional<StoreError> failed;
+    auto elapsed = timed([&] { failed = failure_of(*watch, 10s); });
+    REQUIRE(failed);
+    CHECK(failed->code == StoreErrc::Unavailable);
+    CHECK_THAT(failed->message, Catch::Contains(server.endpoint()));
+    CHECK(elapsed >= 900ms);
+    CHECK(elapsed < 3000ms);
+  }
+
+  SECTION("a quiet watch on a healthy member keeps its stream, across a compaction") {
+    options.watch_idle = 300ms;
+    auto quiet = open_or_fail(options);
+    auto watch = must(quiet->watch("q/", now + 1));
+    CHECK(must(watch->next(1000ms)).empty());
+    for (int i = 0; i < 5; ++i) must(quiet->put("other", std::to_string(i)));
+    // Connecting again from revision now + 1 would now be refused as compacted.
+    must(quiet->compact(must(quiet->revision())));
+    CHECK(must(watch->next(1000ms)).empty());
+    must(quiet->put("q/x", "1"));
+    CHECK(collect(*watch, 1).size() == 1);
+  }
+
+  SECTION("a frozen member: Timeout, once the watch noticed its silence") {
+    options.watch_idle = 1000ms;
+    options.request_timeout = 500ms;
+    auto frozen = open_or_fail(options);
+    auto watch = must(frozen->watch("", now + 1));
+    CHECK(must(watch->next(200ms)).empty());
+    server.pause();
+    auto failed = failure_of(*watch, 10s);
+    server.resume();
+    REQUIRE(failed);
+    CHECK(failed->code == StoreErrc::Timeout);
+    CHECK_THAT(failed->message, Catch::Contains(server.endpoint()));
+  }
+}
+
+TEST_CASE("etcd watch ends its thread at once when destroyed", "[store][etcd][watch]") {
+  EtcdServer server;
+  auto store = open_or_fail(options_for(server));
+  size_t threads = thread_count();
+
+  // Waiting on a silent stream.
+  auto watch = must(store->watch("", must(store->revision()) + 1));
+  CHECK(must(watch->next(100ms)).empty());
+  CHECK(timed([&] { watch.reset(); }) < 200ms);
+  CHECK(thread_count() == threads);
+
+  // Waiting for a frozen member to create the watch.
+  server.pause();
+  watch = must(store->watch("", 1));
+  std::this_thread::sleep_for(100ms);
+  CHECK(timed([&] { watch.reset(); }) < 200ms);
+  server.resume();
+
+  // Waiting between attempts to reach a dead member.
+  server.kill();
+  watch = must(store->watch("", 1));
+  std::this_thread::sleep_for(300ms);
+  CHECK(timed([&] { watch.reset(); }) < 200ms);
+  CHECK(thread_count() == threads);
+
+  // A watch may outlive its store.
+  EtcdServer other;
+  auto second = open_or_fail(options_for(other));
+  must(second->put("k", "v"));
+  watch = must(second->watch("", 1));
+  second.reset();
+  CHECK(collect(*watch, 1).size() == 1);
+}
+
+TEST_CASE("etcd errors keep their kind", "[store][etcd]") {
+  EtcdOptions options;
+  options.endpoints = {"http://127.0.0.1:2379"};
+  auto gateway = must(EtcdGateway::create(options));
+  auto code = [&](const char* message) { return gateway->explain(message, "http://m:2379", "/v3/kv/range").code; };
+  CHECK(code("etcdserver: no leader") == StoreErrc::Unavailable);
+  CHECK(code("etcdserver: leader changed") == StoreErrc::Unavailable);
+  CHECK(code("etcdserver: request timed out") == StoreErrc::Timeout);
+  CHECK(code("etcdserver: permission denied") == StoreErrc::Unauthenticated);
+  CHECK(code("etcdserver: user name is empty") == StoreErrc::Unauthenticated);
+  CHECK(code("etcdserver: authentication failed, invalid user ID or password") == StoreErrc::Unauthenticated);
+  CHECK(code("etcdserver: invalid auth token") == StoreErrc::Unauthenticated);
+  CHECK(code("etcdserver: too many operations in txn request") == StoreErrc::TooLarge);
+  CHECK(code("etcdserver: request is too large") == StoreErrc::TooLarge);
+  CHECK(code("mvcc: required revision has been compacted") == StoreErrc::Compacted);
+  CHECK(code("mvcc: required revision is a future revision") == StoreErrc::FutureRevision);
+  CHECK(code("etcdserver: requested lease not found") == StoreErrc::Io);  // Needs gRPC's NotFound.
+  CHECK(gateway->explain("etcdserver: no leader", "http://m:2379", "/v3/kv/range").message ==
+        "etcd at http://m:2379: etcdserver: no leader");
 }

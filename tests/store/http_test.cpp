@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <thread>
 
 #include "tests/store/etcd_server.hpp"
 
@@ -100,5 +101,56 @@ TEST_CASE("http client posts and classifies failures", "[store][http]") {
     CHECK(r->body.empty());
     CHECK_THAT(seen, Catch::Contains("\"created\":true"));
     CHECK(std::chrono::steady_clock::now() - started < 2000ms);
+  }
+
+  SECTION("a cancellation ends a silent stream at once, from another thread, and stays") {
+    http::Request request;
+    request.url = server.endpoint() + "/v3/watch";
+    request.body = R"({"create_request":{"key":"AA==","range_end":"AA=="}})";
+    request.timeout = 0ms;  // Unbounded: only the cancellation ends it.
+    request.on_data = [](std::string_view) { return true; };
+    http::Cancellation cancellation;
+    request.cancellation = &cancellation;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(300ms);
+      cancellation.cancel();
+    });
+    auto started = std::chrono::steady_clock::now();
+    auto r = client.post(request);
+    auto elapsed = std::chrono::steady_clock::now() - started;
+    canceller.join();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == http::HttpErrc::Cancelled);
+    CHECK(elapsed >= 250ms);
+    CHECK(elapsed < 1000ms);
+    started = std::chrono::steady_clock::now();
+    auto again = client.post(request);
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == http::HttpErrc::Cancelled);
+    CHECK(std::chrono::steady_clock::now() - started < 100ms);
+    // The client itself is fine afterwards.
+    CHECK(client.post(range_request(server.endpoint())));
+  }
+
+  SECTION("on_tick is called while a stream is silent and can end it") {
+    http::Request request;
+    request.url = server.endpoint() + "/v3/watch";
+    request.body = R"({"create_request":{"key":"AA==","range_end":"AA=="}})";
+    request.timeout = 0ms;
+    request.on_data = [](std::string_view) { return true; };
+    request.tick_interval = 20ms;
+    auto started = std::chrono::steady_clock::now();
+    int ticks = 0;
+    request.on_tick = [&] {
+      ++ticks;
+      return std::chrono::steady_clock::now() - started < 300ms;
+    };
+    auto r = client.post(request);
+    auto elapsed = std::chrono::steady_clock::now() - started;
+    REQUIRE(r);
+    CHECK(r->stopped);
+    CHECK(ticks >= 5);
+    CHECK(elapsed >= 300ms);
+    CHECK(elapsed < 1000ms);
   }
 }

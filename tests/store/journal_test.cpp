@@ -25,10 +25,7 @@ namespace {
 class LimitedStore final : public Store {
  public:
   LimitedStore(Store& inner, TxnLimits limits) : m_inner(inner), m_limits(limits) {}
-  StoreResult<std::optional<KeyValue>> get(std::string_view key) override { return m_inner.get(key); }
-  StoreResult<std::vector<KeyValue>> range(std::string_view prefix, size_t limit) override {
-    return m_inner.range(prefix, limit);
-  }
+  StoreResult<RangeResponse> read(const RangeRequest& request) override { return m_inner.read(request); }
   StoreResult<int64_t> revision() override { return m_inner.revision(); }
   StoreResult<TxnResult> txn(const Txn& txn) override {
     if (!txn_fits(txn, m_limits)) {

@@ -2,7 +2,8 @@
 // The behaviour every Store implementation must have. An implementation's test file
 // defines how to create a fresh backing store and calls run_store_contract() inside a
 // TEST_CASE; each SECTION below then runs against a new, empty store. The sqlite store
-// runs it in sqlite_store_test.cpp, the etcd store in etcd_store_test.cpp.
+// runs it in sqlite_store_test.cpp, the in-process store in memory_store_test.cpp, the
+// etcd store in etcd_store_test.cpp.
 //
 // Two things differ between backends by nature, and the backend says which way it goes:
 // the revision of an empty store (SQLite starts at 0, etcd at 1; every expected revision
@@ -15,9 +16,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +72,40 @@ inline std::vector<std::string> keys_of(const std::vector<KeyValue>& kvs) {
   std::vector<std::string> keys;
   for (const auto& kv : kvs) keys.push_back(kv.key);
   return keys;
+}
+
+inline std::vector<std::string> keys_of(const RangeResponse& r) { return keys_of(r.kvs); }
+
+// A read of one key.
+inline RangeRequest single(std::string_view key, int64_t revision = 0) {
+  RangeRequest r;
+  r.key = std::string(key);
+  r.revision = revision;
+  return r;
+}
+
+// Calls `watch.next()` until it has returned an event at `revision` or later, or for at
+// most `within`; returns every batch it got (each batch is one next()).
+inline std::vector<std::vector<Event>> watch_until(Watch& watch, int64_t revision,
+                                                   std::chrono::milliseconds within) {
+  std::vector<std::vector<Event>> batches;
+  auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return batches;
+    auto batch = watch.next(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+    if (!batch) FAIL(batch.error().to_string());
+    if (batch->empty()) continue;
+    int64_t last = batch->back().revision();
+    batches.push_back(std::move(*batch));
+    if (last >= revision) return batches;
+  }
+}
+
+inline std::vector<Event> flatten(const std::vector<std::vector<Event>>& batches) {
+  std::vector<Event> out;
+  for (const auto& b : batches) out.insert(out.end(), b.begin(), b.end());
+  return out;
 }
 
 // Reads `key` as a decimal counter and writes it back incremented, retrying on conflict
@@ -379,6 +416,246 @@ void run_store_contract(MakeBackend make_backend) {
     auto gone = store.changes_since(r0 + 2, "");
     REQUIRE_FALSE(gone);
     CHECK(gone.error().compact_revision == r0 + 3);
+  }
+
+  SECTION("read selects one key, a prefix, an interval, or every key from one on") {
+    for (const char* key : {"a", "b", "b/1", "b/2", "b2", "c"}) must(store.put(key, key));
+    auto one = must(store.read(single("b/1")));
+    REQUIRE(one.kvs.size() == 1);
+    CHECK(one.kvs[0] == KeyValue{"b/1", "b/1", r0 + 3, r0 + 3, 1, 0});
+    CHECK(one.count == 1);
+    CHECK_FALSE(one.more);
+    CHECK(one.revision == r0 + 6);
+    auto missing = must(store.read(single("b/")));
+    CHECK(missing.kvs.empty());
+    CHECK(missing.count == 0);
+    CHECK(missing.revision == r0 + 6);
+
+    CHECK(keys_of(must(store.read(RangeRequest::prefix("b/")))) == std::vector<std::string>{"b/1", "b/2"});
+    CHECK(keys_of(must(store.read(RangeRequest::prefix("b")))) ==
+          std::vector<std::string>{"b", "b/1", "b/2", "b2"});
+    CHECK(keys_of(must(store.read(RangeRequest::interval("b/", "b2")))) == std::vector<std::string>{"b/1", "b/2"});
+    CHECK(keys_of(must(store.read(RangeRequest::interval("b/2", "c")))) == std::vector<std::string>{"b/2", "b2"});
+    RangeRequest to_end = RangeRequest::interval("b2", std::string_view("\0", 1));
+    CHECK(keys_of(must(store.read(to_end))) == std::vector<std::string>{"b2", "c"});
+    auto all = must(store.read(RangeRequest::prefix("")));
+    CHECK(all.kvs.size() == 6);
+    CHECK(all.count == 6);
+    CHECK(all.kvs.front().value == "a");
+  }
+
+  SECTION("read with a limit says whether there are more and counts the whole range") {
+    for (int i = 0; i < 5; ++i) must(store.put(fmt::format("k/{}", i), "v"));
+    must(store.put("z", "v"));
+    auto page = must(store.read(RangeRequest::prefix("k/", 0, 2)));
+    CHECK(keys_of(page) == std::vector<std::string>{"k/0", "k/1"});
+    CHECK(page.more);
+    CHECK(page.count == 5);
+    CHECK(page.revision == r0 + 6);
+    for (size_t limit : {5, 7}) {
+      auto whole = must(store.read(RangeRequest::prefix("k/", 0, limit)));
+      CHECK(whole.kvs.size() == 5);
+      CHECK_FALSE(whole.more);
+      CHECK(whole.count == 5);
+    }
+    // The next page starts just after the last key read, at the first page's revision.
+    auto next = must(store.read(RangeRequest::interval("k/1" + std::string(1, '\0'), "k0", page.revision, 2)));
+    CHECK(keys_of(next) == std::vector<std::string>{"k/2", "k/3"});
+    CHECK(next.more);
+    CHECK(next.count == 3);
+  }
+
+  SECTION("read with keys_only leaves values out; count_only returns only the count") {
+    must(store.put("a", "1"));  // r0 + 1
+    must(store.put("b", "1"));  // r0 + 2
+    must(store.put("b", "2"));  // r0 + 3
+    must(store.put("c", "3"));  // r0 + 4
+    RangeRequest keys = RangeRequest::prefix("");
+    keys.keys_only = true;
+    auto r = must(store.read(keys));
+    REQUIRE(keys_of(r) == std::vector<std::string>{"a", "b", "c"});
+    for (const auto& kv : r.kvs) CHECK(kv.value.empty());
+    CHECK(r.kvs[1].create_revision == r0 + 2);
+    CHECK(r.kvs[1].mod_revision == r0 + 3);
+    CHECK(r.kvs[1].version == 2);
+    CHECK(r.count == 3);
+
+    RangeRequest count = RangeRequest::prefix("");
+    count.count_only = true;
+    auto counted = must(store.read(count));
+    CHECK(counted.kvs.empty());
+    CHECK(counted.count == 3);
+    CHECK(counted.revision == r0 + 4);
+    count = RangeRequest::interval("b", "c");
+    count.count_only = true;
+    CHECK(must(store.read(count)).count == 1);
+  }
+
+  SECTION("a read at a past revision returns the keys as they were then") {
+    int64_t lease = must(store.grant(60s));
+    must(store.put("a", "1"));         // r0 + 1
+    must(store.put("b", "1", lease));  // r0 + 2
+    must(store.put("a", "2"));         // r0 + 3
+    must(store.del("b"));              // r0 + 4
+    must(store.put("c", "1"));         // r0 + 5
+    must(store.put("b", "again"));     // r0 + 6
+    must(store.del_prefix(""));        // r0 + 7: everything at once
+    must(store.put("d", "1"));         // r0 + 8
+    const KeyValue a1{"a", "1", r0 + 1, r0 + 1, 1, 0};
+    const KeyValue a2{"a", "2", r0 + 1, r0 + 3, 2, 0};
+    const KeyValue b1{"b", "1", r0 + 2, r0 + 2, 1, lease};
+    const KeyValue b2{"b", "again", r0 + 6, r0 + 6, 1, 0};
+    const KeyValue c1{"c", "1", r0 + 5, r0 + 5, 1, 0};
+    auto at = [&](int64_t revision) {
+      auto r = must(store.read(RangeRequest::prefix("", revision)));
+      CHECK(r.revision == revision);
+      CHECK(r.count == static_cast<int64_t>(r.kvs.size()));
+      return r.kvs;
+    };
+    CHECK(at(r0 + 1) == std::vector<KeyValue>{a1});
+    CHECK(at(r0 + 2) == std::vector<KeyValue>{a1, b1});
+    CHECK(at(r0 + 3) == std::vector<KeyValue>{a2, b1});
+    CHECK(at(r0 + 4) == std::vector<KeyValue>{a2});
+    CHECK(at(r0 + 5) == std::vector<KeyValue>{a2, c1});
+    CHECK(at(r0 + 6) == std::vector<KeyValue>{a2, b2, c1});
+    CHECK(at(r0 + 7).empty());
+    CHECK(keys_of(at(r0 + 8)) == std::vector<std::string>{"d"});
+
+    CHECK(must(store.read(single("b", r0 + 4))).kvs.empty());
+    CHECK(must(store.read(single("b", r0 + 3))).kvs == std::vector<KeyValue>{b1});
+    CHECK(must(store.read(single("b", r0 + 6))).kvs == std::vector<KeyValue>{b2});
+    CHECK(keys_of(must(store.read(RangeRequest::interval("b", "d", r0 + 6)))) == std::vector<std::string>{"b", "c"});
+    auto page = must(store.read(RangeRequest::prefix("", r0 + 6, 2)));
+    CHECK(page.kvs == std::vector<KeyValue>{a2, b2});
+    CHECK(page.more);
+    CHECK(page.count == 3);
+    RangeRequest keys = RangeRequest::prefix("", r0 + 3);
+    keys.keys_only = true;
+    auto keys_only = must(store.read(keys));
+    REQUIRE(keys_of(keys_only) == std::vector<std::string>{"a", "b"});
+    CHECK(keys_only.kvs[0].value.empty());
+    CHECK(keys_only.kvs[0].mod_revision == r0 + 3);
+    RangeRequest count = RangeRequest::prefix("", r0 + 5);
+    count.count_only = true;
+    CHECK(must(store.read(count)).count == 2);
+    // The current state is untouched by the reads of old ones.
+    CHECK(keys_of(must(store.read(RangeRequest::prefix("")))) == std::vector<std::string>{"d"});
+  }
+
+  SECTION("reads before the compacted revision fail; from it on they see the old state") {
+    must(store.put("gone", "x"));                                          // r0 + 1
+    for (int i = 0; i < 8; ++i) must(store.put("k", std::to_string(i)));  // r0 + 2 ... r0 + 9
+    must(store.del("gone"));                                               // r0 + 10
+    must(store.put("k", "8"));                                             // r0 + 11
+    must(store.compact(r0 + 10));
+    for (int64_t old : {r0 + 9, r0 + 2}) {
+      auto r = store.read(RangeRequest::prefix("", old));
+      REQUIRE_FALSE(r);
+      CHECK(r.error().code == StoreErrc::Compacted);
+      CHECK(r.error().compact_revision == r0 + 10);
+      CHECK_FALSE(store.read(single("k", old)));
+    }
+    CHECK(must(store.read(RangeRequest::prefix("", r0 + 10))).kvs ==
+          std::vector<KeyValue>{KeyValue{"k", "7", r0 + 2, r0 + 9, 8, 0}});
+    CHECK(must(store.read(single("gone", r0 + 10))).kvs.empty());
+    CHECK(must(store.read(single("k", r0 + 11))).kvs.at(0).value == "8");
+    CHECK(must(store.read(single("k"))).kvs.at(0).version == 9);
+    // History after the compaction point is still there for followers too.
+    CHECK(must(store.changes_since(r0 + 10, "")).size() == 2);
+  }
+
+  SECTION("a read at a future revision fails; a read tells the store's revision") {
+    CHECK(must(store.read(RangeRequest::prefix(""))).revision == r0);
+    must(store.put("a", "1"));
+    auto future = store.read(RangeRequest::prefix("", r0 + 2));
+    REQUIRE_FALSE(future);
+    CHECK(future.error().code == StoreErrc::FutureRevision);
+    auto far = store.read(single("a", r0 + 5));
+    REQUIRE_FALSE(far);
+    CHECK(far.error().code == StoreErrc::FutureRevision);
+    // Neither a failed compare nor a lease grant moves it.
+    Txn stale;
+    stale.compares.push_back(Compare{"a", 0});
+    stale.puts.push_back(Put{"a", "2", 0});
+    CHECK_FALSE(must(store.txn(stale)).succeeded);
+    must(store.grant(60s));
+    for (const RangeRequest& r : {RangeRequest::prefix(""), single("a"), single("missing"), single("a", r0 + 1)})
+      CHECK(must(store.read(r)).revision == must(store.revision()));
+    CHECK(must(store.revision()) == r0 + 1);
+  }
+
+  SECTION("a watch delivers the changes under its prefix in order, in whole revisions") {
+    must(store.put("apps/a", "1"));    // r0 + 1
+    must(store.put("nodes/n1", "n"));  // r0 + 2
+    must(store.put("apps/b", "1"));    // r0 + 3
+    auto watch = must(store.watch("apps/", r0 + 2));
+    Txn t;
+    for (const char* key : {"apps/c", "nodes/n2", "apps/d"}) t.puts.push_back(Put{key, "v", 0});
+    must(store.txn(t));                // r0 + 4
+    must(store.put("apps/a", "2"));    // r0 + 5
+    must(store.del("apps/b"));         // r0 + 6
+    auto batches = watch_until(*watch, r0 + 6, 10s);
+    auto events = flatten(batches);
+    REQUIRE(events.size() == 5);
+    CHECK(events[0].kv == KeyValue{"apps/b", "1", r0 + 3, r0 + 3, 1, 0});
+    CHECK(events[1].kv.key == "apps/c");
+    CHECK(events[2].kv.key == "apps/d");
+    CHECK(events[2].revision() == r0 + 4);
+    CHECK(events[3].kv == KeyValue{"apps/a", "2", r0 + 1, r0 + 5, 2, 0});
+    CHECK(events[4].type == EventType::Delete);
+    CHECK(events[4].kv.key == "apps/b");
+    CHECK(events[4].revision() == r0 + 6);
+    // A revision never straddles two batches.
+    for (const auto& batch : batches)
+      if (std::ranges::any_of(batch, [&](const Event& e) { return e.revision() == r0 + 4; }))
+        CHECK(std::ranges::count_if(batch, [&](const Event& e) { return e.revision() == r0 + 4; }) == 2);
+    CHECK(watch->revision() >= r0 + 6);
+  }
+
+  SECTION("a watch waits for changes, and returns nothing when none come in time") {
+    auto watch = must(store.watch("x/", r0 + 1));
+    auto start = std::chrono::steady_clock::now();
+    CHECK(must(watch->next(300ms)).empty());
+    CHECK(std::chrono::steady_clock::now() - start >= 250ms);
+    must(store.put("y", "not watched"));  // r0 + 1
+    CHECK(must(watch->next(300ms)).empty());
+    // A change made through another handle while the watch waits.
+    auto other = backend->open(clock);
+    std::atomic<bool> written{false};
+    std::thread writer([&] {
+      std::this_thread::sleep_for(200ms);
+      written = other->put("x/1", "v").has_value();
+    });
+    auto events = flatten(watch_until(*watch, r0 + 2, 10s));
+    writer.join();
+    CHECK(written);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].kv == KeyValue{"x/1", "v", r0 + 2, r0 + 2, 1, 0});
+    CHECK(watch->revision() >= r0 + 2);
+  }
+
+  SECTION("a watch from a compacted revision fails with Compacted") {
+    for (int i = 0; i < 10; ++i) must(store.put("k", std::to_string(i)));  // r0 + 1 ... r0 + 10
+    must(store.compact(r0 + 8));
+    // The failure may come from watch() itself or from the first next(), and stays.
+    auto watch = store.watch("", r0 + 3);
+    std::optional<StoreError> failure;
+    if (!watch) {
+      failure = watch.error();
+    } else {
+      auto first = (*watch)->next(10s);
+      REQUIRE_FALSE(first);
+      failure = first.error();
+      CHECK_FALSE((*watch)->next(100ms));
+    }
+    CHECK(failure->code == StoreErrc::Compacted);
+    CHECK(failure->compact_revision == r0 + 8);
+
+    auto kept = must(store.watch("", r0 + 8));
+    auto events = flatten(watch_until(*kept, r0 + 10, 10s));
+    REQUIRE(events.size() == 3);
+    CHECK(events.front().revision() == r0 + 8);
+    CHECK(events.front().kv.value == "7");
   }
 
   SECTION("keys attached to a lease vanish when it expires") {

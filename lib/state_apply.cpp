@@ -1,0 +1,178 @@
+#include "lib/state_apply.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lib/codec.hpp"
+
+namespace gaia {
+
+namespace {
+
+constexpr std::string_view k_nodes = "nodes/";
+constexpr std::string_view k_tenants = "tenants/";
+constexpr std::string_view k_apps = "apps/";
+constexpr std::string_view k_app_status = "status/apps/";
+constexpr std::string_view k_instances = "instances/";
+constexpr std::string_view k_settings = "settings/";
+constexpr std::string_view k_heartbeats = "heartbeats/";
+
+Diagnostic corrupt(std::string_view key, const std::exception& e) {
+  return Diagnostic{{},
+                    std::string(key),
+                    fmt::format("corrupt record in the store: {}", e.what()),
+                    "the store was modified by something other than gaia; restore it from a backup"};
+}
+
+// Inserts or replaces `value` in `list`, kept sorted by `name_of`. A full load feeds keys
+// in order, so the common case appends.
+template <class T, class Name>
+void upsert(std::vector<T>& list, T value, const std::string& name, Name name_of) {
+  if (list.empty() || name_of(list.back()) < name) {
+    list.push_back(std::move(value));
+    return;
+  }
+  auto it = std::lower_bound(list.begin(), list.end(), name,
+                             [&](const T& x, const std::string& n) { return name_of(x) < n; });
+  if (it != list.end() && name_of(*it) == name) *it = std::move(value);
+  else list.insert(it, std::move(value));
+}
+
+template <class T, class Name>
+void erase(std::vector<T>& list, const std::string& name, Name name_of) {
+  auto it = std::lower_bound(list.begin(), list.end(), name,
+                             [&](const T& x, const std::string& n) { return name_of(x) < n; });
+  if (it != list.end() && name_of(*it) == name) list.erase(it);
+}
+
+const std::string& node_name(const Node& n) { return n.name; }
+const std::string& tenant_name(const Tenant& t) { return t.name; }
+std::string instance_name(const Instance& i) { return i.key(); }
+
+void erase_roles(ClusterState& st, const std::string& app_id) {
+  std::string prefix = app_id + "/";
+  auto it = st.snapshot.roles.lower_bound(prefix);
+  while (it != st.snapshot.roles.end() && it->first.starts_with(prefix)) it = st.snapshot.roles.erase(it);
+}
+
+Result<void> put_app(ClusterState& st, const KeyValue& kv) {
+  try {
+    auto j = nlohmann::json::parse(kv.value);
+    auto a = j.get<AppRecord>();
+    std::string id = a.tenant + "/" + a.name;
+    // The app's status lives in its own key (status/apps/...); a record written before
+    // that split still carries one, which the status key, when there is one, overrides.
+    if (auto old = st.apps.find(id); old != st.apps.end() && !j.contains("status")) {
+      a.status = old->second.status;
+      a.failed_roles = old->second.failed_roles;
+    }
+    erase_roles(st, id);
+    for (const auto& role : a.workload.roles) st.snapshot.roles[id + "/" + role.name] = role;
+    st.apps.insert_or_assign(id, std::move(a));
+  } catch (const std::exception& e) {
+    return fail(corrupt(kv.key, e));
+  }
+  return {};
+}
+
+Result<void> put_app_status(ClusterState& st, const KeyValue& kv) {
+  auto it = st.apps.find(kv.key.substr(k_app_status.size()));
+  // A status without its app (the app's delete came first) describes nothing.
+  if (it == st.apps.end()) return {};
+  try {
+    auto status = nlohmann::json::parse(kv.value).get<AppStatus>();
+    it->second.status = std::move(status.status);
+    it->second.failed_roles = std::move(status.failed_roles);
+  } catch (const std::exception& e) {
+    return fail(corrupt(kv.key, e));
+  }
+  return {};
+}
+
+template <class T>
+Result<T> decode(const KeyValue& kv) {
+  try {
+    return nlohmann::json::parse(kv.value).get<T>();
+  } catch (const std::exception& e) {
+    return fail(corrupt(kv.key, e));
+  }
+}
+
+}  // namespace
+
+Result<void> apply_put(ClusterState& st, const KeyValue& kv) {
+  std::string_view key = kv.key;
+  if (key.starts_with(k_instances)) {
+    auto i = decode<Instance>(kv);
+    if (!i) return fail(i.error());
+    upsert(st.snapshot.instances, std::move(*i), std::string(key.substr(k_instances.size())), instance_name);
+  } else if (key.starts_with(k_nodes)) {
+    auto n = decode<Node>(kv);
+    if (!n) return fail(n.error());
+    upsert(st.snapshot.nodes, std::move(*n), std::string(key.substr(k_nodes.size())), node_name);
+  } else if (key.starts_with(k_tenants)) {
+    auto t = decode<Tenant>(kv);
+    if (!t) return fail(t.error());
+    upsert(st.snapshot.tenants, std::move(*t), std::string(key.substr(k_tenants.size())), tenant_name);
+  } else if (key.starts_with(k_apps)) {
+    return put_app(st, kv);
+  } else if (key.starts_with(k_app_status)) {
+    return put_app_status(st, kv);
+  } else if (key == keys::k_seq) {
+    try {
+      st.seq = std::stoll(kv.value);
+    } catch (const std::exception& e) {
+      return fail(corrupt(key, e));
+    }
+    st.seq_revision = kv.mod_revision;
+  } else if (key == keys::k_profile) {
+    auto p = decode<SchedulerProfile>(kv);
+    if (!p) return fail(p.error());
+    st.snapshot.profile = std::move(*p);
+  } else if (key.starts_with(k_settings)) {
+    try {
+      st.settings[std::string(key.substr(k_settings.size()))] = nlohmann::json::parse(kv.value);
+    } catch (const std::exception& e) {
+      return fail(corrupt(key, e));
+    }
+  } else if (key.starts_with(k_heartbeats)) {
+    // A heartbeat only informs the node health check: an unreadable one is skipped (the
+    // next beat rewrites it) rather than failing every command.
+    try {
+      auto j = nlohmann::json::parse(kv.value);
+      st.heartbeats[std::string(key.substr(k_heartbeats.size()))] =
+          Heartbeat{j.value("at_ms", int64_t{0}), j.value("agent", std::string())};
+    } catch (const std::exception&) {
+      st.heartbeats.erase(std::string(key.substr(k_heartbeats.size())));
+    }
+  }
+  return {};
+}
+
+void apply_delete(ClusterState& st, std::string_view key) {
+  if (key.starts_with(k_instances)) {
+    erase(st.snapshot.instances, std::string(key.substr(k_instances.size())), instance_name);
+  } else if (key.starts_with(k_nodes)) {
+    erase(st.snapshot.nodes, std::string(key.substr(k_nodes.size())), node_name);
+  } else if (key.starts_with(k_tenants)) {
+    erase(st.snapshot.tenants, std::string(key.substr(k_tenants.size())), tenant_name);
+  } else if (key.starts_with(k_apps)) {
+    std::string id(key.substr(k_apps.size()));
+    erase_roles(st, id);
+    st.apps.erase(id);
+  } else if (key.starts_with(k_app_status)) {
+    // The app's own delete removes it; a status deleted alone leaves the last one known.
+  } else if (key == keys::k_seq) {
+    st.seq = 0;
+    st.seq_revision = 0;
+  } else if (key == keys::k_profile) {
+    st.snapshot.profile = SchedulerProfile{};
+  } else if (key.starts_with(k_settings)) {
+    st.settings.erase(std::string(key.substr(k_settings.size())));
+  } else if (key.starts_with(k_heartbeats)) {
+    st.heartbeats.erase(std::string(key.substr(k_heartbeats.size())));
+  }
+}
+
+}  // namespace gaia

@@ -1,0 +1,25 @@
+#pragma once
+// How the store's keys land in a ClusterState (lib/state.hpp). A full load and the
+// incremental refresh that follows changes (State with StateOptions::follow_changes)
+// both go through these two functions, so a state brought up to date change by change
+// is the same, field for field, as one read afresh at the same revision: every list
+// stays sorted by key, as a range read returns it.
+
+#include <string_view>
+
+#include "lib/error.hpp"
+#include "lib/state.hpp"
+#include "lib/store.hpp"
+
+namespace gaia {
+
+// Puts one key's value into `st`: a node, tenant, app (with its roles), app status,
+// instance, setting, heartbeat, the sequence key or the scheduler profile. Keys of no
+// such kind (events, journal chunks) are ignored. A record that cannot be decoded is an
+// error naming its key; `st` is then unchanged.
+Result<void> apply_put(ClusterState& st, const KeyValue& kv);
+
+// Removes one key's object from `st`; unknown keys are ignored.
+void apply_delete(ClusterState& st, std::string_view key);
+
+}  // namespace gaia

@@ -1,0 +1,268 @@
+// The informer (StateOptions::follow_changes): a state brought up to date from the
+// store's changes must equal, field for field, one read afresh at the same revision,
+// through every kind of change a command makes, through compaction of the history it
+// needs, and through a half-applied journal commit. And an app's status lives in its own
+// small key: an observation never rewrites the app record.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "lib/codec.hpp"
+#include "lib/journal.hpp"
+#include "lib/state.hpp"
+#include "store/sqlite_store.hpp"
+#include "tests/temp_dir.hpp"
+
+using namespace gaia;
+
+namespace {
+
+// Everything a ClusterState holds, as JSON, so two states compare in one CHECK with a
+// readable difference.
+nlohmann::json dump(const ClusterState& st) {
+  nlohmann::json j;
+  j["nodes"] = st.snapshot.nodes;
+  j["tenants"] = st.snapshot.tenants;
+  j["instances"] = st.snapshot.instances;
+  j["roles"] = st.snapshot.roles;
+  j["profile"] = st.snapshot.profile;
+  j["apps"] = nlohmann::json::object();
+  for (const auto& [k, a] : st.apps) j["apps"][k] = a;
+  j["seq"] = st.seq;
+  j["seq_revision"] = st.seq_revision;
+  j["revision"] = st.revision;
+  j["settings"] = st.settings;
+  for (const auto& [n, h] : st.heartbeats) j["heartbeats"][n] = {h.at_ms, h.agent};
+  return j;
+}
+
+AppRecord app(const std::string& name, int roles) {
+  AppRecord a;
+  a.tenant = "default";
+  a.name = name;
+  a.version = "1.0.0";
+  for (int r = 0; r < roles; ++r) {
+    Role role;
+    role.name = fmt::format("r{}", r);
+    role.replicas = r + 1;
+    a.workload.roles.push_back(role);
+  }
+  return a;
+}
+
+Instance instance(const std::string& app_name, int ordinal, const std::string& node) {
+  Instance i;
+  i.tenant = "default";
+  i.app = app_name;
+  i.role = "r0";
+  i.ordinal = ordinal;
+  i.node = node;
+  return i;
+}
+
+// One random change, made as the commands make them: through State::commit on the state
+// the writer loaded.
+void random_change(State& writer, std::mt19937& rng, int step) {
+  auto base = writer.load();
+  REQUIRE(base);
+  Batch b;
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  switch (pick(9)) {
+    case 0: {
+      Node n;
+      n.name = fmt::format("n{:02d}", pick(12));
+      n.capacity.cpu_millis = 1000 * (1 + pick(8));
+      b.put_nodes.push_back(n);
+      break;
+    }
+    case 1:
+      if (!base->snapshot.nodes.empty())
+        b.delete_nodes.push_back(base->snapshot.nodes[pick(static_cast<int>(base->snapshot.nodes.size()))].name);
+      break;
+    case 2:
+      b.put_apps.push_back(app(fmt::format("a{}", pick(5)), 1 + pick(3)));
+      break;
+    case 3:
+      if (!base->apps.empty()) {
+        // An observation: only the status moves.
+        auto it = std::next(base->apps.begin(), pick(static_cast<int>(base->apps.size())));
+        AppRecord a = it->second;
+        a.status = a.status == "Ready" ? "Deploying" : "Ready";
+        if (pick(2)) a.failed_roles["r0"] = fmt::format("exhausted retries at step {}", step);
+        else a.failed_roles.clear();
+        b.put_apps.push_back(a);
+      }
+      break;
+    case 4:
+      if (!base->apps.empty()) {
+        auto it = std::next(base->apps.begin(), pick(static_cast<int>(base->apps.size())));
+        b.delete_apps.emplace_back(it->second.tenant, it->second.name);
+      }
+      break;
+    case 5:
+      for (int k = 0; k < 1 + pick(4); ++k)
+        b.put_instance(instance(fmt::format("a{}", pick(5)), pick(20), fmt::format("n{:02d}", pick(12))));
+      break;
+    case 6:
+      if (!base->snapshot.instances.empty())
+        b.delete_instances.push_back(
+            base->snapshot.instances[pick(static_cast<int>(base->snapshot.instances.size()))].key());
+      break;
+    case 7:
+      b.put_settings[fmt::format("s{}", pick(3))] = nlohmann::json{{"v", step}};
+      break;
+    default: {
+      Tenant t;
+      t.name = fmt::format("t{}", pick(4));
+      b.put_tenants.push_back(t);
+      SchedulerProfile p;
+      p.w_balance = pick(10);
+      b.profile = p;
+      break;
+    }
+  }
+  b.event("Step", fmt::format("step {}", step));
+  REQUIRE(writer.commit(*base, b, fmt::format("op-{}", step)).value());
+  if (pick(4) == 0) REQUIRE(writer.write_heartbeats({fmt::format("n{:02d}", pick(12))}, "pid 1 on test"));
+}
+
+}  // namespace
+
+TEST_CASE("state cache: following changes gives the same state as reading afresh", "[state][informer]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  State writer(**store, clock);
+  State fresh(**store, clock);
+  StateOptions follow;
+  follow.follow_changes = true;
+  State cached(**store, clock, follow);
+  std::mt19937 rng(20261124);
+  for (int step = 0; step < 400; ++step) {
+    random_change(writer, rng, step);
+    // The follower loads now and then, so some refreshes carry many changes at once.
+    if (rng() % 3 != 0) continue;
+    auto a = cached.load();
+    auto b = fresh.load();
+    REQUIRE(a);
+    REQUIRE(b);
+    INFO("step " << step);
+    REQUIRE(dump(*a) == dump(*b));
+  }
+}
+
+TEST_CASE("state cache: a compacted history makes the follower read afresh", "[state][informer]") {
+  gaia::test::TempDir dir;
+  SqliteStoreOptions options;
+  options.history_revisions = 5;  // Far fewer than the changes between two loads below.
+  auto store = SqliteStore::open(dir.path() / "s.db", options);
+  REQUIRE(store);
+  ManualClock clock;
+  State writer(**store, clock);
+  StateOptions follow;
+  follow.follow_changes = true;
+  State cached(**store, clock, follow);
+  State fresh(**store, clock);
+  std::mt19937 rng(7);
+  REQUIRE(cached.load());
+  for (int step = 0; step < 30; ++step) random_change(writer, rng, step);
+  auto a = cached.load();
+  auto b = fresh.load();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(dump(*a) == dump(*b));
+}
+
+TEST_CASE("state cache: a half-applied journal commit is finished before the follower decides",
+          "[state][informer][journal]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  StateOptions follow;
+  follow.follow_changes = true;
+  State cached(**store, clock, follow);
+  auto before = cached.load();
+  REQUIRE(before);
+  // A writer killed after the commit point of a journaled commit of 40 nodes.
+  Txn txn;
+  txn.compares.push_back({keys::k_seq, 0});
+  for (int k = 0; k < 40; ++k) {
+    Node n;
+    n.name = fmt::format("n{:02d}", k);
+    txn.puts.push_back({keys::node(n.name), nlohmann::json(n).dump()});
+  }
+  txn.puts.push_back({keys::k_seq, "0"});
+  TxnLimits small{8, 0};
+  REQUIRE(commit_journaled(**store, txn, small, "killed", 2).value());
+  auto after = cached.load();
+  REQUIRE(after);
+  CHECK(after->snapshot.nodes.size() == 40);
+  auto journal = (*store)->get(k_journal_key);
+  REQUIRE(journal);
+  CHECK_FALSE(journal->has_value());
+}
+
+TEST_CASE("app status: an observation rewrites only the status key", "[state][status]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  State state(**store, clock);
+  auto base = state.load();
+  REQUIRE(base);
+  Batch create;
+  create.put_apps.push_back(app("web", 2));
+  REQUIRE(state.commit(*base, create, "op-create").value());
+  auto record = (*store)->get(keys::app("default", "web"));
+  REQUIRE(record);
+  REQUIRE(record->has_value());
+  const int64_t spec_revision = (*record)->mod_revision;
+  // The spec record holds no status: that is the status key's.
+  CHECK_FALSE(nlohmann::json::parse((*record)->value).contains("status"));
+
+  auto loaded = state.load();
+  REQUIRE(loaded);
+  CHECK(loaded->find_app("default", "web")->status == "Deploying");
+  AppRecord ready = *loaded->find_app("default", "web");
+  ready.status = "Ready";
+  Batch observe;
+  observe.put_apps.push_back(ready);
+  REQUIRE(state.commit(*loaded, observe, "op-observe").value());
+
+  auto unchanged = (*store)->get(keys::app("default", "web"));
+  REQUIRE(unchanged);
+  CHECK((*unchanged)->mod_revision == spec_revision);
+  auto status = (*store)->get(keys::app_status("default", "web"));
+  REQUIRE(status);
+  REQUIRE(status->has_value());
+  CHECK(nlohmann::json::parse((*status)->value).at("status") == "Ready");
+  auto now = state.load();
+  REQUIRE(now);
+  CHECK(now->find_app("default", "web")->status == "Ready");
+  auto listed = state.list("default");
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].ready);
+
+  // A record written before the split (status inside it) still loads, and a status key
+  // written later overrides it.
+  Txn old;
+  nlohmann::json legacy = app("old", 1);
+  legacy["status"] = "Ready";
+  old.puts.push_back({keys::app("default", "old"), legacy.dump()});
+  REQUIRE((*store)->txn(old));
+  auto with_legacy = state.load();
+  REQUIRE(with_legacy);
+  CHECK(with_legacy->find_app("default", "old")->status == "Ready");
+
+  // Deleting the app deletes its status with it.
+  Batch del;
+  del.delete_apps.emplace_back("default", "web");
+  REQUIRE(state.commit(*with_legacy, del, "op-delete").value());
+  auto gone = (*store)->get(keys::app_status("default", "web"));
+  REQUIRE(gone);
+  CHECK_FALSE(gone->has_value());
+}
