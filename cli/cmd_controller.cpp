@@ -81,7 +81,7 @@ int run_controller(const Globals& g, const RunArgs& a) {
   while (!stop_requested()) {
     if (run_for && std::chrono::steady_clock::now() - started >= *run_for) break;
     auto lead = election.try_lead(s.state->now_rfc3339());
-    if (!lead && is_transient(lead.error().code)) {
+    if (!lead && !a.once && is_transient(lead.error().code)) {
       wait_out(Diagnostics{lead.error().to_diagnostic()});
       continue;
     }
@@ -129,7 +129,7 @@ int run_controller(const Globals& g, const RunArgs& a) {
       if (auto after = s.store->revision(); after) healed_at = *after;
     }
     auto run = ops::run_controllers(s.workspace());
-    if (!run && is_transient(run.error())) {
+    if (!run && !a.once && is_transient(run.error())) {
       wait_out(run.error());
       continue;
     }

@@ -187,6 +187,8 @@ int run_events(const Globals& g, const EventsArgs& a) {
   emit(selected);
 
   auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
+  std::string outage;    // The last transient failure reported, so it is said once.
+  bool pending = false;  // A change was seen and its events are not read yet.
   while (!stop_requested()) {
     // A watch on the timeline wakes the follower when an event is committed; it waits in
     // short slices so Ctrl-C ends it promptly.
@@ -197,13 +199,29 @@ int run_events(const Globals& g, const EventsArgs& a) {
       slice = std::min(slice, left);
     }
     auto changed = s.state->wait_for_change("events/", slice);
+    if (!changed && is_transient(changed.error())) {
+      // The store is briefly away (an etcd restart): say so once, wait, and read what
+      // came meanwhile once it answers; the cursor makes sure nothing is missed.
+      std::string why = format_diagnostics(changed.error());
+      if (why != outage && !g.quiet) fmt::print(stderr, "warning: the store cannot be reached; retrying:\n{}", why);
+      outage = why;
+      nap(std::chrono::milliseconds(500));
+      continue;
+    }
     if (!changed) return report(g, changed.error());
     if (stop_requested()) break;
-    if (!*changed) continue;
+    pending = pending || *changed;
+    if (!pending) continue;
     // Only the events after the cursor are read (a key interval), however long the
     // timeline is.
     auto fresh = s.state->events_after(cursor);
+    if (!fresh && is_transient(fresh.error())) {
+      nap(std::chrono::milliseconds(500));
+      continue;  // Still pending: read again on the next turn.
+    }
     if (!fresh) return report(g, fresh.error());
+    pending = false;
+    outage.clear();
     if (fresh->empty()) continue;
     cursor = fresh->back().seq;
     auto batch = select_events(*fresh, *filter);

@@ -21,6 +21,7 @@ class TimedStore final : public Store {
   StoreResult<TxnResult> txn(const Txn& txn) override;
   // The inner store's limits, so a large commit still goes through the journal.
   TxnLimits txn_limits() const override { return m_inner->txn_limits(); }
+  size_t read_page_size() const override { return m_inner->read_page_size(); }
   // The inner store's own watch (etcd streams one).
   StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision) override {
     return m_inner->watch(prefix, from_revision);

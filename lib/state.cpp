@@ -169,16 +169,13 @@ namespace {
 
 Diagnostic store_diag(const StoreError& e) { return e.to_diagnostic(); }
 
-// Keys read per request: etcd serves a range from memory, so large prefixes are read in
-// pages (all at the same revision) rather than in one answer of tens of megabytes.
-constexpr size_t k_page = 5000;
-
 // Every key under `prefix` at `revision`, page by page, and the revision they were read
 // at (the store's current one when `revision` is 0).
 StoreResult<std::pair<std::vector<KeyValue>, int64_t>> read_all(Store& store, std::string_view prefix,
                                                                  int64_t revision) {
   std::vector<KeyValue> out;
-  RangeRequest request = RangeRequest::prefix(prefix, revision, k_page);
+  // In the pages the store prefers (etcd: bounded answers), all at one revision.
+  RangeRequest request = RangeRequest::prefix(prefix, revision, store.read_page_size());
   for (;;) {
     auto page = store.read(request);
     if (!page) return std::unexpected(page.error());
@@ -190,6 +187,10 @@ StoreResult<std::pair<std::vector<KeyValue>, int64_t>> read_all(Store& store, st
     if (!more) return std::pair(std::move(out), page->revision);
   }
 }
+
+// More revisions than this since the cached state, and a fresh read is cheaper than
+// replaying them (each revision is at least one change, many are whole submits).
+constexpr int64_t k_max_replay = 20000;
 
 // The prefixes a ClusterState is made of, in the order they are applied: an app's record
 // before its status (status/apps/ follows apps/ anyway).
@@ -236,7 +237,7 @@ Result<ClusterState> State::load_all() {
           again = true;
           break;
         }
-        if (auto r = apply_put(st, kv); !r) return fail(r.error());
+        if (auto r = apply_put(st, kv, /*in_order=*/true); !r) return fail(r.error());
       }
       if (again) break;
     }
@@ -249,16 +250,29 @@ Result<ClusterState> State::load_all() {
 
 Result<std::optional<ClusterState>> State::refresh_cache() {
   ClusterState& st = *m_cache;
+  // A store behind the cache was re-created or restored from a backup: the cache
+  // describes a past that no longer exists. One far ahead has more changes to replay
+  // than a fresh read costs. Either way, read it afresh.
+  auto current = m_store.revision();
+  if (!current) {
+    m_cache.reset();
+    return fail(store_diag(current.error()));
+  }
+  if (*current < st.revision || *current - st.revision > k_max_replay) {
+    m_cache.reset();
+    return std::optional<ClusterState>();
+  }
+  if (*current == st.revision) return std::optional<ClusterState>(st);
   // Changes the watch already delivered are in the store's history too: one read of
   // everything since the cached revision brings the state to the store's current one.
   auto changes = m_store.changes_since(st.revision + 1, "");
   if (!changes) {
-    // Compacted: the history it needs is gone. FutureRevision: the store is not the one
-    // the cache was read from (it was re-created). Either way, read it afresh.
-    if (changes.error().code == StoreErrc::Compacted || changes.error().code == StoreErrc::FutureRevision) {
-      m_cache.reset();
+    // Whatever failed, the next load starts from a full read rather than repeating a
+    // request that may be too large to ever succeed.
+    m_cache.reset();
+    // Compacted: the history it needs is gone; read it afresh now.
+    if (changes.error().code == StoreErrc::Compacted || changes.error().code == StoreErrc::FutureRevision)
       return std::optional<ClusterState>();
-    }
     return fail(store_diag(changes.error()));
   }
   for (const auto& e : *changes) {
@@ -267,14 +281,12 @@ Result<std::optional<ClusterState>> State::refresh_cache() {
       m_cache.reset();
       return std::optional<ClusterState>();
     }
-    if (e.type == EventType::Delete) {
-      apply_delete(st, e.kv.key);
-    } else if (auto r = apply_put(st, e.kv); !r) {
-      m_cache.reset();
-      return fail(r.error());
-    }
-    st.revision = e.revision();
   }
+  if (auto r = apply_changes(st, *changes); !r) {
+    m_cache.reset();
+    return fail(r.error());
+  }
+  st.revision = changes->empty() ? *current : changes->back().revision();
   return std::optional<ClusterState>(st);
 }
 
@@ -285,6 +297,7 @@ Result<bool> State::wait_for_change(std::string_view prefix, std::chrono::millis
       std::lock_guard lock(m_cache_mutex);
       if (m_cache) from = m_cache->revision;
     }
+    const int64_t from_cache = from;
     if (from == 0) {
       auto rev = m_store.revision();
       if (!rev) return fail(store_diag(rev.error()));
@@ -296,7 +309,7 @@ Result<bool> State::wait_for_change(std::string_view prefix, std::chrono::millis
     m_watch_prefix = std::string(prefix);
     // Without a loaded state, a new watch cannot tell what changed before it began, so
     // it says "maybe" once and the caller reads.
-    if (!m_options.follow_changes) return true;
+    if (from_cache == 0) return true;
   }
   int64_t seen = 0;
   {
@@ -328,8 +341,7 @@ namespace {
 // compare equal.
 nlohmann::json spec_json(const AppRecord& a) {
   nlohmann::json j = a;
-  j.erase("status");
-  j.erase("failed_roles");
+  for (const char* field : {"status", "failed_roles", "op", "created", "updated"}) j.erase(field);
   return j;
 }
 
@@ -349,13 +361,19 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
     // The spec record is written only when the spec changed; an observation (status,
     // failed roles) rewrites just the small status key.
     const AppRecord* before = base.find_app(a.tenant, a.name);
-    if (!before || spec_json(*before) != spec_json(a)) {
-      if (a.created.empty()) a.created = now;
+    const bool spec_changed = !before || spec_json(*before) != spec_json(a);
+    if (spec_changed) {
+      if (a.created.empty()) a.created = before ? before->created : now;
       a.updated = now;
       if (a.op.empty()) a.op = op;
-      txn.puts.push_back({keys::app(a.tenant, a.name), spec_json(a).dump()});
+      nlohmann::json record = a;
+      record.erase("status");
+      record.erase("failed_roles");
+      txn.puts.push_back({keys::app(a.tenant, a.name), record.dump()});
     }
-    if (!before || before->status != a.status || before->failed_roles != a.failed_roles) {
+    // The status key goes with every spec write too: a record written before the split
+    // carried its status inside, which the new record no longer does.
+    if (spec_changed || before->status != a.status || before->failed_roles != a.failed_roles) {
       AppStatus status{a.status, a.failed_roles, now, op};
       txn.puts.push_back({keys::app_status(a.tenant, a.name), nlohmann::json(status).dump()});
     }
@@ -431,8 +449,9 @@ Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t lim
   // timeline (up to event_retention keys). Event keys are zero-padded, so key order is
   // sequence order, and "events0" is the first key past every "events/...".
   std::vector<TimelineEvent> out;
+  const size_t page_size = m_store.read_page_size();
   RangeRequest request = RangeRequest::interval(keys::event(after) + std::string(1, '\0'), "events0", 0,
-                                                limit ? std::min(limit, k_page) : k_page);
+                                                limit && page_size ? std::min(limit, page_size) : limit ? limit : page_size);
   for (;;) {
     auto page = m_store.read(request);
     if (!page) return fail(store_diag(page.error()));

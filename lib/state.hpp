@@ -159,8 +159,10 @@ class State final : public RunningApps {
   Result<int64_t> last_seq();
 
   // Waits up to `timeout` for a change to keys starting with `prefix` after the last
-  // state load() returned (after the current revision if none was), through a watch;
-  // true when one came. A failed watch is dropped and made again on the next call.
+  // state load() returned, through a watch; true when one came. Without a loaded state,
+  // a new watch answers true at once (it cannot know what came before it), so a caller
+  // re-reads. A failed watch is dropped and made again on the next call. One thread at a
+  // time: the watch is the caller's loop's, not shared.
   Result<bool> wait_for_change(std::string_view prefix, std::chrono::milliseconds timeout);
 
   // The spec bundle stored under `hash` (AppRecord::bundle); nothing when it is absent.

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "lib/codec.hpp"
 
@@ -101,20 +105,23 @@ Result<T> decode(const KeyValue& kv) {
 
 }  // namespace
 
-Result<void> apply_put(ClusterState& st, const KeyValue& kv) {
+Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order) {
   std::string_view key = kv.key;
   if (key.starts_with(k_instances)) {
     auto i = decode<Instance>(kv);
     if (!i) return fail(i.error());
-    upsert(st.snapshot.instances, std::move(*i), std::string(key.substr(k_instances.size())), instance_name);
+    if (in_order) st.snapshot.instances.push_back(std::move(*i));
+    else upsert(st.snapshot.instances, std::move(*i), std::string(key.substr(k_instances.size())), instance_name);
   } else if (key.starts_with(k_nodes)) {
     auto n = decode<Node>(kv);
     if (!n) return fail(n.error());
-    upsert(st.snapshot.nodes, std::move(*n), std::string(key.substr(k_nodes.size())), node_name);
+    if (in_order) st.snapshot.nodes.push_back(std::move(*n));
+    else upsert(st.snapshot.nodes, std::move(*n), std::string(key.substr(k_nodes.size())), node_name);
   } else if (key.starts_with(k_tenants)) {
     auto t = decode<Tenant>(kv);
     if (!t) return fail(t.error());
-    upsert(st.snapshot.tenants, std::move(*t), std::string(key.substr(k_tenants.size())), tenant_name);
+    if (in_order) st.snapshot.tenants.push_back(std::move(*t));
+    else upsert(st.snapshot.tenants, std::move(*t), std::string(key.substr(k_tenants.size())), tenant_name);
   } else if (key.starts_with(k_apps)) {
     return put_app(st, kv);
   } else if (key.starts_with(k_app_status)) {
@@ -173,6 +180,59 @@ void apply_delete(ClusterState& st, std::string_view key) {
   } else if (key.starts_with(k_heartbeats)) {
     st.heartbeats.erase(std::string(key.substr(k_heartbeats.size())));
   }
+}
+
+Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) {
+  // The final fate of every changed instance key, in event order (a later change of the
+  // same key wins); nothing for a delete.
+  std::map<std::string, std::optional<Instance>> instances;
+  for (const auto& e : changes) {
+    std::string_view key = e.kv.key;
+    if (!key.starts_with(k_instances)) {
+      if (e.type == EventType::Delete) apply_delete(st, key);
+      else if (auto r = apply_put(st, e.kv); !r) return r;
+      continue;
+    }
+    std::string name(key.substr(k_instances.size()));
+    if (e.type == EventType::Delete) {
+      instances[name] = std::nullopt;
+    } else {
+      auto i = decode<Instance>(e.kv);
+      if (!i) return fail(i.error());
+      instances[name] = std::move(*i);
+    }
+  }
+  if (instances.empty()) return {};
+  // One pass over the sorted list: replace or drop the changed ones in place, then merge
+  // the new ones (already sorted, as map keys) behind them.
+  auto& list = st.snapshot.instances;
+  std::vector<Instance> added;
+  std::set<std::string> dropped;
+  for (auto& [name, value] : instances) {
+    auto it = std::lower_bound(list.begin(), list.end(), name,
+                               [](const Instance& x, const std::string& n) { return x.key() < n; });
+    bool present = it != list.end() && it->key() == name;
+    if (present && value) *it = std::move(*value);
+    else if (present) dropped.insert(name);
+    else if (value) added.push_back(std::move(*value));
+  }
+  if (!dropped.empty())
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const Instance& x) { return dropped.count(x.key()) > 0; }),
+               list.end());
+  if (!added.empty()) {
+    size_t middle = list.size();
+    std::move(added.begin(), added.end(), std::back_inserter(list));
+    // Keys computed once per element, not once per comparison.
+    std::vector<std::pair<std::string, size_t>> order;
+    order.reserve(list.size());
+    for (size_t k = 0; k < list.size(); ++k) order.emplace_back(list[k].key(), k);
+    std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(middle), order.end());
+    std::vector<Instance> merged;
+    merged.reserve(list.size());
+    for (auto& [name, k] : order) merged.push_back(std::move(list[k]));
+    list = std::move(merged);
+  }
+  return {};
 }
 
 }  // namespace gaia

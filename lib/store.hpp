@@ -207,6 +207,10 @@ class Store {
   // ranges to agree read the first at revision 0 and the others at the revision it
   // returned.
   virtual StoreResult<RangeResponse> read(const RangeRequest& request) = 0;
+  // How many keys a reader of a large range asks for per request (pages read at one
+  // revision); 0 when one request of any size is fine, as for a local file. A server
+  // that builds each answer in memory (etcd) prefers pages.
+  virtual size_t read_page_size() const { return 0; }
   virtual StoreResult<int64_t> revision() = 0;
   virtual StoreResult<TxnResult> txn(const Txn& txn) = 0;
   // The bounds of one transaction here. A caller whose change does not fit commits it

@@ -213,10 +213,19 @@ StoreError EtcdGateway::map_failure(const Attempt& attempt, std::string_view pat
                    "the member may be overloaded, stopped or cut off; a write may or may not "
                    "have been applied, so read it back before repeating it");
     case http::HttpErrc::CannotConnect:
-    case http::HttpErrc::Tls:
+      // Nothing was sent: the member is down or unreachable, which passes when it is back.
+      *retryable = true;
+      return error(StoreErrc::Unavailable, fmt::format("etcd at {}: {}", endpoint, failure.message));
     case http::HttpErrc::Other:
       // A connection that broke after the request went out: the answer is lost, not the
-      // member, so a read may simply be asked again.
+      // member, so a read may simply be asked again, and a write may or may not have been
+      // applied, which is what Timeout says (a restart of etcd mid-commit).
+      *retryable = true;
+      if (!failure.maybe_sent) return error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
+      return error(StoreErrc::Timeout, fmt::format("etcd at {}: {}", endpoint, failure.message),
+                   "the connection broke mid-request; a write may or may not have been applied, so read it "
+                   "back before repeating it");
+    case http::HttpErrc::Tls:
       *retryable = true;
       return error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
     case http::HttpErrc::Cancelled:

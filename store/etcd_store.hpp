@@ -76,6 +76,9 @@ class EtcdStore final : public Store {
   StoreResult<RangeResponse> read(const RangeRequest& request) override;
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
+  // etcd builds a whole range answer in memory, then the gateway turns it into JSON:
+  // state of tens of thousands of keys is read in pages.
+  size_t read_page_size() const override { return 5000; }
   TxnLimits txn_limits() const override { return {m_options.max_txn_ops, m_options.max_request_bytes}; }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;

@@ -282,7 +282,9 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
       }
       break;
     default:
-      if (is_tls_failure(rc)) {
+      // A TLS alert from the server after the handshake (TLS 1.3 asks for the client's
+      // certificate only then) is a refusal of the credentials, not a broken exchange.
+      if (is_tls_failure(rc) || std::string_view(detail).find(" alert ") != std::string_view::npos) {
         error.code = HttpErrc::Tls;
         // A handshake that failed carried no request; a failure after it (rare) might have.
         error.maybe_sent = maybe_sent && rc != CURLE_SSL_CONNECT_ERROR &&

@@ -229,6 +229,9 @@ TEST_CASE("app status: an observation rewrites only the status key", "[state][st
   CHECK(loaded->find_app("default", "web")->status == "Deploying");
   AppRecord ready = *loaded->find_app("default", "web");
   ready.status = "Ready";
+  // As the controllers do: the op is cleared so the commit stamps its own. Bookkeeping
+  // is not spec, so the record still stays as it is.
+  ready.op.clear();
   Batch observe;
   observe.put_apps.push_back(ready);
   REQUIRE(state.commit(*loaded, observe, "op-observe").value());
@@ -243,6 +246,7 @@ TEST_CASE("app status: an observation rewrites only the status key", "[state][st
   auto now = state.load();
   REQUIRE(now);
   CHECK(now->find_app("default", "web")->status == "Ready");
+  CHECK(now->find_app("default", "web")->op == "op-create");
   auto listed = state.list("default");
   REQUIRE(listed.size() == 1);
   CHECK(listed[0].ready);
@@ -258,11 +262,77 @@ TEST_CASE("app status: an observation rewrites only the status key", "[state][st
   REQUIRE(with_legacy);
   CHECK(with_legacy->find_app("default", "old")->status == "Ready");
 
+  // A spec change to such an old record keeps its status (it moves to the status key
+  // with the new record), for every reader: a fresh read, the resolver's list.
+  AppRecord scaled = *with_legacy->find_app("default", "old");
+  scaled.scale["r0"] = 3;
+  scaled.op.clear();
+  Batch scale;
+  scale.put_apps.push_back(scaled);
+  REQUIRE(state.commit(*with_legacy, scale, "op-scale").value());
+  auto after_scale = state.load();
+  REQUIRE(after_scale);
+  CHECK(after_scale->find_app("default", "old")->status == "Ready");
+  CHECK(after_scale->find_app("default", "old")->op == "op-scale");
+  bool old_ready = false;
+  for (const auto& r : state.list("default"))
+    if (r.name == "old") old_ready = r.ready;
+  CHECK(old_ready);
+
   // Deleting the app deletes its status with it.
   Batch del;
   del.delete_apps.emplace_back("default", "web");
-  REQUIRE(state.commit(*with_legacy, del, "op-delete").value());
+  REQUIRE(state.commit(*after_scale, del, "op-delete").value());
   auto gone = (*store)->get(keys::app_status("default", "web"));
   REQUIRE(gone);
   CHECK_FALSE(gone->has_value());
+}
+
+// A store whose backing can be swapped under its users, as when the file a context
+// names is re-created or an etcd cluster is restored from an older snapshot.
+class SwitchStore final : public Store {
+ public:
+  explicit SwitchStore(Store* inner) : m_inner(inner) {}
+  void point_at(Store* inner) { m_inner = inner; }
+  StoreResult<RangeResponse> read(const RangeRequest& r) override { return m_inner->read(r); }
+  StoreResult<int64_t> revision() override { return m_inner->revision(); }
+  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner->txn(t); }
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    return m_inner->changes_since(from, prefix, limit);
+  }
+  StoreResult<void> compact(int64_t revision) override { return m_inner->compact(revision); }
+  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner->grant(ttl); }
+  StoreResult<void> keep_alive(int64_t lease) override { return m_inner->keep_alive(lease); }
+  StoreResult<void> revoke(int64_t lease) override { return m_inner->revoke(lease); }
+
+ private:
+  Store* m_inner;
+};
+
+TEST_CASE("state cache: a store that went back in time (re-created, restored) is read afresh", "[state][informer]") {
+  gaia::test::TempDir dir;
+  ManualClock clock;
+  auto older = SqliteStore::open(dir.path() / "older.db");
+  auto newer = SqliteStore::open(dir.path() / "newer.db");
+  REQUIRE(older);
+  REQUIRE(newer);
+  std::mt19937 rng(3);
+  {
+    State on_older(**older, clock);
+    for (int step = 0; step < 3; ++step) random_change(on_older, rng, step);
+    State on_newer(**newer, clock);
+    for (int step = 0; step < 30; ++step) random_change(on_newer, rng, step);
+  }
+  SwitchStore store(newer->get());
+  StateOptions follow;
+  follow.follow_changes = true;
+  State cached(store, clock, follow);
+  REQUIRE(cached.load());
+  // The store goes back to an earlier, different history.
+  store.point_at(older->get());
+  auto got = cached.load();
+  auto fresh = State(**older, clock).load();
+  REQUIRE(got);
+  REQUIRE(fresh);
+  CHECK(dump(*got) == dump(*fresh));
 }
