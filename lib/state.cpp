@@ -438,8 +438,11 @@ Result<ClusterState> State::update(const std::string& op,
     if (!ok) return fail(ok.error());
     if (*ok) return load();
   }
-  return fail(Diagnostic{{}, "", fmt::format("gave up after {} conflicting concurrent writes", attempts),
-                         "another gaia process keeps changing the store; retry when it is done"});
+  return fail(Diagnostic{.location = {},
+                         .path = "",
+                         .message = fmt::format("gave up after {} conflicting concurrent writes", attempts),
+                         .hint = "another gaia process keeps changing the store; retry when it is done",
+                         .code = "store.conflict"});
 }
 
 Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t limit) {
