@@ -345,6 +345,26 @@ nlohmann::json spec_json(const AppRecord& a) {
   return j;
 }
 
+struct BundleFates {
+  std::set<std::string> live;     // Referenced by some app once the batch is applied.
+  std::set<std::string> dropped;  // Referenced before, by no app after.
+};
+
+// Which spec bundles the apps refer to after `batch` is applied to `base`, and which
+// they no longer do. A bundle still referenced by any app is never dropped.
+BundleFates bundle_fates(const ClusterState& base, const Batch& batch) {
+  std::map<std::string, std::string> referenced;  // App id -> bundle, after the batch.
+  for (const auto& [id, a] : base.apps) referenced[id] = a.bundle;
+  for (const auto& [t, n] : batch.delete_apps) referenced.erase(t + "/" + n);
+  for (const auto& a : batch.put_apps) referenced[a.tenant + "/" + a.name] = a.bundle;
+  BundleFates out;
+  for (const auto& [id, hash] : referenced)
+    if (!hash.empty()) out.live.insert(hash);
+  for (const auto& [id, a] : base.apps)
+    if (!a.bundle.empty() && !out.live.count(a.bundle)) out.dropped.insert(a.bundle);
+  return out;
+}
+
 }  // namespace
 
 Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op) {
@@ -383,23 +403,11 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
     txn.deletes.push_back({keys::app_status(t, n)});
   }
   // Spec bundles: new ones are written; one that no app refers to after this batch
-  // (its app was deleted or re-submitted from other files) goes in the same commit. A
-  // bundle still referenced by any app is never deleted.
-  {
-    std::map<std::string, std::string> referenced;  // App id -> bundle, after the batch.
-    for (const auto& [id, a] : base.apps) referenced[id] = a.bundle;
-    for (const auto& [t, n] : batch.delete_apps) referenced.erase(t + "/" + n);
-    for (const auto& a : batch.put_apps) referenced[a.tenant + "/" + a.name] = a.bundle;
-    std::set<std::string> live;
-    for (const auto& [id, hash] : referenced)
-      if (!hash.empty()) live.insert(hash);
-    std::set<std::string> dropped;
-    for (const auto& [id, a] : base.apps)
-      if (!a.bundle.empty() && !live.count(a.bundle)) dropped.insert(a.bundle);
-    for (const auto& hash : dropped) txn.deletes.push_back({keys::bundle(hash)});
-    for (const auto& [hash, content] : batch.put_bundles)
-      if (live.count(hash)) txn.puts.push_back({keys::bundle(hash), content});
-  }
+  // (its app was deleted or re-submitted from other files) goes in the same commit.
+  auto bundles = bundle_fates(base, batch);
+  for (const auto& hash : bundles.dropped) txn.deletes.push_back({keys::bundle(hash)});
+  for (const auto& [hash, content] : batch.put_bundles)
+    if (bundles.live.count(hash)) txn.puts.push_back({keys::bundle(hash), content});
   for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), nlohmann::json(i).dump()});
   for (const auto& k : batch.delete_instances) txn.deletes.push_back({"instances/" + k});
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});

@@ -120,16 +120,19 @@ class PollingWatch final : public Watch {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       // The revision first: changes_since, read after it, covers every change up to it,
-      // so when nothing under the prefix came the watch has still seen up to there.
+      // so when nothing under the prefix came the watch has still seen up to there. A
+      // revision that has not moved needs no query for changes at all.
       auto rev = m_store.revision();
       if (!rev) return fail(rev.error());
-      auto changes = m_store.changes_since(m_next, m_prefix);
-      if (!changes) return fail(changes.error());
-      if (!changes->empty()) {
-        m_next = changes->back().revision() + 1;
-        return std::move(*changes);
+      if (*rev >= m_next) {
+        auto changes = m_store.changes_since(m_next, m_prefix);
+        if (!changes) return fail(changes.error());
+        if (!changes->empty()) {
+          m_next = changes->back().revision() + 1;
+          return std::move(*changes);
+        }
+        m_next = *rev + 1;
       }
-      if (*rev >= m_next) m_next = *rev + 1;
       auto now = std::chrono::steady_clock::now();
       if (now >= deadline) return std::vector<Event>{};
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(m_poll, deadline - now));

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,29 @@ inline int wait_exit(pid_t pid) {
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+// Kills and reaps a spawned child when the test leaves its scope without having waited
+// for it (a failed REQUIRE), so no gaia process outlives its test. wait() is wait_exit
+// for the guarded child.
+class KillOnExit {
+ public:
+  explicit KillOnExit(pid_t pid) : m_pid(pid) {}
+  ~KillOnExit() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGKILL);
+    ::waitpid(m_pid, nullptr, 0);
+  }
+  KillOnExit(const KillOnExit&) = delete;
+  KillOnExit& operator=(const KillOnExit&) = delete;
+  int wait() {
+    int code = wait_exit(m_pid);
+    m_pid = 0;
+    return code;
+  }
+
+ private:
+  pid_t m_pid;
+};
 
 class Scratch {
  public:

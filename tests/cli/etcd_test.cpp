@@ -530,6 +530,7 @@ TEST_CASE("etcd: controller run waits out an etcd restart and goes on leading", 
   EtcdCli g{s, etcd_url(server)};
   g.ok({"cluster", "create", "--nodes", "2"});
   pid_t runner = g.spawn({"controller", "run", "--interval", "300ms", "--lease-ttl", "10s"}, "c");
+  KillOnExit runner_guard(runner);
   auto out = [&] { return Scratch::slurp(s.dir() / "c.out"); };
   REQUIRE(eventually(10s, [&] { return contains(out(), "leading the controllers"); }));
 
@@ -550,7 +551,7 @@ TEST_CASE("etcd: controller run waits out an etcd restart and goes on leading", 
   REQUIRE_FALSE(holder["leader"].is_null());
   CHECK(contains(holder["leader"]["holder"].get<std::string>(), fmt::format(":{} ", runner)));
   ::kill(runner, SIGTERM);
-  CHECK(wait_exit(runner) == 0);
+  CHECK(runner_guard.wait() == 0);
   CHECK(contains(out(), "leadership released"));
 }
 
@@ -560,6 +561,7 @@ TEST_CASE("etcd: events -f follows the timeline through a watch", "[e2e][etcd]")
   EtcdCli g{s, etcd_url(server)};
   g.ok({"cluster", "create", "--nodes", "2"});
   pid_t follower = g.spawn({"events", "-f", "-o", "json"}, "f");
+  KillOnExit follower_guard(follower);
   auto out = [&] { return Scratch::slurp(s.dir() / "f.out"); };
   REQUIRE(eventually(10s, [&] { return contains(out(), "ClusterCreated"); }));
   for (int k = 0; k < 3; ++k) {
@@ -571,7 +573,7 @@ TEST_CASE("etcd: events -f follows the timeline through a watch", "[e2e][etcd]")
     CHECK(eventually(5s, [&] { return contains(out(), fmt::format("\"app\":\"{}\"", name)); }));
   }
   ::kill(follower, SIGTERM);
-  CHECK(wait_exit(follower) == 0);
+  CHECK(follower_guard.wait() == 0);
   // Every event once, in order.
   auto lines = json_lines(out());
   for (size_t i = 1; i < lines.size(); ++i) CHECK(lines[i]["seq"].get<int64_t>() == lines[i - 1]["seq"].get<int64_t>() + 1);
