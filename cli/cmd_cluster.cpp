@@ -65,7 +65,33 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   if (!context) return report(g, context.error());
   const std::string backend = a.backend.empty() ? context->backend : a.backend;
   if (auto known = check_backend_name(backend); !known) return report(g, known.error());
-  if (!a.file.empty()) {
+  std::string kube_summary;
+  if (backend == "kubernetes") {
+    // The API server owns the nodes: they are read from it (and followed by every
+    // runner cycle), never generated or read from a file.
+    std::vector<std::string> conflicting;
+    for (const char* flag : {"-f", "--nodes", "--cpu", "--memory", "--gpu", "--disk", "--ssd", "--racks", "--zones",
+                             "--subnet", "--name-prefix", "--label", "--hdd-size", "--ssd-size", "--image", "--ports"})
+      if (cmd->count(flag) > 0) conflicting.push_back(flag);
+    if (!conflicting.empty())
+      return report_error(g, fmt::format("{} cannot be combined with --backend kubernetes", fmt::join(conflicting, ", ")),
+                          "the nodes come from the API server (kubectl get nodes); label them there");
+    auto kb = open_kube_backend(*context);
+    if (!kb) return report(g, kb.error());
+    auto summary = check_kube_backend(*context, **kb);
+    if (!summary) return report(g, summary.error());
+    kube_summary = *summary;
+    auto obs = (*kb)->observe(0);
+    if (!obs) return report_error(g, fmt::format("reading the nodes: {}", obs.error().message), "");
+    for (const auto& inv : *obs->inventory) {
+      Node n = inv.node;
+      n.state = inv.unschedulable ? NodeState::Cordoned : NodeState::Ready;
+      spec.nodes.push_back(std::move(n));
+    }
+    if (spec.nodes.empty())
+      return report_error(g, "the API server has no nodes", "join nodes to the cluster first (kubectl get nodes)");
+    ensure_default_tenant(spec.tenants);
+  } else if (!a.file.empty()) {
     // Node-shape flags describe generated nodes; with a file they would be ignored.
     std::vector<std::string> conflicting;
     for (const char* flag : {"--nodes", "--cpu", "--memory", "--gpu", "--disk", "--ssd", "--racks", "--zones",
@@ -119,6 +145,8 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   fmt::print("  tenants: {}; scheduler strategy {}\n", fmt::join(tenants, ", "), spec.profile.strategy);
   if (!outcome.displaced.empty()) fmt::print("  {} instance(s) taken off the old nodes\n", outcome.displaced.size());
   print_retry(g, outcome);
+  if (spec.backend == "kubernetes")
+    fmt::print("  backend kubernetes: {}; gaia schedules pods with schedulerName gaia and binds them\n", kube_summary);
   if (spec.backend == "process") {
     fmt::print("  backend process: instances run as local processes (state in {})\n",
                run_dir_of((*session)->context.store).string());
@@ -246,6 +274,7 @@ void register_cluster(CLI::App& app, Globals& g, int* code) {
   cmd->footer(
       "Examples:\n"
       "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
+      "  gaia --context k8s cluster create --backend kubernetes     # the API server's nodes\n"
       "  gaia cluster show");
 
   auto ca = std::make_shared<CreateArgs>();
@@ -257,9 +286,10 @@ void register_cluster(CLI::App& app, Globals& g, int* code) {
   create->add_flag("--replace", ca->replace,
                    "Recreate over an existing cluster: old nodes go, instances are scheduled again on the new ones");
   create->add_option("--backend", ca->backend,
-                     "Where instances run: sim (simulated, the default) or process (local processes, with an agent "
-                     "started in the background); default: the context's")
-      ->check(CLI::IsMember({"sim", "process"}));
+                     "Where instances run: sim (simulated, the default), process (local processes, with an agent "
+                     "started in the background) or kubernetes (pods on the context's API server, whose nodes "
+                     "become the cluster); default: the context's")
+      ->check(CLI::IsMember({"sim", "process", "kubernetes"}));
   create->add_flag("--no-agent", ca->no_agent,
                    "With --backend process: do not start the agent (start it with `gaia agent start`)");
   add_node_flags(create, ca->nodes, false);
@@ -267,6 +297,7 @@ void register_cluster(CLI::App& app, Globals& g, int* code) {
       "Examples:\n"
       "  gaia cluster create --nodes 50 --cpu 32 --memory 128Gi --racks 3 --ssd\n"
       "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
+      "  gaia --context k8s cluster create --backend kubernetes     # the API server's nodes\n"
       "Addresses: node i gets host i+1 of the --subnet's lower half and the i-th /24 (IPv6: /64) of its upper half\n"
       "for its instances; a /16 holds 128 nodes, a /12 2048.");
   create->callback([&g, ca, create, code] { *code = run_create(g, create, *ca); });

@@ -25,6 +25,8 @@ struct ContextArgs {
   std::string backend = "sim";
   // etcd only (docs/cli.md "gaia context").
   std::string etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, etcd_timeout;
+  // kubernetes backend only.
+  std::string kubeconfig, kube_context, kube_namespace, node_selector;
   bool no_check = false;
   std::string output = "text";
 };
@@ -133,6 +135,10 @@ int run_show(const Globals& g, const ContextArgs& a) {
                    {"password_file", path(c->etcd.password_file)},
                    {"timeout_ms", effective_timeout(c->etcd).count()}};
     }
+    if (!c->kube.empty())
+      j["kubernetes"] = {{"kubeconfig", c->kube.kubeconfig},
+                         {"context", c->kube.kube_context.empty() ? nlohmann::json() : nlohmann::json(c->kube.kube_context)},
+                         {"namespace", c->kube.namespace_name.empty() ? nlohmann::json() : nlohmann::json(c->kube.namespace_name)}};
     fmt::print("{}\n", j.dump(2));
     return k_ok;
   }
@@ -144,6 +150,10 @@ int run_show(const Globals& g, const ContextArgs& a) {
     if (!c->etcd.password_file.empty()) fmt::print("  password read from {}\n", c->etcd.password_file.string());
     fmt::print("  timeout: {} ms per request\n", effective_timeout(c->etcd).count());
   }
+  if (!c->kube.empty())
+    fmt::print("kubernetes: kubeconfig {}{}{}\n", c->kube.kubeconfig,
+               c->kube.kube_context.empty() ? "" : ", context " + c->kube.kube_context,
+               c->kube.namespace_name.empty() ? "" : ", namespace " + c->kube.namespace_name);
   return k_ok;
 }
 
@@ -164,13 +174,47 @@ int run_use(const Globals& g, const ContextArgs& a) {
   return k_ok;
 }
 
+// The kubernetes settings of a new context: --kubeconfig is required with --backend
+// kubernetes and refused otherwise. Unless --no-check, the API server must answer with
+// the kubeconfig's credentials; the line saying so is returned ("" when not checked).
+Result<std::string> attach_kube(ContextEntry& entry, const ContextArgs& a) {
+  if (a.backend != "kubernetes") {
+    if (!a.kubeconfig.empty() || !a.kube_context.empty() || !a.kube_namespace.empty() || !a.node_selector.empty())
+      return fail(Diagnostic{{}, "", "--kubeconfig, --kube-context, --namespace and --node-selector are for --backend kubernetes",
+                             "add --backend kubernetes"});
+    return std::string();
+  }
+  if (a.kubeconfig.empty())
+    return fail(Diagnostic{{}, "", "--backend kubernetes needs --kubeconfig FILE",
+                           "the kubeconfig kubectl uses, e.g. --kubeconfig ~/.kube/config"});
+  entry.kube.kubeconfig = absolute_path(a.kubeconfig).string();
+  entry.kube.kube_context = a.kube_context;
+  entry.kube.namespace_name = a.kube_namespace;
+  entry.kube.node_selector = a.node_selector;
+  // The kubeconfig is read even with --no-check: a file gaia cannot use is an error now,
+  // not at the first submit.
+  auto backend = open_kube_backend(entry);
+  if (!backend) return fail(backend.error());
+  if (a.no_check) return std::string();
+  auto summary = check_kube_backend(entry, **backend);
+  if (!summary) {
+    Diagnostics ds = summary.error();
+    ds.back().message = fmt::format("context {} not added: {}", a.name, ds.back().message);
+    ds.back().hint += "; --no-check adds the context without contacting the API server";
+    return fail(ds);
+  }
+  return *summary;
+}
+
 // `context add NAME --store etcd://...`: checks the settings and, unless --no-check,
 // that the cluster answers with them (reading only: nothing is created in etcd), then
 // saves the canonical URL and the settings.
 int add_etcd(const Globals& g, ContextFile& f, const ContextArgs& a, const StoreLocation& location) {
   auto settings = etcd_settings_of(a);
   if (!settings) return report(g, settings.error());
-  ContextEntry entry{a.name, location.etcd.canonical(), a.backend, std::move(*settings)};
+  ContextEntry entry{a.name, location.etcd.canonical(), a.backend, std::move(*settings), {}};
+  auto kube = attach_kube(entry, a);
+  if (!kube) return report(g, kube.error());
   if (!a.no_check) {
     auto store = open_store(entry);
     if (!store) {
@@ -188,6 +232,7 @@ int add_etcd(const Globals& g, ContextFile& f, const ContextArgs& a, const Store
     fmt::print("added context {} (store {}, {}, backend {}{}); `gaia context use {}` switches to it\n", a.name,
                location.etcd.canonical(), how, a.backend, a.no_check ? "; not contacted" : "; etcd answered",
                a.name);
+  if (!g.quiet && !kube->empty()) fmt::print("  {}\n", *kube);
   return k_ok;
 }
 
@@ -213,11 +258,15 @@ int run_add(const Globals& g, const ContextArgs& a) {
   if (std::filesystem::is_directory(store, ec))
     return report_error(g, fmt::format("--store {} is a directory", a.store),
                         fmt::format("give a file path, e.g. {}", (store / "gaia.db").string()));
-  f->contexts.push_back({a.name, store.lexically_normal().string(), a.backend, {}});
+  ContextEntry entry{a.name, store.lexically_normal().string(), a.backend, {}, {}};
+  auto kube = attach_kube(entry, a);
+  if (!kube) return report(g, kube.error());
+  f->contexts.push_back(std::move(entry));
   if (auto saved = save_contexts(*f); !saved) return report(g, saved.error());
   if (!g.quiet)
     fmt::print("added context {} (store {}, backend {}); `gaia context use {}` switches to it\n", a.name,
                store.lexically_normal().string(), a.backend, a.name);
+  if (!g.quiet && !kube->empty()) fmt::print("  {}\n", *kube);
   return k_ok;
 }
 
@@ -280,8 +329,9 @@ void register_context(CLI::App& app, Globals& g, int* code) {
       ->type_name("PATH");
   add->add_option("--backend", a->backend,
                   "Where instances run for a cluster created in this context: sim (simulated nodes) or process "
-                  "(local processes); a cluster keeps the backend it was created with")
-      ->check(CLI::IsMember({"sim", "process"}))
+                  "(local processes) or kubernetes (pods on an API server, with --kubeconfig); a cluster keeps the "
+                  "backend it was created with")
+      ->check(CLI::IsMember({"sim", "process", "kubernetes"}))
       ->capture_default_str();
   add->add_option("--etcd-ca", a->etcd_ca, "etcd: CA bundle to verify the members (turns on TLS)")->type_name("FILE");
   add->add_option("--etcd-cert", a->etcd_cert, "etcd: client certificate (PEM), with --etcd-key")->type_name("FILE");
@@ -293,14 +343,27 @@ void register_context(CLI::App& app, Globals& g, int* code) {
       ->type_name("FILE");
   add->add_option("--etcd-timeout", a->etcd_timeout, "etcd: bound on each request to a member (default 5s)")
       ->type_name("DURATION");
-  add->add_flag("--no-check", a->no_check, "etcd: add the context without contacting the cluster");
+  add->add_option("--kubeconfig", a->kubeconfig,
+                  "kubernetes: the kubeconfig to reach the API server with (only its path is stored)")
+      ->type_name("FILE");
+  add->add_option("--kube-context", a->kube_context, "kubernetes: the kubeconfig's context (default: its current one)")
+      ->type_name("NAME");
+  add->add_option("--namespace", a->kube_namespace,
+                  "kubernetes: the namespace gaia's pods go to (default: the kube context's, else default)")
+      ->type_name("NS");
+  add->add_option("--node-selector", a->node_selector,
+                  "kubernetes: only the nodes with these labels are gaia's (e.g. pool=gaia); others are left to "
+                  "kube-scheduler")
+      ->type_name("SELECTOR");
+  add->add_flag("--no-check", a->no_check, "etcd, kubernetes: add the context without contacting the cluster");
   add->footer(
       "Examples:\n"
       "  gaia context add staging --store /srv/gaia/staging.db\n"
       "  gaia context add team --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379\n"
       "  gaia context add prod --store etcds://etcd.example:2379 --etcd-ca ca.pem \\\n"
       "      --etcd-user gaia --etcd-password-file ~/.config/gaia/etcd-password\n"
-      "An etcd context is checked at once (reading only); nothing is created in etcd.");
+      "  gaia context add k8s --store ~/k8s.db --backend kubernetes --kubeconfig ~/.kube/config --namespace team-a\n"
+      "An etcd or kubernetes context is checked at once (reading only); nothing is created there.");
   add->callback([&g, a, code] { *code = run_add(g, *a); });
 
   auto* remove = cmd->add_subcommand("remove", "Forget a context (its store file is kept)");

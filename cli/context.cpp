@@ -14,8 +14,10 @@
 #include "cli/render_flags.hpp"
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
-#include "process/process_backend.hpp"
+#include "kube/kube_backend.hpp"
+#include "kube/kubeconfig.hpp"
 #include "lib/hash.hpp"
+#include "process/process_backend.hpp"
 #include "lib/timeline.hpp"
 #include "store/etcd_store.hpp"
 #include "store/sqlite_store.hpp"
@@ -77,8 +79,16 @@ Result<ContextFile> load_contexts() {
     auto j = nlohmann::json::parse(ss.str());
     f.current = j.value("current", "default");
     for (const auto& c : j.value("contexts", nlohmann::json::array()))
-      f.contexts.push_back({c.value("name", ""), c.value("store", ""), c.value("backend", "sim"),
-                            etcd_settings_from(c.value("etcd", nlohmann::json::object()))});
+    {
+      ContextEntry entry{c.value("name", ""), c.value("store", ""), c.value("backend", "sim"),
+                         etcd_settings_from(c.value("etcd", nlohmann::json::object())), {}};
+      const auto kube = c.value("kubernetes", nlohmann::json::object());
+      entry.kube.kubeconfig = kube.value("kubeconfig", "");
+      entry.kube.kube_context = kube.value("context", "");
+      entry.kube.namespace_name = kube.value("namespace", "");
+      entry.kube.node_selector = kube.value("node_selector", "");
+      f.contexts.push_back(std::move(entry));
+    }
   } catch (const std::exception& e) {
     return fail(Diagnostic{{p.string()}, "", fmt::format("cannot parse the contexts file: {}", e.what()),
                            "fix or delete it; the default context needs no file"});
@@ -94,6 +104,9 @@ Result<void> save_contexts(const ContextFile& f) {
   for (const auto& c : f.contexts) {
     nlohmann::json entry = {{"name", c.name}, {"store", c.store}, {"backend", c.backend}};
     if (!c.etcd.empty()) entry["etcd"] = etcd_settings_json(c.etcd);
+    if (!c.kube.empty())
+      entry["kubernetes"] = {{"kubeconfig", c.kube.kubeconfig}, {"context", c.kube.kube_context},
+                             {"namespace", c.kube.namespace_name}, {"node_selector", c.kube.node_selector}};
     j["contexts"].push_back(std::move(entry));
   }
   fs::path p = context_file_path();
@@ -144,9 +157,41 @@ ops::Workspace Session::workspace() const {
 }
 
 Result<void> check_backend_name(const std::string& name) {
-  if (name == "sim" || name == "process") return {};
+  if (name == "sim" || name == "process" || name == "kubernetes") return {};
   return fail(Diagnostic{{}, "", fmt::format("unknown backend '{}'", name),
-                         "use sim (simulated nodes) or process (local processes)"});
+                         "use sim (simulated nodes), process (local processes) or kubernetes (pods on an API server)"});
+}
+
+Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context) {
+  if (context.kube.empty())
+    return fail(Diagnostic{{}, "", fmt::format("context {} has no kubeconfig for the kubernetes backend", context.name),
+                           fmt::format("gaia context add NAME --store {} --backend kubernetes --kubeconfig FILE",
+                                       context.store)});
+  auto config = kube::load_kubeconfig(context.kube.kubeconfig, context.kube.kube_context);
+  if (!config) return fail(config.error());
+  kube::KubeBackendOptions options;
+  options.namespace_name = !context.kube.namespace_name.empty() ? context.kube.namespace_name
+                           : !config->namespace_name.empty()   ? config->namespace_name
+                                                               : "default";
+  // Which store the pods belong to: two stores sharing a cluster never touch each
+  // other's pods. A label value: 63 characters at most.
+  options.node_selector = context.kube.node_selector;
+  options.owner = "gaia-" + content_hash(run_dir_of(context.store).string()).substr(0, 16);
+  auto client = std::make_shared<kube::Client>(std::move(*config));
+  return std::unique_ptr<Backend>(std::make_unique<kube::KubeBackend>(std::move(client), std::move(options)));
+}
+
+Result<std::string> check_kube_backend(const ContextEntry& context, Backend& backend) {
+  auto* kb = dynamic_cast<kube::KubeBackend*>(&backend);
+  if (!kb) return fail(Diagnostic{{}, "", "not a kubernetes backend", ""});
+  auto summary = kb->check();
+  if (!summary)
+    return fail(Diagnostic{{context.kube.kubeconfig}, "",
+                           fmt::format("context {}: the Kubernetes API server did not accept gaia: {}", context.name,
+                                       summary.error().message),
+                           "check the kubeconfig's server, certificate-authority and credentials (kubectl --kubeconfig "
+                           "FILE get nodes uses the same)"});
+  return *summary;
 }
 
 std::filesystem::path run_dir_of(const std::string& store) {
@@ -264,7 +309,11 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
     s->backend_name = s->context.backend;
   }
   if (auto known = check_backend_name(s->backend_name); !known) return fail(known.error());
-  if (s->backend_name == "process") {
+  if (s->backend_name == "kubernetes") {
+    auto kb = open_kube_backend(s->context);
+    if (!kb) return fail(kb.error());
+    s->backend = std::move(*kb);
+  } else if (s->backend_name == "process") {
     ProcessOptions po;
     po.shim_command = {self_executable().string(), "__shim"};
     s->backend = std::make_unique<ProcessBackend>(run_dir_of(s->context.store), po);

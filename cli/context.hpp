@@ -21,11 +21,23 @@
 
 namespace gaia::cli {
 
+// How a kubernetes context reaches its API server: a kubeconfig (only its path is kept,
+// credentials are read from it at each use), the context in it, and the namespace
+// gaia's pods go to (default: the kubeconfig context's namespace, else "default").
+struct KubeSettings {
+  std::string kubeconfig;
+  std::string kube_context;
+  std::string namespace_name;
+  std::string node_selector;  // Only the nodes it selects are gaia's ("pool=gaia").
+  bool empty() const { return kubeconfig.empty(); }
+};
+
 struct ContextEntry {
   std::string name;
   std::string store;    // Path of the SQLite file, or an etcd URL.
   std::string backend = "sim";
   EtcdSettings etcd;    // For an etcd store; empty otherwise.
+  KubeSettings kube;    // For the kubernetes backend; empty otherwise.
 };
 
 struct ContextFile {
@@ -60,7 +72,7 @@ struct Session {
 // by --store or GAIA_STORE when given. Opens nothing.
 Result<ContextEntry> resolve_context(const Globals& g);
 
-// "sim" and "process" are known; anything else is an error with a hint.
+// "sim", "process" and "kubernetes" are known; anything else is an error with a hint.
 Result<void> check_backend_name(const std::string& name);
 
 // Where the process backend keeps the copies and the agent of the store at `store`:
@@ -83,6 +95,15 @@ Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const Ope
 
 // This gaia binary (from /proc/self/exe), which also serves as the copies' supervisor.
 std::filesystem::path self_executable();
+
+// The Kubernetes backend of a context: its kubeconfig read (a missing file, an exec
+// plugin, a context that does not exist are errors naming the file), its pods labelled
+// with the store's owner id. Contacts nothing.
+Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context);
+// Asks the API server of a kubernetes context whether it answers with these
+// credentials; the summary ("Kubernetes v1.28.0 at https://...: 3 node(s)") or an error
+// that says what to check (the token, the certificate authority, the server).
+Result<std::string> check_kube_backend(const ContextEntry& context, Backend& backend);
 
 // Opens the store of the current context (or --store / GAIA_STORE).
 Result<std::unique_ptr<Session>> open_session(const Globals& g);

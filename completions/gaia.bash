@@ -315,14 +315,18 @@ _gaia_opts() {
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
         '--store' 'files' 'SQLite store file (created on first use), or etcd://HOST:PORT[,HOST:PORT...] (etcds:// for TLS)' \
-        '--backend' 'choices sim process' 'Where instances run for a cluster created in this context: sim (simulated nodes) or process (local processes); a cluster keeps the backend it was created with' \
+        '--backend' 'choices sim process kubernetes' 'Where instances run for a cluster created in this context: sim (simulated nodes) or process (local processes) or kubernetes (pods on an API server, with --kubeconfig); a cluster keeps the backend it was created with' \
         '--etcd-ca' 'files' 'etcd: CA bundle to verify the members (turns on TLS)' \
         '--etcd-cert' 'files' 'etcd: client certificate (PEM), with --etcd-key' \
         '--etcd-key' 'files' 'etcd: client certificate'\''s key (PEM)' \
         '--etcd-user' 'text' 'etcd: user to authenticate as, with --etcd-password-file' \
         '--etcd-password-file' 'files' 'etcd: file holding the user'\''s password, read at each use (only its path is stored)' \
         '--etcd-timeout' 'text' 'etcd: bound on each request to a member (default 5s)' \
-        '--no-check' 'flag' 'etcd: add the context without contacting the cluster' \
+        '--kubeconfig' 'files' 'kubernetes: the kubeconfig to reach the API server with (only its path is stored)' \
+        '--kube-context' 'text' 'kubernetes: the kubeconfig'\''s context (default: its current one)' \
+        '--namespace' 'text' 'kubernetes: the namespace gaia'\''s pods go to (default: the kube context'\''s, else default)' \
+        '--node-selector' 'text' 'kubernetes: only the nodes with these labels are gaia'\''s (e.g. pool=gaia); others are left to kube-scheduler' \
+        '--no-check' 'flag' 'etcd, kubernetes: add the context without contacting the cluster' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -368,7 +372,7 @@ _gaia_opts() {
         '--name' 'text' 'A name for the cluster, shown in its events' \
         '--strategy' 'choices spread stack' 'Scheduler strategy: spread (least allocated) or stack (most allocated)' \
         '--replace' 'flag' 'Recreate over an existing cluster: old nodes go, instances are scheduled again on the new ones' \
-        '--backend' 'choices sim process' 'Where instances run: sim (simulated, the default) or process (local processes, with an agent started in the background); default: the context'\''s' \
+        '--backend' 'choices sim process kubernetes' 'Where instances run: sim (simulated, the default), process (local processes, with an agent started in the background) or kubernetes (pods on the context'\''s API server, whose nodes become the cluster); default: the context'\''s' \
         '--no-agent' 'flag' 'With --backend process: do not start the agent (start it with `gaia agent start`)' \
         '-n --nodes' 'text' 'How many nodes' \
         '--cpu' 'text' 'CPU per node (cores, or millicores like 500m)' \

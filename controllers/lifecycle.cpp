@@ -65,6 +65,22 @@ void fail_instance(Instance& x, const ObservedCopy& c) {
 
 }  // namespace
 
+namespace {
+
+// Whether stopping copy `c` is a voluntary disruption of an instance that lives on (a
+// migration, a drain, a rebalance, a make-before-break replacement), which a backend
+// with disruption budgets may refuse for now. A deletion, a scale-down, preemption, an
+// out-of-memory kill, a leftover, room needed at once, and a node that is down are not.
+bool voluntary_move(const ClusterState& state, const Instance* i, const ObservedCopy& c, const std::string& why) {
+  if (!i || !c.live()) return false;
+  if (why.starts_with("its room on") || why.starts_with("leftover")) return false;
+  if (i->pending_reason.starts_with("preempted") || i->pending_reason.starts_with("killed")) return false;
+  const Node* n = state.find_node(c.node);
+  return n && n->state != NodeState::Down;
+}
+
+}  // namespace
+
 void evict_instance(Instance& i, std::string reason, bool node_down) {
   bool live = !i.node.empty() && (i.state == InstanceState::Placed || i.state == InstanceState::Running ||
                                   i.state == InstanceState::Terminating);
@@ -319,6 +335,7 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     s.instance = c.instance;
     s.node = c.node;
     s.generation = c.generation;
+    s.evict = voluntary_move(state, i, c, why);
     s.reason = std::move(why);
     // The role's grace as it is now; a copy of a deleted instance keeps its own.
     if (i)

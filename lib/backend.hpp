@@ -36,6 +36,9 @@ enum class BackendErrc {
   Rejected,     // The backend refused the request (invalid spec, no permission): do not retry as is.
   NotFound,     // The node or copy named does not exist on the backend.
   Timeout,      // The backend did not answer in time: retry later.
+  // The backend refused for now and says so: a disruption budget would be violated, a
+  // rate limit. Retry later, as is; nothing is wrong with the request.
+  Throttled,
 };
 std::string_view backend_errc_name(BackendErrc c);
 
@@ -43,7 +46,9 @@ struct BackendError {
   BackendErrc code = BackendErrc::Unavailable;
   std::string message;
   // Whether repeating the same call later may succeed.
-  bool retryable() const { return code == BackendErrc::Unavailable || code == BackendErrc::Timeout; }
+  bool retryable() const {
+    return code == BackendErrc::Unavailable || code == BackendErrc::Timeout || code == BackendErrc::Throttled;
+  }
   std::string to_string() const;
 };
 
@@ -81,10 +86,25 @@ struct ObservedNode {
   std::string reason;
 };
 
+// A node as a backend that owns the list of nodes describes it (Kubernetes: the Node
+// objects of the API server). gaia's store follows this list (controllers/inventory.hpp):
+// new nodes are added, changed ones updated, and a node not ready for longer than the
+// heartbeat timeout is taken down so its instances move.
+struct InventoryNode {
+  Node node;               // Name, address, capacity (allocatable), labels, topology.
+  bool ready = true;       // The backend's own health verdict (the Ready condition).
+  std::string not_ready_reason;   // Why not ("KubeletNotReady: ...", "NodeStatusUnknown").
+  int64_t not_ready_since_ms = 0;  // When it stopped being ready (0: unknown).
+  bool unschedulable = false;     // Cordoned on the backend's side (kubectl cordon).
+};
+
 // One consistent reading of the backend.
 struct Observation {
   // Nodes the backend reports on; empty when it does not report node health (sim).
   std::vector<ObservedNode> nodes;
+  // Set by a backend that owns the list of nodes (Kubernetes): every node it has. Unset
+  // when gaia's store is where nodes are defined (sim, process).
+  std::optional<std::vector<InventoryNode>> inventory;
   std::vector<ObservedCopy> copies;
   // Earliest time the backend's answer changes by itself (a simulated usage spike ends);
   // 0: only when something happens.
@@ -113,6 +133,11 @@ struct StopSpec {
   // with (its role's), which a copy whose instance was deleted still knows.
   std::optional<std::chrono::milliseconds> grace;
   std::string reason;
+  // A voluntary disruption (a migration, a drain, a rebalance) of a copy whose instance
+  // lives on: a backend with disruption budgets (Kubernetes' Eviction API) may refuse it
+  // for now (BackendErrc::Throttled). False for a deletion, a scale-down and preemption,
+  // which are not subject to budgets.
+  bool evict = false;
 };
 
 // The outcome of one start or stop in a batch.

@@ -29,6 +29,7 @@ std::string_view backend_errc_name(BackendErrc c) {
     case BackendErrc::Rejected: return "rejected";
     case BackendErrc::NotFound: return "not found";
     case BackendErrc::Timeout: return "timeout";
+    case BackendErrc::Throttled: return "throttled";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "controllers/inventory.hpp"
 #include "controllers/submit.hpp"
 
 namespace gaia::ops {
@@ -23,10 +24,27 @@ struct Decision {
 
 Decision decide(const ClusterState& st, const Observation& obs, int64_t now_ms, const CycleOptions& options) {
   Decision d;
-  d.batch = observe_instances(st, obs, now_ms);
-  ClusterState seen = apply_batch(st, d.batch);
-  seen.seq += static_cast<int64_t>(d.batch.events.size());
+  // A backend that owns the nodes (Kubernetes) says which exist first, so the copies
+  // are observed, and the controllers decide, on the nodes as they are now.
+  ClusterState synced;
+  const ClusterState* base = &st;
+  int64_t inventory_wake = 0;
+  if (obs.inventory) {
+    ControllerResult nodes = sync_inventory(st, *obs.inventory, ControllerContext{now_ms, options.controller});
+    inventory_wake = nodes.wake_at_ms;
+    d.batch = std::move(nodes.batch);
+    if (!d.batch.empty()) {
+      synced = apply_batch(st, d.batch);
+      synced.seq += static_cast<int64_t>(d.batch.events.size());
+      base = &synced;
+    }
+  }
+  Batch observed = observe_instances(*base, obs, now_ms);
+  merge_batch(d.batch, observed);
+  ClusterState seen = apply_batch(*base, observed);
+  seen.seq = base->seq + static_cast<int64_t>(observed.events.size());
   d.outcome = reconcile(seen, ControllerContext{now_ms, options.controller});
+  d.outcome.wake_at_ms = earliest(d.outcome.wake_at_ms, inventory_wake);
   merge_batch(d.batch, d.outcome.batch);
   return d;
 }

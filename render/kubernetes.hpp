@@ -26,6 +26,9 @@
 //   and restart backoff, volume iops are kept as gaia.io/* annotations.
 // What Kubernetes cannot express (port 0, a role without an image, names too long for
 // the generated objects) is an error naming the role and field.
+//
+// The pod template (containers, resources, probes, volumes, affinity, labels and
+// annotations) is built by lib/kube_pod.hpp, shared with the Kubernetes backend.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "lib/error.hpp"
+#include "lib/kube_pod.hpp"
 #include "lib/workload.hpp"
 #include "spec/app_spec.hpp"
 
@@ -42,11 +46,10 @@ namespace gaia::render {
 // (by name) its Service, its Deployment/StatefulSet/Job and its PodDisruptionBudget.
 Result<std::vector<nlohmann::json>> to_kubernetes(const Workload& w, const spec::AppSpec& spec);
 
-// The PriorityClass of a priority: its name and value (see the mapping above).
-std::string kubernetes_priority_class_name(const Priority& p);
-int64_t kubernetes_priority_value(const Priority& p);
-// node -> kubernetes.io/hostname, zone -> topology.kubernetes.io/zone, rack ->
-// gaia.io/rack, switch -> gaia.io/switch; other keys unchanged.
-std::string kubernetes_node_label_key(std::string_view key);
+// The pod template and its helpers live in lib/ so the Kubernetes backend creates the
+// same pods; these names keep the render:: spellings callers already use.
+using gaia::kubernetes_node_label_key;
+using gaia::kubernetes_priority_class_name;
+using gaia::kubernetes_priority_value;
 
 }  // namespace gaia::render

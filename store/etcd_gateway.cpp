@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "store/base64.hpp"
+#include "net/base64.hpp"
 
 namespace gaia {
 

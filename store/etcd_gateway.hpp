@@ -15,7 +15,7 @@
 
 #include "lib/store.hpp"
 #include "store/etcd_store.hpp"
-#include "store/http.hpp"
+#include "net/http.hpp"
 
 namespace gaia {
 

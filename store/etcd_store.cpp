@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "store/base64.hpp"
+#include "net/base64.hpp"
 #include "store/etcd_gateway.hpp"
 #include "store/etcd_watch.hpp"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "lib/store.hpp"
-#include "store/http.hpp"
+#include "net/http.hpp"
 
 namespace gaia {
 

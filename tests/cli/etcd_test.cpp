@@ -19,7 +19,7 @@
 #include "lib/clock.hpp"
 #include "lib/state.hpp"
 #include "store/etcd_store.hpp"
-#include "store/http.hpp"
+#include "net/http.hpp"
 #include "tests/cli/e2e_util.hpp"
 #include "tests/store/etcd_server.hpp"
 

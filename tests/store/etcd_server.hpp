@@ -28,7 +28,7 @@
 #include <tuple>
 #include <vector>
 
-#include "store/http.hpp"
+#include "net/http.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace gaia::testing {

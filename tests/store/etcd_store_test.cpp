@@ -9,7 +9,7 @@
 
 #include "store/etcd_gateway.hpp"
 
-#include "store/http.hpp"
+#include "net/http.hpp"
 #include "tests/store/etcd_server.hpp"
 #include "tests/store/store_contract.hpp"
 

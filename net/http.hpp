@@ -1,9 +1,10 @@
 #pragma once
-// A small HTTP client over libcurl, enough for etcd's JSON gateway: POST a body, read the
-// answer whole or as a stream, with a timeout per request and TLS options. Failures come
-// back coded (cannot connect, timeout, TLS, HTTP status) so callers can decide what is
-// safe to retry, and their messages name the URL but never a header or a body: request
-// headers carry credentials (etcd's auth token), and bodies may carry passwords.
+// A small HTTP client over libcurl, enough for etcd's JSON gateway and the Kubernetes API:
+// send a request (POST, GET, PUT, PATCH, DELETE) with a body, read the answer whole or as
+// a stream, with a timeout per request and TLS options. Failures come back coded (cannot
+// connect, timeout, TLS, HTTP status) so callers can decide what is safe to retry, and
+// their messages name the method and URL but never a header or a body: request headers
+// carry credentials (etcd's auth token, a bearer token), and bodies may carry passwords.
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,11 @@ struct TlsOptions {
   // Skips verifying the server's certificate and name. Only for experiments: anyone on
   // the path can then impersonate the server. Never turned on by default.
   bool insecure_skip_verify = false;
+  // The same as PEM text held in memory (a kubeconfig's *-data fields), so secrets need
+  // not be written to a file first. When set, each is used instead of its file.
+  std::string ca_pem = {};
+  std::string cert_pem = {};
+  std::string key_pem = {};
 };
 
 // Ends posts in progress from another thread at once: a watch's reader may be waiting
@@ -55,8 +61,12 @@ class Cancellation {
 };
 
 struct Request {
+  // Used by Client::send; Client::post always POSTs. GET and HEAD never send a body;
+  // PUT, PATCH and DELETE send `body` when it is not empty (DELETE may go without one).
+  std::string method = "POST";
   std::string url;
   std::string body;
+  // Sent as Content-Type with a body, and with POST, PUT and PATCH even when it is empty.
   std::string content_type = "application/json";
   // Extra headers as (name, value). Values are secret as far as this client knows
   // (Authorization): they never appear in an error message.
@@ -81,10 +91,19 @@ struct Request {
   Cancellation* cancellation = nullptr;
 };
 
+// Response headers as (name, value), names lower-cased, values without surrounding
+// blanks, in the order the server sent them (the last answer's only, after a redirect or
+// a 100 Continue).
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
 struct Response {
   long status = 0;
   std::string body;  // Empty when Request::on_data took the body.
   bool stopped = false;  // on_data returned false and the exchange was cut short.
+  Headers headers;
+
+  // The value of the first header named `name` (lower-case), or nothing.
+  const std::string* header(std::string_view name) const;
 };
 
 enum class HttpErrc {
@@ -106,6 +125,9 @@ struct HttpError {
   // False only when the request certainly did not reach the server (no connection, or
   // the TLS handshake failed), so even a non-idempotent request may be sent again.
   bool maybe_sent = true;
+  // For HttpErrc::Status: the answer's Retry-After header as sent ("3", or an HTTP date),
+  // empty when there was none; servers under load (429, 503) say when to come back.
+  std::string retry_after = {};
 };
 
 class Client {
@@ -115,11 +137,16 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Sends request.body with POST. Thread-safe: each call borrows a libcurl handle from
-  // a small pool, so concurrent calls run in parallel and reuse kept-alive connections.
+  // Sends the request with request.method. Thread-safe: each call borrows a libcurl
+  // handle from a small pool, so concurrent calls run in parallel and reuse kept-alive
+  // connections.
+  std::expected<Response, HttpError> send(const Request& request);
+  // Sends request.body with POST, whatever request.method says.
   std::expected<Response, HttpError> post(const Request& request);
 
  private:
+  std::expected<Response, HttpError> perform(const Request& request, const std::string& method);
+
   struct Pool;
   TlsOptions m_tls;
   std::unique_ptr<Pool> m_pool;

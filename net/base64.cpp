@@ -1,4 +1,4 @@
-#include "store/base64.hpp"
+#include "net/base64.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "store/base64.hpp"
+#include "net/base64.hpp"
 
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>

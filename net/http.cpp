@@ -1,8 +1,9 @@
-#include "store/http.hpp"
+#include "net/http.hpp"
 
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <fmt/format.h>
@@ -34,7 +35,40 @@ struct Transfer {
   const Request* request = nullptr;
   std::string body;
   bool stopped = false;
+  Headers headers;
 };
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+// Called by libcurl once per header line of the answer, the status line included.
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  size_t length = size * count;
+  std::string_view line(data, length);
+  // A new status line starts another answer (after a 100 Continue or a redirect): only
+  // the headers of the last one describe the body.
+  if (line.starts_with("HTTP/")) {
+    transfer->headers.clear();
+    return length;
+  }
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return length;  // The blank line that ends them.
+  std::string name(trim(line.substr(0, colon)));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  transfer->headers.emplace_back(std::move(name), std::string(trim(line.substr(colon + 1))));
+  return length;
+}
+
+// A PEM text handed to libcurl from memory; it copies the bytes, so `pem` need only
+// live through the call.
+void set_blob(CURL* handle, CURLoption option, const std::string& pem) {
+  curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+  curl_easy_setopt(handle, option, &blob);
+}
 
 size_t on_write(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<Transfer*>(user);
@@ -167,7 +201,19 @@ Client::Client(TlsOptions tls) : m_tls(std::move(tls)), m_pool(std::make_unique<
 
 Client::~Client() = default;
 
-std::expected<Response, HttpError> Client::post(const Request& request) {
+const std::string* Response::header(std::string_view name) const {
+  for (const auto& [key, value] : headers)
+    if (key == name) return &value;
+  return nullptr;
+}
+
+std::expected<Response, HttpError> Client::send(const Request& request) {
+  return perform(request, request.method);
+}
+
+std::expected<Response, HttpError> Client::post(const Request& request) { return perform(request, "POST"); }
+
+std::expected<Response, HttpError> Client::perform(const Request& request, const std::string& method) {
   CURL* handle = nullptr;
   {
     std::lock_guard lock(m_pool->mutex);
@@ -179,8 +225,8 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   if (handle == nullptr) handle = curl_easy_init();
   if (handle == nullptr)
     return std::unexpected(HttpError{HttpErrc::Other,
-                                     fmt::format("POST {}: libcurl could not create a handle",
-                                                 request.url),
+                                     fmt::format("{} {}: libcurl could not create a handle",
+                                                 method, request.url),
                                      0, "", false});
   // Whatever happens, the handle goes back to the pool with its connections. Its options
   // are reset before each use, so nothing of this request (headers) lingers in it.
@@ -194,9 +240,11 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   } give_back{*m_pool, handle};
   curl_easy_reset(handle);
 
-  Transfer transfer{handle, &request, {}, false};
+  Transfer transfer{handle, &request, {}, false, {}};
+  bool bodiless = method == "GET" || method == "HEAD";
+  bool with_body = !bodiless && (!request.body.empty() || method != "DELETE");
   HeaderList headers;
-  headers.add("Content-Type: " + request.content_type);
+  if (with_body) headers.add("Content-Type: " + request.content_type);
   // libcurl asks large POSTs to wait for "100 Continue"; that only costs a round trip.
   headers.add("Expect:");
   for (const auto& [name, value] : request.headers) headers.add(name + ": " + value);
@@ -208,9 +256,19 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   if (timeout_ms > 0) connect_ms = std::min(connect_ms, timeout_ms);
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(handle, CURLOPT_POST, 1L);
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  // curl_easy_reset above returned the handle to a plain GET, so each request sets
+  // only what differs from that and nothing of an earlier method lingers.
+  if (method == "HEAD") {
+    curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+  } else if (method != "GET") {
+    if (with_body) {
+      curl_easy_setopt(handle, CURLOPT_POST, 1L);
+      curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+      curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    }
+    // The body is sent as for a POST, under the method's own name.
+    if (method != "POST") curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
   curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
@@ -226,10 +284,27 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   curl_easy_setopt(handle, CURLOPT_PROXY, "");
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
   curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
-  if (!m_tls.ca_file.empty()) curl_easy_setopt(handle, CURLOPT_CAINFO, m_tls.ca_file.c_str());
-  if (!m_tls.cert_file.empty()) curl_easy_setopt(handle, CURLOPT_SSLCERT, m_tls.cert_file.c_str());
-  if (!m_tls.key_file.empty()) curl_easy_setopt(handle, CURLOPT_SSLKEY, m_tls.key_file.c_str());
+  // Text in memory wins over a file; the options are the client's, the same for every
+  // request, so a pooled handle never carries another client's trust or identity.
+  if (!m_tls.ca_pem.empty())
+    set_blob(handle, CURLOPT_CAINFO_BLOB, m_tls.ca_pem);
+  else if (!m_tls.ca_file.empty())
+    curl_easy_setopt(handle, CURLOPT_CAINFO, m_tls.ca_file.c_str());
+  if (!m_tls.cert_pem.empty()) {
+    set_blob(handle, CURLOPT_SSLCERT_BLOB, m_tls.cert_pem);
+    curl_easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
+  } else if (!m_tls.cert_file.empty()) {
+    curl_easy_setopt(handle, CURLOPT_SSLCERT, m_tls.cert_file.c_str());
+  }
+  if (!m_tls.key_pem.empty()) {
+    set_blob(handle, CURLOPT_SSLKEY_BLOB, m_tls.key_pem);
+    curl_easy_setopt(handle, CURLOPT_SSLKEYTYPE, "PEM");
+  } else if (!m_tls.key_file.empty()) {
+    curl_easy_setopt(handle, CURLOPT_SSLKEY, m_tls.key_file.c_str());
+  }
   if (m_tls.insecure_skip_verify) {
     curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -242,14 +317,18 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
   long status = 0;
   curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
   if (cancelled)
-    return std::unexpected(HttpError{HttpErrc::Cancelled, fmt::format("POST {}: cancelled", request.url),
+    return std::unexpected(HttpError{HttpErrc::Cancelled, fmt::format("{} {}: cancelled", method, request.url),
                                      0, "", true});
-  if (rc == CURLE_WRITE_ERROR && transfer.stopped) return Response{status, "", true};
+  if (rc == CURLE_WRITE_ERROR && transfer.stopped)
+    return Response{status, "", true, std::move(transfer.headers)};
   if (rc == CURLE_OK) {
-    if (status >= 200 && status < 300) return Response{status, std::move(transfer.body), false};
-    return std::unexpected(HttpError{HttpErrc::Status,
-                                     fmt::format("POST {}: HTTP status {}", request.url, status),
-                                     status, std::move(transfer.body), true});
+    if (status >= 200 && status < 300)
+      return Response{status, std::move(transfer.body), false, std::move(transfer.headers)};
+    HttpError error{HttpErrc::Status, fmt::format("{} {}: HTTP status {}", method, request.url, status),
+                    status, std::move(transfer.body), true};
+    for (const auto& [name, value] : transfer.headers)
+      if (name == "retry-after") error.retry_after = value;
+    return std::unexpected(std::move(error));
   }
 
   // Whether any of the request can have reached the server: libcurl counts the bytes of
@@ -270,15 +349,15 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
     case CURLE_COULDNT_RESOLVE_PROXY:
       error.code = HttpErrc::CannotConnect;
       error.maybe_sent = false;
-      error.message = fmt::format("POST {}: cannot connect ({})", request.url, detail);
+      error.message = fmt::format("{} {}: cannot connect ({})", method, request.url, detail);
       break;
     case CURLE_OPERATION_TIMEDOUT:
       if (!maybe_sent && connect_us == 0) {
         error.code = HttpErrc::CannotConnect;
-        error.message = fmt::format("POST {}: no connection within {} ms", request.url, connect_ms);
+        error.message = fmt::format("{} {}: no connection within {} ms", method, request.url, connect_ms);
       } else {
         error.code = HttpErrc::Timeout;
-        error.message = fmt::format("POST {}: no answer within {} ms", request.url, timeout_ms);
+        error.message = fmt::format("{} {}: no answer within {} ms", method, request.url, timeout_ms);
       }
       break;
     default:
@@ -289,10 +368,10 @@ std::expected<Response, HttpError> Client::post(const Request& request) {
         // A handshake that failed carried no request; a failure after it (rare) might have.
         error.maybe_sent = maybe_sent && rc != CURLE_SSL_CONNECT_ERROR &&
                            rc != CURLE_PEER_FAILED_VERIFICATION;
-        error.message = fmt::format("POST {}: TLS failure ({})", request.url, detail);
+        error.message = fmt::format("{} {}: TLS failure ({})", method, request.url, detail);
       } else {
         error.code = HttpErrc::Other;
-        error.message = fmt::format("POST {}: {}", request.url, detail);
+        error.message = fmt::format("{} {}: {}", method, request.url, detail);
       }
   }
   return std::unexpected(std::move(error));

@@ -1,0 +1,31 @@
+#pragma once
+// Nodes from a backend that owns the list of nodes (Kubernetes): gaia's store follows
+// what the backend reports (docs/kubernetes.md). A pure function of the state and the
+// backend's inventory, run by the runner before the instances are observed:
+// - a node the backend has and the store does not is added (NodeAdded, "from the
+//   backend"), and pending instances are retried on it;
+// - a node whose capacity, labels, address or topology changed is updated in place
+//   (NodeUpdated); instances already on it stay;
+// - cordoning on the backend's side (spec.unschedulable) cordons it here, and
+//   uncordoning there uncordons it here unless a gaia drain holds it;
+// - a node not ready for longer than the heartbeat timeout is marked Down with a reason
+//   starting with "kubernetes:" (its instances move as after `gaia node fail`); when
+//   it is ready again a node this check took down recovers; one a user failed by hand
+//   stays down;
+// - a node the backend no longer has is marked Down ("the node object was deleted"),
+//   never removed: its record keeps the volumes stateful instances wait for.
+
+#include <vector>
+
+#include "controllers/reconcile.hpp"
+#include "lib/backend.hpp"
+
+namespace gaia {
+
+// Down reasons this sync writes start with this word, so it only recovers its own.
+inline constexpr const char* k_inventory_down_prefix = "kubernetes";
+
+ControllerResult sync_inventory(const ClusterState& state, const std::vector<InventoryNode>& inventory,
+                                const ControllerContext& ctx);
+
+}  // namespace gaia

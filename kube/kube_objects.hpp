@@ -1,0 +1,71 @@
+#pragma once
+// The mapping between gaia's model and Kubernetes objects (docs/kubernetes.md), as pure
+// functions so it is tested without a server:
+// - a copy of an instance is a pod named <app>-<role>-<ordinal>-g<generation> (with a
+//   "<tenant>-" prefix for tenants other than "default"), in the context's namespace,
+//   labelled gaia.io/owner (which gaia store it belongs to), gaia.io/instance and
+//   gaia.io/generation, with schedulerName gaia and no node: gaia binds it through the
+//   pods/binding subresource after its own decision. Its template is the one
+//   `gaia render --target kubernetes` emits (lib/kube_pod.hpp);
+// - pod phase and readiness become the copy's phase (Pending -> Starting, Running and
+//   Ready -> Running, Running not ready -> Starting, Succeeded -> Exited 0, Failed ->
+//   Failed with the container's reason and exit code); a pod being deleted is still live;
+// - a Node becomes an InventoryNode: allocatable cpu, memory, nvidia.com/gpu and
+//   ephemeral-storage as capacity; labels kept, with zone/rack/switch read from
+//   topology.kubernetes.io/zone, gaia.io/rack and gaia.io/switch; InternalIP as address;
+//   the Ready condition as health, spec.unschedulable as cordoned; volume groups (local
+//   storage for stateful roles) from the annotation gaia.io/volume-groups.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/backend.hpp"
+#include "lib/kube_pod.hpp"
+
+namespace gaia::kube {
+
+inline constexpr const char* k_label_owner = "gaia.io/owner";
+inline constexpr const char* k_label_instance = "gaia.io/instance";
+inline constexpr const char* k_label_generation = "gaia.io/generation";
+inline constexpr const char* k_annotation_node = "gaia.io/node";
+// On a Node: the local storage gaia may place volumes on, "ssd=1Ti:20000,hdd=4Ti"
+// (class=size[:iops]).
+inline constexpr const char* k_annotation_volume_groups = "gaia.io/volume-groups";
+
+// Object names: a DNS subdomain of lowercase letters, digits and '-'.
+std::string object_prefix(const std::string& tenant);
+std::string pod_name(const std::string& instance_key, int64_t generation);
+std::string config_map_name(const std::string& tenant, const std::string& app);
+std::string service_name(const std::string& tenant, const std::string& app, const std::string& role);
+// "<volume>-<app>-<role>-<ordinal>", as a StatefulSet names its claims: the claim of one
+// instance's volume, kept across its pods.
+std::string claim_name(const Instance& i, const std::string& volume);
+
+struct PodOptions {
+  std::string namespace_name;
+  std::string owner;
+  std::string scheduler_name = "gaia";
+};
+
+// The pod for one copy, or the problems Kubernetes cannot express (a role without an
+// image, port 0...), as text naming the role and field.
+std::expected<nlohmann::json, std::string> pod_manifest(const StartSpec& s, const PodOptions& o);
+// The objects an app's pods need, applied before them by server-side apply: the
+// PriorityClass of the role's priority, the app's ConfigMap, the role's Service (when it
+// has ports) and PodDisruptionBudget (a service role with min_available > 0), and the
+// instance's PersistentVolumeClaims (a service role with volumes).
+std::vector<nlohmann::json> supporting_objects(const StartSpec& s, const PodOptions& o);
+
+// A pod of gaia's as a copy; nothing for a pod without gaia's labels.
+std::optional<ObservedCopy> copy_of_pod(const nlohmann::json& pod);
+InventoryNode inventory_of_node(const nlohmann::json& node);
+
+// RFC 3339 ("2026-11-24T10:00:00Z", fractions allowed) to milliseconds since the epoch;
+// 0 when it does not parse.
+int64_t parse_time_ms(const std::string& text);
+std::string format_time(int64_t ms);
+
+}  // namespace gaia::kube

@@ -1,0 +1,305 @@
+// End-to-end tests of the kubernetes backend: the real gaia binary against an API
+// server: the project's stand-in (standin/, on 127.0.0.1), or a real cluster when
+// GAIA_TEST_KUBECONFIG names a kubeconfig (docs/kubernetes.md). Each test has a
+// namespace and Node objects of its own, played by a fake kubelet that speaks only the
+// public API, and a gaia context that selects only those nodes.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "standin/test_cluster.hpp"
+#include "tests/cli/e2e_util.hpp"
+
+using namespace gaia;
+using namespace gaia::test;
+using nlohmann::json;
+
+namespace {
+
+struct KubeFixture {
+  Scratch s;
+  std::unique_ptr<standin::TestCluster> cluster;
+  std::string store;
+
+  explicit KubeFixture(int nodes, standin::TestClusterOptions options = {}) {
+    cluster = std::make_unique<standin::TestCluster>(s.dir(), options);
+    cluster->add_nodes(nodes, 3, 6, "32", "128Gi");
+    store = (s.dir() / "k8s.db").string();
+    std::vector<std::string> add = {"context", "add", "k8s", "--store", store, "--backend", "kubernetes",
+                                    "--kubeconfig", cluster->kubeconfig().string(), "--namespace",
+                                    cluster->namespace_name(), "--node-selector", cluster->node_selector()};
+    if (!cluster->kube_context().empty()) add.insert(add.end(), {"--kube-context", cluster->kube_context()});
+    ok(s, add);
+    ok(s, {"context", "use", "k8s"});
+  }
+
+  RunResult gaia(const std::vector<std::string>& args) const {
+    return s.gaia(args, {{"GAIA_REPO", examples_dir()}});
+  }
+  RunResult expect(int code, const std::vector<std::string>& args) const {
+    RunResult r = gaia(args);
+    INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nexit " << r.code << "\nstdout: " << r.out
+                 << "\nstderr: " << r.err);
+    REQUIRE(r.code == code);
+    return r;
+  }
+
+  std::vector<json> events() const {
+    RunResult r = expect(0, {"events", "-o", "json"});
+    return json_lines(r.out);
+  }
+
+  std::vector<json> pods() {
+    auto list = cluster->client().get(fmt::format("/api/v1/namespaces/{}/pods", cluster->namespace_name()));
+    REQUIRE(list);
+    return list->value("items", json::array()).get<std::vector<json>>();
+  }
+
+  std::vector<json> live_pods() {
+    std::vector<json> out;
+    for (auto& p : pods())
+      if (!p["metadata"].contains("deletionTimestamp")) out.push_back(p);
+    return out;
+  }
+};
+
+std::string label(const json& pod, const std::string& key) {
+  return pod["metadata"].value("labels", json::object()).value(key, "");
+}
+
+// Polls `done` for up to `limit`.
+template <class Fn>
+bool eventually(Fn done, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("kubernetes: the example stack runs as pods gaia binds, dependencies first", "[kubernetes][e2e]") {
+  KubeFixture f(12);
+  RunResult created = f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
+  CHECK(created.out.find("12 nodes") != std::string::npos);
+  CHECK(created.out.find("backend kubernetes") != std::string::npos);
+  RunResult nodes = f.expect(0, {"get", "nodes"});
+  CHECK(nodes.out.find(f.cluster->node_name(11)) != std::string::npos);
+
+  RunResult submitted = f.gaia({"submit", examples_dir() + "/web", "--wait", "--timeout", "60s"});
+  if (submitted.code != 0) {
+    RunResult events = f.gaia({"events", "--type", "Warning"});
+    INFO(submitted.out << submitted.err << "\nwarnings:\n" << events.out << events.err);
+    REQUIRE(submitted.code == 0);
+  }
+  ClusterState st = load_state(f.store);
+  REQUIRE(!st.snapshot.instances.empty());
+  std::map<std::string, const Instance*> by_key;
+  for (const auto& i : st.snapshot.instances) {
+    CHECK(i.state == InstanceState::Running);
+    by_key[i.key()] = &i;
+  }
+  // One live pod per instance, bound by gaia to the node gaia chose.
+  auto pods = f.live_pods();
+  CHECK(pods.size() == st.snapshot.instances.size());
+  std::set<std::string> seen;
+  std::map<std::string, std::set<std::string>> datanode_nodes;
+  for (const auto& p : pods) {
+    std::string key = label(p, "gaia.io/instance");
+    INFO(p["metadata"]["name"]);
+    REQUIRE(by_key.count(key));
+    CHECK(seen.insert(key).second);
+    CHECK(p["spec"]["schedulerName"] == "gaia");
+    CHECK(p["spec"]["nodeName"] == by_key[key]->node);
+    if (label(p, "gaia.io/app") == "hdfs" && label(p, "gaia.io/role") == "datanode")
+      CHECK(datanode_nodes["hdfs"].insert(p["spec"]["nodeName"].get<std::string>()).second);  // One per node.
+  }
+  // Started in dependency order: no app started before every dependency served.
+  std::map<std::string, int64_t> first_started, last_started;
+  for (const auto& e : f.events()) {
+    if (e.value("reason", "") != "Started") continue;
+    std::string app = e.value("app", "");
+    if (!first_started.count(app)) first_started[app] = e["seq"].get<int64_t>();
+    last_started[app] = e["seq"].get<int64_t>();
+  }
+  CHECK(last_started["zookeeper"] < first_started["hdfs"]);
+  CHECK(last_started["hdfs"] < first_started["hbase"]);
+  CHECK(last_started["hbase"] < first_started["web"]);
+  CHECK(last_started["kafka"] < first_started["web"]);
+  // kubectl describe pod shows why: a Scheduled event from gaia for every pod.
+  auto events = f.cluster->client().get(fmt::format("/api/v1/namespaces/{}/events", f.cluster->namespace_name()));
+  REQUIRE(events);
+  int scheduled = 0;
+  for (const auto& e : (*events)["items"])
+    if (e.value("reason", "") == "Scheduled" && e["source"].value("component", "") == "gaia") ++scheduled;
+  CHECK(scheduled >= static_cast<int>(pods.size()));
+
+  // Deleting the app deletes its pods (gracefully: the kubelet finishes them).
+  f.expect(0, {"delete", "web"});
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    for (const auto& p : f.pods())
+      if (label(p, "gaia.io/app") == "web") return false;
+    return true;
+  }));
+}
+
+TEST_CASE("kubernetes: a drain goes through the Eviction API and waits for a disruption budget",
+          "[kubernetes][e2e]") {
+  KubeFixture f(4);
+  f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
+  // A role with min_available gets gaia's own budget.
+  f.s.write("svc/app.yaml", "name: svc\nversion: 1.0.0\n");
+  f.s.write("svc/config.jsonnet", "{}\n");
+  f.s.write("svc/main.jsonnet",
+            "function(config, deps, app) {\n"
+            "  roles: { api: { image: 'nginx:1.25', replicas: 3, resources: { cpu: '1', memory: '1Gi' },\n"
+            "                  ports: [{ name: 'http', port: 8080 }],\n"
+            "                  migration: { migrate_times: 5, min_available: 2 } } },\n"
+            "  outputs: {},\n"
+            "}\n");
+  f.expect(0, {"submit", (f.s.dir() / "svc").string(), "--wait", "--timeout", "30s"});
+  auto& client = f.cluster->client();
+  const std::string ns = f.cluster->namespace_name();
+  auto pdb = client.get(fmt::format("/apis/policy/v1/namespaces/{}/poddisruptionbudgets/svc-api", ns));
+  REQUIRE(pdb);
+  CHECK((*pdb)["spec"]["minAvailable"] == 2);
+
+  // A role without one, under a budget a cluster admin set that allows no disruption.
+  f.s.write("batchy/app.yaml", "name: batchy\nversion: 1.0.0\n");
+  f.s.write("batchy/config.jsonnet", "{}\n");
+  f.s.write("batchy/main.jsonnet",
+            "function(config, deps, app) {\n"
+            "  roles: { worker: { image: 'busybox:1.36', replicas: 2, resources: { cpu: '1', memory: '1Gi' } } },\n"
+            "  outputs: {},\n"
+            "}\n");
+  f.expect(0, {"submit", (f.s.dir() / "batchy").string(), "--wait", "--timeout", "30s"});
+  const std::string admin_pdb = fmt::format("/apis/policy/v1/namespaces/{}/poddisruptionbudgets", ns);
+  REQUIRE(client.create(admin_pdb, {{"apiVersion", "policy/v1"},
+                                    {"kind", "PodDisruptionBudget"},
+                                    {"metadata", {{"name", "admin-says-no"}, {"namespace", ns}}},
+                                    {"spec", {{"maxUnavailable", 0},
+                                              {"selector", {{"matchLabels", {{"gaia.io/app", "batchy"}}}}}}}}));
+  ClusterState st = load_state(f.store);
+  std::string node;
+  for (const auto& i : st.snapshot.instances)
+    if (i.app == "batchy") node = i.node;
+  REQUIRE(!node.empty());
+  f.expect(0, {"drain", node});
+  f.gaia({"controller", "run", "--once"});
+  f.gaia({"controller", "run", "--once"});
+  // The batchy copy is still there: the eviction was refused (429), and gaia says so.
+  bool refused = false;
+  for (const auto& e : f.events())
+    if (e.value("reason", "") == "BackendError" && e.value("message", "").find("disruption budget") != std::string::npos)
+      refused = true;
+  CHECK(refused);
+  int on_node = 0;
+  for (const auto& p : f.live_pods())
+    if (p["spec"].value("nodeName", "") == node && label(p, "gaia.io/app") == "batchy") ++on_node;
+  CHECK(on_node >= 1);
+
+  // The admin lifts the budget: the next passes evict, and the node empties.
+  REQUIRE(client.remove(admin_pdb + "/admin-says-no"));
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    for (const auto& p : f.pods())
+      if (p["spec"].value("nodeName", "") == node) return false;
+    return true;
+  }, std::chrono::milliseconds(30000)));
+  if (auto* server = f.cluster->server()) CHECK(server->request_counts()["POST pods/eviction"] >= 2);
+}
+
+TEST_CASE("kubernetes: a node that stays NotReady has its instances moved", "[kubernetes][e2e]") {
+  KubeFixture f(4);
+  f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
+  f.expect(0, {"controller", "options", "--heartbeat-timeout", "1s"});
+  f.s.write("svc/app.yaml", "name: svc\nversion: 1.0.0\n");
+  f.s.write("svc/config.jsonnet", "{}\n");
+  f.s.write("svc/main.jsonnet",
+            "function(config, deps, app) {\n"
+            "  roles: { api: { image: 'nginx:1.25', replicas: 2, resources: { cpu: '1', memory: '1Gi' } } },\n"
+            "  outputs: {},\n"
+            "}\n");
+  f.expect(0, {"submit", (f.s.dir() / "svc").string(), "--wait", "--timeout", "30s"});
+  ClusterState st = load_state(f.store);
+  std::string node = st.snapshot.instances.front().node;
+  REQUIRE(f.cluster->kubelet().set_node_ready(node, false));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  f.expect(0, {"controller", "run", "--once"});
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    ClusterState now = load_state(f.store);
+    const Node* n = now.find_node(node);
+    if (!n || n->state != NodeState::Down) return false;
+    for (const auto& i : now.snapshot.instances)
+      if (i.node == node || i.state != InstanceState::Running) return false;
+    return true;
+  }));
+  ClusterState now = load_state(f.store);
+  CHECK(now.find_node(node)->down_reason.starts_with("kubernetes: node not ready"));
+}
+
+TEST_CASE("kubernetes: an API server restart in the middle of a submit converges with nothing placed twice",
+          "[kubernetes][e2e]") {
+  KubeFixture f(12);
+  auto* server = f.cluster->server();
+  if (!server) return;  // Restarting a real API server is not the test's to do.
+  f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
+  pid_t pid = f.s.spawn({"submit", examples_dir() + "/web", "--wait", "--timeout", "60s"}, "submit");
+  KillOnExit guard(pid);
+  // Restart once some pods exist, so creates and bindings are cut in the middle.
+  eventually([&] { return server->objects("pods", f.cluster->namespace_name()).size() >= 3; },
+             std::chrono::milliseconds(15000));
+  server->restart(std::chrono::milliseconds(700));
+  int code = guard.wait();
+  if (code != 0) f.expect(0, {"controller", "run", "--once"});  // Converges on the next pass if the submit gave up.
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    ClusterState st = load_state(f.store);
+    for (const auto& i : st.snapshot.instances)
+      if (i.state != InstanceState::Running) return false;
+    return true;
+  }, std::chrono::milliseconds(30000)));
+  ClusterState st = load_state(f.store);
+  std::map<std::string, int> pods_per_instance;
+  for (const auto& p : f.live_pods()) ++pods_per_instance[label(p, "gaia.io/instance")];
+  CHECK(pods_per_instance.size() == st.snapshot.instances.size());
+  for (const auto& [key, n] : pods_per_instance) {
+    INFO(key);
+    CHECK(n == 1);
+  }
+}
+
+TEST_CASE("kubernetes: a wrong token and a wrong certificate authority are clear errors", "[kubernetes][e2e]") {
+  Scratch s;
+  standin::TestClusterOptions o;
+  o.tls = true;
+  standin::TestCluster cluster(s.dir(), o);
+  if (cluster.real()) return;
+  auto bad_token = cluster.write_kubeconfig(s.dir() / "bad-token", "not-the-token", cluster.kubeconfig().parent_path() / "certs" / "ca.crt");
+  RunResult r = s.gaia({"context", "add", "a", "--store", (s.dir() / "a.db").string(), "--backend", "kubernetes",
+                        "--kubeconfig", bad_token.string()});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("401") != std::string::npos);
+  CHECK(r.err.find("not-the-token") == std::string::npos);
+  // A CA of its own that did not sign the server's certificate.
+  standin::TestCertificates other = standin::make_test_certificates(s.dir() / "other");
+  auto bad_ca = cluster.write_kubeconfig(s.dir() / "bad-ca", "gaia-test-token", other.ca_cert);
+  r = s.gaia({"context", "add", "b", "--store", (s.dir() / "b.db").string(), "--backend", "kubernetes",
+              "--kubeconfig", bad_ca.string()});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("certificate") != std::string::npos);
+  // The right ones work.
+  auto good = cluster.write_kubeconfig(s.dir() / "good", "gaia-test-token", cluster.kubeconfig().parent_path() / "certs" / "ca.crt");
+  r = s.gaia({"context", "add", "c", "--store", (s.dir() / "c.db").string(), "--backend", "kubernetes",
+              "--kubeconfig", good.string()});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("Kubernetes v1.28") != std::string::npos);
+}

@@ -1,0 +1,126 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "kube/kube_objects.hpp"
+
+using namespace gaia;
+using namespace gaia::kube;
+using nlohmann::json;
+
+namespace {
+
+StartSpec start_spec() {
+  StartSpec s;
+  s.instance.tenant = "default";
+  s.instance.app = "web";
+  s.instance.role = "api";
+  s.instance.ordinal = 2;
+  s.instance.generation = 3;
+  s.instance.node = "n1";
+  s.role.name = "api";
+  s.role.image = "nginx:1.25";
+  s.role.replicas = 3;
+  s.role.min_available = 2;
+  s.role.resources.cpu_millis = 500;
+  s.role.resources.memory_bytes = 1 << 30;
+  s.role.ports.push_back(Port{"http", 8080, "TCP"});
+  s.app_version = "1.0.0";
+  s.config = {{"a", 1}};
+  s.env = {{"GAIA_INSTANCE", "2.api.web.default"}};
+  return s;
+}
+
+json pod_with(const std::string& phase, bool ready) {
+  return {{"metadata", {{"name", "web-api-2-g3"}, {"labels", {{"gaia.io/instance", "2.api.web.default"}, {"gaia.io/generation", "3"}}}}},
+          {"spec", {{"nodeName", "n1"}}},
+          {"status", {{"phase", phase}, {"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+}  // namespace
+
+TEST_CASE("kube objects: pods are named after the instance and its generation", "[kube]") {
+  CHECK(pod_name("2.api.web.default", 3) == "web-api-2-g3");
+  CHECK(pod_name("0.db.shop.team-a", 1) == "team-a-shop-db-0-g1");
+  std::string long_key = "0." + std::string(120, 'r') + "." + std::string(120, 'a') + ".default";
+  CHECK(pod_name(long_key, 1).size() <= 253);
+}
+
+TEST_CASE("kube objects: the pod of a copy carries gaia's labels, scheduler and environment", "[kube]") {
+  auto pod = pod_manifest(start_spec(), PodOptions{"ns", "gaia-owner", "gaia"});
+  REQUIRE(pod);
+  CHECK((*pod)["metadata"]["name"] == "web-api-2-g3");
+  CHECK((*pod)["metadata"]["namespace"] == "ns");
+  CHECK((*pod)["metadata"]["labels"]["gaia.io/owner"] == "gaia-owner");
+  CHECK((*pod)["metadata"]["labels"]["gaia.io/instance"] == "2.api.web.default");
+  CHECK((*pod)["metadata"]["labels"]["gaia.io/generation"] == "3");
+  CHECK((*pod)["metadata"]["annotations"]["gaia.io/node"] == "n1");
+  CHECK((*pod)["spec"]["schedulerName"] == "gaia");
+  CHECK(!(*pod)["spec"].contains("nodeName"));  // Bound through pods/binding.
+  bool has_env = false;
+  for (const auto& e : (*pod)["spec"]["containers"][0]["env"]) has_env |= e["name"] == "GAIA_INSTANCE";
+  CHECK(has_env);
+  auto objects = supporting_objects(start_spec(), PodOptions{"ns", "gaia-owner", "gaia"});
+  std::set<std::string> kinds;
+  for (const auto& o : objects) kinds.insert(o["kind"]);
+  CHECK(kinds == std::set<std::string>{"PriorityClass", "ConfigMap", "Service", "PodDisruptionBudget"});
+}
+
+TEST_CASE("kube objects: a role Kubernetes cannot run is refused with the reason", "[kube]") {
+  StartSpec s = start_spec();
+  s.role.image.clear();
+  auto pod = pod_manifest(s, PodOptions{"ns", "o", "gaia"});
+  REQUIRE(!pod);
+  CHECK(pod.error().find("image") != std::string::npos);
+}
+
+TEST_CASE("kube objects: pod phases become copy phases", "[kube]") {
+  auto c = copy_of_pod(pod_with("Pending", false));
+  REQUIRE(c);
+  CHECK(c->instance == "2.api.web.default");
+  CHECK(c->generation == 3);
+  CHECK(c->node == "n1");
+  CHECK(c->phase == CopyPhase::Starting);
+  CHECK(copy_of_pod(pod_with("Running", false))->phase == CopyPhase::Starting);
+  CHECK(copy_of_pod(pod_with("Running", true))->phase == CopyPhase::Running);
+  CHECK(copy_of_pod(pod_with("Succeeded", false))->phase == CopyPhase::Exited);
+  json failed = pod_with("Failed", false);
+  failed["status"]["containerStatuses"] = json::array({{{"state", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}});
+  auto f = copy_of_pod(failed);
+  CHECK(f->phase == CopyPhase::Failed);
+  CHECK(f->exit_code == 137);
+  CHECK(f->reason.find("OOMKilled") != std::string::npos);
+  json deleting = pod_with("Running", true);
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-24T10:00:00Z";
+  CHECK(copy_of_pod(deleting)->live());
+  CHECK(!copy_of_pod(json{{"metadata", {{"name", "other"}}}}));
+}
+
+TEST_CASE("kube objects: nodes become inventory with topology, capacity and health", "[kube]") {
+  json node = {{"metadata", {{"name", "n1"},
+                             {"labels", {{"topology.kubernetes.io/zone", "z1"}, {"gaia.io/rack", "r2"}, {"disk", "ssd"}}},
+                             {"annotations", {{"gaia.io/volume-groups", "ssd=1Ti:20000,hdd=4Ti"}}}}},
+               {"spec", {{"unschedulable", true}}},
+               {"status", {{"allocatable", {{"cpu", "7500m"}, {"memory", "31Gi"}, {"nvidia.com/gpu", "2"}}},
+                           {"addresses", json::array({{{"type", "InternalIP"}, {"address", "10.0.0.5"}}})},
+                           {"conditions", json::array({{{"type", "Ready"}, {"status", "False"}, {"reason", "KubeletNotReady"},
+                                                        {"lastTransitionTime", "2026-11-24T10:00:00Z"}}})}}}};
+  InventoryNode inv = inventory_of_node(node);
+  CHECK(inv.node.name == "n1");
+  CHECK(inv.node.zone == "z1");
+  CHECK(inv.node.rack == "r2");
+  CHECK(inv.node.labels.at("zone") == "z1");
+  CHECK(inv.node.labels.at("disk") == "ssd");
+  CHECK(inv.node.capacity.cpu_millis == 7500);
+  CHECK(inv.node.capacity.memory_bytes == 31LL << 30);
+  CHECK(inv.node.capacity.gpu == 2);
+  CHECK(inv.node.address == "10.0.0.5");
+  REQUIRE(inv.node.volume_groups.size() == 2);
+  CHECK(inv.node.volume_groups[0].iops == 20000);
+  CHECK(inv.node.volume_groups[1].size_bytes == 4LL << 40);
+  CHECK(inv.unschedulable);
+  CHECK(!inv.ready);
+  CHECK(inv.not_ready_reason.starts_with("KubeletNotReady"));
+  CHECK(inv.not_ready_since_ms == parse_time_ms("2026-11-24T10:00:00Z"));
+  CHECK(parse_time_ms(format_time(1'700'000'000'000)) == 1'700'000'000'000);
+}
