@@ -285,8 +285,15 @@ TEST_CASE("context: list, add, use, current, remove", "[e2e][cluster]") {
   CHECK(s.gaia({"context", "add", "lab", "--store", "x.db"}).code == 1);
   CHECK(s.gaia({"context", "add", "Bad_Name", "--store", "x.db"}).code == 1);
   auto k8s = s.gaia({"context", "add", "k8s", "--store", "x.db", "--backend", "kubernetes"});
-  CHECK(k8s.code == 2);
-  CHECK(k8s.err.find("--backend: kubernetes not in {sim,process}") != std::string::npos);
+  // The kubernetes backend needs to know how to reach its API server.
+  CHECK(k8s.code == 1);
+  CHECK(k8s.err.find("--backend kubernetes needs --kubeconfig FILE") != std::string::npos);
+  auto mars = s.gaia({"context", "add", "m", "--store", "x.db", "--backend", "mars"});
+  CHECK(mars.code == 2);
+  CHECK(mars.err.find("--backend: mars not in {sim,process,kubernetes}") != std::string::npos);
+  auto stray = s.gaia({"context", "add", "m", "--store", "x.db", "--kubeconfig", "kc"});
+  CHECK(stray.code == 1);
+  CHECK(stray.err.find("are for --backend kubernetes") != std::string::npos);
   ok(s, {"context", "use", "lab"});
   CHECK(ok(s, {"context", "current"}).out == "lab\n");
   ok(s, {"cluster", "create", "--nodes", "2"});

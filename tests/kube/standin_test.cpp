@@ -102,7 +102,7 @@ const std::string kPods = "/api/v1/namespaces/ns/pods";
 
 }  // namespace
 
-TEST_CASE("standin: create, get and list carry resourceVersions; names are unique", "[standin]") {
+TEST_CASE("standin: create, get and list carry resourceVersions and names are unique", "[standin]") {
   KubeApiServer server;
   Api api(server);
   // Namespaced objects need their namespace first.
@@ -150,7 +150,7 @@ TEST_CASE("standin: create, get and list carry resourceVersions; names are uniqu
   CHECK(api.get("/version").body["gitVersion"] == "v1.28.0-gaia-standin");
 }
 
-TEST_CASE("standin: a stale resourceVersion is a conflict; none is unconditional", "[standin]") {
+TEST_CASE("standin: a stale resourceVersion is a conflict and none is unconditional", "[standin]") {
   KubeApiServer server;
   Api api(server);
   create_namespace(api, "ns");
@@ -275,7 +275,7 @@ TEST_CASE("standin: a pod binds once, to a node that exists", "[standin]") {
   CHECK(server.request_counts()["POST pods/binding"] == 3);
 }
 
-TEST_CASE("standin: a bound pod is deleted gracefully; a grace of 0 removes it", "[standin]") {
+TEST_CASE("standin: a bound pod is deleted gracefully and a grace of 0 removes it", "[standin]") {
   KubeApiServer server;
   Api api(server);
   create_namespace(api, "ns");
@@ -583,7 +583,7 @@ TEST_CASE("standin: TLS with a test CA, tokens and client certificates", "[stand
   CHECK(!untrusting.Get("/healthz"));
 }
 
-TEST_CASE("standin: status goes through /status only; a namespace takes its objects along", "[standin]") {
+TEST_CASE("standin: status goes through /status only and a namespace takes its objects along", "[standin]") {
   KubeApiServer server;
   Api api(server);
   create_namespace(api, "ns");
