@@ -11,7 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev librapidcheck-dev libbenchmark-dev libxxhash-dev
   libcpp-httplib-dev libspdlog-dev sqlite3
   # The Kubernetes tests make TLS certificates for the stand-in API server with it.
-  openssl
+  openssl libssl-dev
   # The completion tests run the generated scripts in each shell; `script` (bsdutils)
   # gives the terminal tests a pseudo-terminal.
   zsh fish bsdutils
