@@ -36,7 +36,7 @@ fs::path context_file_path() { return state_dir() / "contexts.json"; }
 
 namespace {
 
-ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim", {}}; }
+ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim", {}, {}}; }
 
 // The "etcd" object of a context in contexts.json: paths and names, never a password.
 nlohmann::json etcd_settings_json(const EtcdSettings& e) {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "lib/hash.hpp"
+#include "lib/timeline.hpp"
 
 namespace gaia::kube {
 
@@ -340,7 +341,7 @@ std::optional<BackendError> KubeBackend::stop_one(const StopSpec& s, int64_t now
 
 void KubeBackend::post_event(const std::string& pod, const std::string& reason, const std::string& message,
                              const std::string& type, int64_t now_ms) {
-  std::string when = format_time(now_ms);
+  std::string when = format_rfc3339(Clock::time_point(std::chrono::milliseconds(now_ms)));
   json event = {{"apiVersion", "v1"},
                 {"kind", "Event"},
                 {"metadata", {{"generateName", pod + "."}, {"namespace", m_options.namespace_name}}},

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 
 #include "lib/hash.hpp"
 #include "lib/quantity.hpp"
+#include "lib/timeline.hpp"
 
 namespace gaia::kube {
 
@@ -227,7 +226,7 @@ std::optional<ObservedCopy> copy_of_pod(const json& pod) {
   c.node = str(spec, "nodeName");
   if (c.node.empty()) c.node = str(meta.value("annotations", json::object()), k_annotation_node);
   std::string phase = str(status, "phase");
-  c.started_ms = parse_time_ms(str(status, "startTime"));
+  c.started_ms = time_ms(str(status, "startTime"));
   bool ready = false;
   for (const auto& cond : status.value("conditions", json::array()))
     if (str(cond, "type") == "Ready") ready = str(cond, "status") == "True";
@@ -328,33 +327,14 @@ InventoryNode inventory_of_node(const json& node) {
     inv.ready = str(cond, "status") == "True";
     inv.not_ready_reason = inv.ready ? "" : fmt::format("{}{}", str(cond, "reason"),
                                                        str(cond, "message").empty() ? "" : ": " + str(cond, "message"));
-    if (!inv.ready) inv.not_ready_since_ms = parse_time_ms(str(cond, "lastTransitionTime"));
+    if (!inv.ready) inv.not_ready_since_ms = time_ms(str(cond, "lastTransitionTime"));
   }
   return inv;
 }
 
-int64_t parse_time_ms(const std::string& text) {
-  int y, mo, d, h, mi;
-  double s;
-  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &y, &mo, &d, &h, &mi, &s) != 6) return 0;
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = 0;
-  time_t t = timegm(&tm);
-  return static_cast<int64_t>(t) * 1000 + static_cast<int64_t>(s * 1000.0);
-}
-
-std::string format_time(int64_t ms) {
-  time_t t = static_cast<time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+int64_t time_ms(const std::string& text) {
+  auto t = parse_rfc3339(text);
+  return t ? std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count() : 0;
 }
 
 }  // namespace gaia::kube

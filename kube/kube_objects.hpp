@@ -63,9 +63,8 @@ std::vector<nlohmann::json> supporting_objects(const StartSpec& s, const PodOpti
 std::optional<ObservedCopy> copy_of_pod(const nlohmann::json& pod);
 InventoryNode inventory_of_node(const nlohmann::json& node);
 
-// RFC 3339 ("2026-11-24T10:00:00Z", fractions allowed) to milliseconds since the epoch;
-// 0 when it does not parse.
-int64_t parse_time_ms(const std::string& text);
-std::string format_time(int64_t ms);
+// An API timestamp (RFC 3339, lib/timeline.hpp) in milliseconds since the epoch; 0 when
+// absent or unparsable, which the callers read as "unknown".
+int64_t time_ms(const std::string& text);
 
 }  // namespace gaia::kube

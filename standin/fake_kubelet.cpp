@@ -1,8 +1,10 @@
 #include "standin/fake_kubelet.hpp"
 
+#include "lib/clock.hpp"
+#include "lib/timeline.hpp"
+
 #include <fmt/format.h>
 
-#include <ctime>
 
 namespace gaia::standin {
 
@@ -10,14 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string now_text() {
-  time_t t = time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string now_text() { return format_rfc3339(SystemClock().now()); }
 
 json ready_condition(bool ready) {
   return {{"type", "Ready"},

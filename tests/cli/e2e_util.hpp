@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/clock.hpp"
@@ -133,6 +134,20 @@ class Scratch {
   TempDir m_tmp{"gaia-test"};
   mutable int m_counter = 0;
 };
+
+// Polls `done` every `every` until it is true or `limit` has passed; returns whether it
+// became true. For what a test waits on from another process (an agent, a watch, a
+// kubelet): the condition is checked once more at the deadline.
+template <class F>
+bool eventually(F&& done, std::chrono::milliseconds limit = std::chrono::seconds(30),
+                std::chrono::milliseconds every = std::chrono::milliseconds(50)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(every);
+  }
+  return done();
+}
 
 inline std::string examples_dir() { return std::string(GAIA_SOURCE_DIR) + "/examples"; }
 

@@ -90,16 +90,6 @@ size_t check_events_gap_free(const EtcdCli& g, const std::string& reason) {
   return with_reason;
 }
 
-// Polls `done` every 5 ms for at most `limit`; returns whether it became true.
-template <class F>
-bool eventually(std::chrono::milliseconds limit, F&& done) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -281,7 +271,7 @@ TEST_CASE("etcd: killed and restarted mid-apply, a command fails cleanly or comp
     std::string tag = fmt::format("k{}", round);
     pid_t pid = g.spawn({"-v", "apply", "-f", dir}, tag);
     if (rounds[round].after_open)
-      CHECK(eventually(10s, [&] { return contains(Scratch::slurp(s.dir() / (tag + ".err")), " opened: "); }));
+      CHECK(eventually([&] { return contains(Scratch::slurp(s.dir() / (tag + ".err")), " opened: "); }, 10s));
     std::this_thread::sleep_for(rounds[round].delay);
     server.kill();
     std::this_thread::sleep_for(rounds[round].down);
@@ -323,20 +313,20 @@ TEST_CASE("etcd: controller run holds an etcd lease and after kill -9 the waitin
     auto j = json::parse(r.out);
     return j["leader"].is_null() ? std::string() : j["leader"]["holder"].get<std::string>();
   };
-  REQUIRE(eventually(10s, [&] { return contains(holder(), fmt::format(":{} ", first)); }));
+  REQUIRE(eventually([&] { return contains(holder(), fmt::format(":{} ", first)); }, 10s));
   // The leader's key is attached to an etcd lease.
   auto status = json::parse(g.ok({"controller", "status", "-o", "json"}).out);
   CHECK(status["leader"]["lease"].get<int64_t>() != 0);
 
   pid_t second = g.spawn(run, "c2");
   auto second_out = [&] { return Scratch::slurp(s.dir() / "c2.out"); };
-  REQUIRE(eventually(10s, [&] { return contains(second_out(), "waiting: "); }));
+  REQUIRE(eventually([&] { return contains(second_out(), "waiting: "); }, 10s));
   CHECK(contains(second_out(), fmt::format(":{} ", first)));  // It names the leader.
 
   ::kill(first, SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   CHECK(wait_exit(first) == 128 + SIGKILL);
-  bool took_over = eventually(10s, [&] { return contains(second_out(), "leading the controllers"); });
+  bool took_over = eventually([&] { return contains(second_out(), "leading the controllers"); }, 10s);
   double after = seconds_since(killed);
   WARN(fmt::format("controller leadership moved {:.2f} s after kill -9 (lease TTL 3 s)", after));
   CHECK(took_over);
@@ -532,17 +522,17 @@ TEST_CASE("etcd: controller run waits out an etcd restart and goes on leading", 
   pid_t runner = g.spawn({"controller", "run", "--interval", "300ms", "--lease-ttl", "10s"}, "c");
   KillOnExit runner_guard(runner);
   auto out = [&] { return Scratch::slurp(s.dir() / "c.out"); };
-  REQUIRE(eventually(10s, [&] { return contains(out(), "leading the controllers"); }));
+  REQUIRE(eventually([&] { return contains(out(), "leading the controllers"); }, 10s));
 
   server.kill();
   // Longer than the store's own retries: the runner must see the outage, not a retry.
   std::this_thread::sleep_for(1500ms);
-  REQUIRE(eventually(5s, [&] { return contains(out(), "the store cannot be reached; retrying"); }));
+  REQUIRE(eventually([&] { return contains(out(), "the store cannot be reached; retrying"); }, 5s));
   int status = 0;
   CHECK(::waitpid(runner, &status, WNOHANG) == 0);  // Still running.
   server.restart();
   INFO(out() << Scratch::slurp(s.dir() / "c.err"));
-  REQUIRE(eventually(15s, [&] { return contains(out(), "the store answers again"); }));
+  REQUIRE(eventually([&] { return contains(out(), "the store answers again"); }, 15s));
 
   // It still leads and acts: a change made now is reconciled by its passes.
   write_app(s, "after/web", "web", "1.0.0");
@@ -563,14 +553,14 @@ TEST_CASE("etcd: events -f follows the timeline through a watch", "[e2e][etcd]")
   pid_t follower = g.spawn({"events", "-f", "-o", "json"}, "f");
   KillOnExit follower_guard(follower);
   auto out = [&] { return Scratch::slurp(s.dir() / "f.out"); };
-  REQUIRE(eventually(10s, [&] { return contains(out(), "ClusterCreated"); }));
+  REQUIRE(eventually([&] { return contains(out(), "ClusterCreated"); }, 10s));
   for (int k = 0; k < 3; ++k) {
     std::string name = fmt::format("app{}", k);
     write_app(s, "apps/" + name, name, "1.0.0");
     g.ok({"submit", "apps/" + name});
     INFO(out());
     // Each new event shows up at once, not at the next full re-read.
-    CHECK(eventually(5s, [&] { return contains(out(), fmt::format("\"app\":\"{}\"", name)); }));
+    CHECK(eventually([&] { return contains(out(), fmt::format("\"app\":\"{}\"", name)); }, 5s));
   }
   ::kill(follower, SIGTERM);
   CHECK(follower_guard.wait() == 0);

@@ -70,17 +70,6 @@ std::string label(const json& pod, const std::string& key) {
   return pod["metadata"].value("labels", json::object()).value(key, "");
 }
 
-// Polls `done` for up to `limit`.
-template <class Fn>
-bool eventually(Fn done, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 }  // namespace
 
 TEST_CASE("kubernetes: the example stack runs as pods gaia binds, dependencies first", "[kubernetes][e2e]") {
@@ -154,9 +143,7 @@ TEST_CASE("kubernetes: a drain goes through the Eviction API and waits for a dis
   KubeFixture f(4);
   f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
   // A role with min_available gets gaia's own budget.
-  f.s.write("svc/app.yaml", "name: svc\nversion: 1.0.0\n");
-  f.s.write("svc/config.jsonnet", "{}\n");
-  f.s.write("svc/main.jsonnet",
+  write_app(f.s, "svc", "svc", "1.0.0", "", "{}\n",
             "function(config, deps, app) {\n"
             "  roles: { api: { image: 'nginx:1.25', replicas: 3, resources: { cpu: '1', memory: '1Gi' },\n"
             "                  ports: [{ name: 'http', port: 8080 }],\n"
@@ -171,9 +158,7 @@ TEST_CASE("kubernetes: a drain goes through the Eviction API and waits for a dis
   CHECK((*pdb)["spec"]["minAvailable"] == 2);
 
   // A role without one, under a budget a cluster admin set that allows no disruption.
-  f.s.write("batchy/app.yaml", "name: batchy\nversion: 1.0.0\n");
-  f.s.write("batchy/config.jsonnet", "{}\n");
-  f.s.write("batchy/main.jsonnet",
+  write_app(f.s, "batchy", "batchy", "1.0.0", "", "{}\n",
             "function(config, deps, app) {\n"
             "  roles: { worker: { image: 'busybox:1.36', replicas: 2, resources: { cpu: '1', memory: '1Gi' } } },\n"
             "  outputs: {},\n"
@@ -219,9 +204,7 @@ TEST_CASE("kubernetes: a node that stays NotReady has its instances moved", "[ku
   KubeFixture f(4);
   f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
   f.expect(0, {"controller", "options", "--heartbeat-timeout", "1s"});
-  f.s.write("svc/app.yaml", "name: svc\nversion: 1.0.0\n");
-  f.s.write("svc/config.jsonnet", "{}\n");
-  f.s.write("svc/main.jsonnet",
+  write_app(f.s, "svc", "svc", "1.0.0", "", "{}\n",
             "function(config, deps, app) {\n"
             "  roles: { api: { image: 'nginx:1.25', replicas: 2, resources: { cpu: '1', memory: '1Gi' } } },\n"
             "  outputs: {},\n"

@@ -146,14 +146,4 @@ inline std::string state_of(const ProcessScratch& s, const std::string& key) {
   return it == all.end() ? "<gone>" : it->second.value("state", "");
 }
 
-template <class F>
-bool eventually(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return f();
-}
-
 }  // namespace gaia::test
