@@ -65,7 +65,8 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   if (!context) return report(g, context.error());
   const std::string backend = a.backend.empty() ? context->backend : a.backend;
   if (auto known = check_backend_name(backend); !known) return report(g, known.error());
-  std::string kube_summary;
+  std::string kube_summary, kube_owner;
+  std::unique_ptr<Session> session;
   if (backend == "kubernetes") {
     // The API server owns the nodes: they are read from it (and followed by every
     // runner cycle), never generated or read from a file.
@@ -76,7 +77,14 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     if (!conflicting.empty())
       return report_error(g, fmt::format("{} cannot be combined with --backend kubernetes", fmt::join(conflicting, ", ")),
                           "the nodes come from the API server (kubectl get nodes); label them there");
-    auto kb = open_kube_backend(*context);
+    // The pods' owner id lives in the store, so the store is opened first.
+    auto opened = open_session(g);
+    if (!opened) return report(g, opened.error());
+    session = std::move(*opened);
+    auto owner = kube_owner_of(*session->store);
+    if (!owner) return report(g, owner.error());
+    kube_owner = *owner;
+    auto kb = open_kube_backend(*context, kube_owner);
     if (!kb) return report(g, kb.error());
     auto summary = check_kube_backend(*context, **kb);
     if (!summary) return report(g, summary.error());
@@ -121,16 +129,20 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   if (!a.name.empty()) spec.name = a.name;
   if (!a.strategy.empty()) spec.profile.strategy = a.strategy;
 
-  auto session = open_session(g);
-  if (!session) return report(g, session.error());
+  if (!session) {
+    auto opened = open_session(g);
+    if (!opened) return report(g, opened.error());
+    session = std::move(*opened);
+  }
   NodeOpOutcome outcome;
   bool had_nodes = false;
-  auto result = (*session)->state->update((*session)->op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
+  auto result = session->state->update(session->op, [&](const ClusterState& s, Batch& batch) -> Result<void> {
     had_nodes = !s.snapshot.nodes.empty();
     auto o = decide_cluster_create(s, spec, a.replace);
     if (!o) return fail(o.error());
     outcome = std::move(*o);
     batch = outcome.batch;
+    if (!kube_owner.empty()) batch.put_settings[keys::k_kube_owner_setting] = kube_owner;
     return {};
   });
   if (!result) return report(g, result.error());
@@ -149,12 +161,12 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     fmt::print("  backend kubernetes: {}; gaia schedules pods with schedulerName gaia and binds them\n", kube_summary);
   if (spec.backend == "process") {
     fmt::print("  backend process: instances run as local processes (state in {})\n",
-               run_dir_of((*session)->context.store).string());
+               run_dir_of(session->context.store).string());
     // Said once, where a user sets the cluster up (and in the agent's log), rather than
     // after every command.
     if (auto w = process::cgroup::take_limits_warning(true); !w.empty()) fmt::print("  warning: {}\n", w);
     if (!a.no_agent) {
-      auto agent = ensure_agent(g, (*session)->context.store);
+      auto agent = ensure_agent(g, session->context.store);
       if (!agent) return report(g, agent.error());
       fmt::print("  {}\n", agent->message);
     }

@@ -193,7 +193,8 @@ Result<std::string> attach_kube(ContextEntry& entry, const ContextArgs& a) {
   entry.kube.node_selector = a.node_selector;
   // The kubeconfig is read even with --no-check: a file gaia cannot use is an error now,
   // not at the first submit.
-  auto backend = open_kube_backend(entry);
+  // Only reading here: the owner of the pods does not matter yet.
+  auto backend = open_kube_backend(entry, "gaia-check");
   if (!backend) return fail(backend.error());
   if (a.no_check) return std::string();
   auto summary = check_kube_backend(entry, **backend);

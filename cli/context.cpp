@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -162,7 +163,21 @@ Result<void> check_backend_name(const std::string& name) {
                          "use sim (simulated nodes), process (local processes) or kubernetes (pods on an API server)"});
 }
 
-Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context) {
+Result<std::string> kube_owner_of(Store& store) {
+  auto recorded = store.get(std::string("settings/") + keys::k_kube_owner_setting);
+  if (!recorded) return fail(recorded.error().to_diagnostic());
+  if (*recorded) {
+    try {
+      return nlohmann::json::parse((*recorded)->value).get<std::string>();
+    } catch (const std::exception& e) {
+      return fail(Diagnostic{{}, "settings/kubernetes_owner", fmt::format("corrupt record in the store: {}", e.what()), ""});
+    }
+  }
+  std::random_device rd;
+  return fmt::format("gaia-{:08x}{:08x}", rd(), rd());
+}
+
+Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context, const std::string& owner) {
   if (context.kube.empty())
     return fail(Diagnostic{{}, "", fmt::format("context {} has no kubeconfig for the kubernetes backend", context.name),
                            fmt::format("gaia context add NAME --store {} --backend kubernetes --kubeconfig FILE",
@@ -173,10 +188,10 @@ Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context) 
   options.namespace_name = !context.kube.namespace_name.empty() ? context.kube.namespace_name
                            : !config->namespace_name.empty()   ? config->namespace_name
                                                                : "default";
-  // Which store the pods belong to: two stores sharing a cluster never touch each
-  // other's pods. A label value: 63 characters at most.
   options.node_selector = context.kube.node_selector;
-  options.owner = "gaia-" + content_hash(run_dir_of(context.store).string()).substr(0, 16);
+  // Which store the pods belong to: two stores sharing a cluster never touch each
+  // other's pods.
+  options.owner = owner;
   auto client = std::make_shared<kube::Client>(std::move(*config));
   return std::unique_ptr<Backend>(std::make_unique<kube::KubeBackend>(std::move(client), std::move(options)));
 }
@@ -310,7 +325,9 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   }
   if (auto known = check_backend_name(s->backend_name); !known) return fail(known.error());
   if (s->backend_name == "kubernetes") {
-    auto kb = open_kube_backend(s->context);
+    auto owner = kube_owner_of(*s->store);
+    if (!owner) return fail(owner.error());
+    auto kb = open_kube_backend(s->context, *owner);
     if (!kb) return fail(kb.error());
     s->backend = std::move(*kb);
   } else if (s->backend_name == "process") {

@@ -98,8 +98,11 @@ std::filesystem::path self_executable();
 
 // The Kubernetes backend of a context: its kubeconfig read (a missing file, an exec
 // plugin, a context that does not exist are errors naming the file), its pods labelled
-// with the store's owner id. Contacts nothing.
-Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context);
+// with `owner` (kube_owner_of). Contacts nothing.
+Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context, const std::string& owner);
+// The owner id of the kubernetes cluster in `store` (settings/kubernetes_owner), or a
+// new one ("gaia-" and 16 random hex digits) when the store has none yet.
+Result<std::string> kube_owner_of(Store& store);
 // Asks the API server of a kubernetes context whether it answers with these
 // credentials; the summary ("Kubernetes v1.28.0 at https://...: 3 node(s)") or an error
 // that says what to check (the token, the certificate authority, the server).

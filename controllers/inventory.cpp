@@ -40,32 +40,45 @@ void take(ClusterState& st, Batch& out, Batch change) {
 
 std::string seconds_text(int64_t ms) { return fmt::format("{}s", (ms + 999) / 1000); }
 
+// Cordons (or uncordons) `name` for the backend's reason: recorded in cordon_reason so
+// only the backend lifts its own cordons, never one a user or a drain set.
+void backend_cordon(ClusterState& st, Batch& out, const std::string& name, bool cordon, const std::string& why) {
+  auto change = decide_node_cordon(st, {name}, cordon);
+  if (!change || !change->changed) return;
+  for (auto& n : change->batch.put_nodes)
+    if (n.name == name) n.cordon_reason = cordon ? why : "";
+  for (auto& e : change->batch.events) e.message = fmt::format("{}: {}", why, e.message);
+  take(st, out, std::move(change->batch));
+}
+
 }  // namespace
 
 ControllerResult sync_inventory(const ClusterState& state, const std::vector<InventoryNode>& inventory,
                                 const ControllerContext& ctx) {
   ControllerResult out;
+  // No nodes at all is far more likely a selector that matches nothing, or an API server
+  // being rebuilt, than a cluster whose every machine went: decide nothing on it.
+  if (inventory.empty()) return out;
   ClusterState st = state;
   const int64_t timeout = std::max<int64_t>(ctx.options.heartbeat_timeout_ms, 1);
 
-  std::vector<Node> added;
+  // New nodes one by one, so one the store refuses (an address already used) does not
+  // hold the others back.
   std::set<std::string> seen;
   for (const auto& inv : inventory) {
     seen.insert(inv.node.name);
-    const Node* have = st.find_node(inv.node.name);
-    if (!have) {
-      Node n = inv.node;
-      n.state = inv.unschedulable ? NodeState::Cordoned : NodeState::Ready;
-      added.push_back(std::move(n));
-    }
-  }
-  if (!added.empty()) {
-    auto change = decide_node_add(st, added);
+    if (st.find_node(inv.node.name)) continue;
+    Node n = inv.node;
+    n.state = inv.unschedulable ? NodeState::Cordoned : NodeState::Ready;
+    if (inv.unschedulable) n.cordon_reason = fmt::format("{}: unschedulable", k_inventory_down_prefix);
+    auto change = decide_node_add(st, {n});
     if (change) take(st, out.batch, std::move(change->batch));
     else
-      for (const auto& d : change.error())
-        out.batch.event("NodeSyncFailed", fmt::format("a node of the backend could not be added: {}", d.message),
-                        "Warning");
+      for (const auto& d : change.error()) {
+        auto& e = out.batch.event("NodeSyncFailed",
+                                  fmt::format("node {} of the backend is not added: {}", n.name, d.message), "Warning");
+        e.node = n.name;
+      }
   }
 
   for (const auto& inv : inventory) {
@@ -89,19 +102,11 @@ ControllerResult sync_inventory(const ClusterState& state, const std::vector<Inv
       take(st, out.batch, std::move(b));
       have = st.find_node(inv.node.name);
     }
-    if (inv.unschedulable && have->state == NodeState::Ready) {
-      auto change = decide_node_cordon(st, {have->name}, true);
-      if (change && change->changed) {
-        for (auto& e : change->batch.events) e.message = "cordoned on the backend (unschedulable): " + e.message;
-        take(st, out.batch, std::move(change->batch));
-      }
-    } else if (!inv.unschedulable && have->state == NodeState::Cordoned && !have->draining) {
-      auto change = decide_node_cordon(st, {have->name}, false);
-      if (change && change->changed) {
-        for (auto& e : change->batch.events) e.message = "uncordoned on the backend: " + e.message;
-        take(st, out.batch, std::move(change->batch));
-      }
-    }
+    bool ours = have->cordon_reason.starts_with(k_inventory_down_prefix);
+    if (inv.unschedulable && have->state == NodeState::Ready)
+      backend_cordon(st, out.batch, have->name, true, fmt::format("{}: unschedulable", k_inventory_down_prefix));
+    else if (!inv.unschedulable && have->state == NodeState::Cordoned && !have->draining && ours)
+      backend_cordon(st, out.batch, have->name, false, fmt::format("{}: schedulable again", k_inventory_down_prefix));
     have = st.find_node(inv.node.name);
     if (!inv.ready && have->state != NodeState::Down) {
       // Unknown since when: count from now, so a node first seen not ready gets the
@@ -128,13 +133,17 @@ ControllerResult sync_inventory(const ClusterState& state, const std::vector<Inv
     }
   }
 
+  // A node the backend no longer lists (deleted, or a label a --node-selector needs was
+  // taken off) is only cordoned: what runs there stays, since a pod on a deleted node
+  // is the kubelet's and the node lifecycle controller's to end, and a relabelled node
+  // still runs it. Listed again, it opens.
   for (const auto& n : state.snapshot.nodes) {
     if (seen.count(n.name)) continue;
     const Node* have = st.find_node(n.name);
-    if (!have || have->state == NodeState::Down) continue;
-    auto change = decide_node_fail(st, n.name, false,
-                                   fmt::format("{}: the node object was deleted", k_inventory_down_prefix));
-    if (change && change->changed) take(st, out.batch, std::move(change->batch));
+    if (!have || have->state != NodeState::Ready) continue;
+    backend_cordon(st, out.batch, n.name, true,
+                   fmt::format("{}: the backend no longer lists it (deleted, or no longer selected)",
+                               k_inventory_down_prefix));
   }
   return out;
 }

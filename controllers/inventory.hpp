@@ -7,13 +7,16 @@
 // - a node whose capacity, labels, address or topology changed is updated in place
 //   (NodeUpdated); instances already on it stay;
 // - cordoning on the backend's side (spec.unschedulable) cordons it here, and
-//   uncordoning there uncordons it here unless a gaia drain holds it;
+//   uncordoning there uncordons it here; only cordons the sync set itself
+//   (Node::cordon_reason) are lifted, never a user's `gaia node cordon` or a drain;
 // - a node not ready for longer than the heartbeat timeout is marked Down with a reason
 //   starting with "kubernetes:" (its instances move as after `gaia node fail`); when
 //   it is ready again a node this check took down recovers; one a user failed by hand
 //   stays down;
-// - a node the backend no longer has is marked Down ("the node object was deleted"),
-//   never removed: its record keeps the volumes stateful instances wait for.
+// - a node the backend no longer lists is cordoned, never taken down or removed: its
+//   instances stay (a deleted Node's pods are the cluster's to end; a node that lost
+//   the label a --node-selector needs still runs them), and listed again it opens;
+// - an empty list decides nothing (a selector matching nothing, a rebuilt API server).
 
 #include <vector>
 

@@ -346,6 +346,7 @@ Result<NodeOpOutcome> decide_node_cordon(const ClusterState& state, const std::v
     }
     Node changed = *n;
     changed.state = want;
+    changed.cordon_reason.clear();  // A user's cordon or uncordon is the user's, not the backend's.
     out.changed = true;
     out.nodes.push_back(n->name);
     out.batch.put_nodes.push_back(std::move(changed));

@@ -229,7 +229,9 @@ ApiResult<nlohmann::json> Client::request(std::string_view method, const std::st
     std::optional<milliseconds> at_least;
     switch (failure.code) {
       case http::HttpErrc::Status:
-        again = retried_status(failure.status);
+        // An eviction's 429 is a disruption budget saying no, not an overloaded server:
+        // waiting here would only hold up the cycle, which retries on its next pass.
+        again = retried_status(failure.status) && !(failure.status == 429 && path.ends_with("/eviction"));
         if (again && !failure.retry_after.empty()) at_least = retry_after(failure.retry_after);
         break;
       case http::HttpErrc::CannotConnect: again = true; break;

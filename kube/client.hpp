@@ -2,7 +2,8 @@
 // A client of the Kubernetes REST API over net/http.hpp (libcurl): JSON in and out,
 // authentication from a kubeconfig (kube/kubeconfig.hpp), and the API's failure modes
 // coded so callers can decide (docs/kubernetes.md):
-// - 429 Too Many Requests and 5xx (500, 502, 503, 504) are retried here with
+// - 429 Too Many Requests (except from pods/eviction, where it is a disruption budget's
+//   refusal) and 5xx (500, 502, 503, 504) are retried here with
 //   exponential back-off and full jitter, honouring Retry-After (capped), up to
 //   RetryPolicy::attempts; so are failures to connect. What is left after that
 //   comes back as an error.

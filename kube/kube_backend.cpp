@@ -184,9 +184,12 @@ std::string KubeBackend::nodes_path() const {
 BackendResult<std::vector<json>> KubeBackend::list(const std::string& path, std::string* resource_version) {
   auto got = m_client->get(path);
   if (!got) return std::unexpected(backend_error(got.error(), ""));
+  // A list without items is not an empty cluster: reading it as one would take every
+  // node away and report every copy lost.
+  if (!got->is_object() || !got->contains("items") || !(*got)["items"].is_array())
+    return std::unexpected(BackendError{BackendErrc::Unavailable, fmt::format("GET {}: the answer is not a list", path)});
   std::vector<json> items;
-  if (got->contains("items") && (*got)["items"].is_array())
-    for (auto& o : (*got)["items"]) items.push_back(std::move(o));
+  for (auto& o : (*got)["items"]) items.push_back(std::move(o));
   if (resource_version) *resource_version = rv_of(*got);
   return items;
 }
@@ -269,7 +272,18 @@ std::optional<BackendError> KubeBackend::start_one(const StartSpec& s, int64_t n
   const std::string name = (*pod)["metadata"]["name"];
   const std::string base = fmt::format("/api/v1/namespaces/{}/pods", m_options.namespace_name);
   auto created = m_client->create(base, *pod);
-  if (!created && created.error().code != ApiErrc::AlreadyExists) {
+  if (!created && created.error().code == ApiErrc::AlreadyExists) {
+    // Ours from an earlier try, or another store's of the same name in this namespace:
+    // binding or later stopping someone else's pod is never right.
+    auto existing = m_client->get(base + "/" + name);
+    if (!existing) return backend_error(existing.error(), "reading pod " + name);
+    std::string owner = existing->value("metadata", json::object()).value("labels", json::object()).value(k_label_owner, "");
+    if (owner != m_options.owner)
+      return BackendError{BackendErrc::Rejected,
+                          fmt::format("pod {} in namespace {} exists and is not this store's (owner '{}'); give each "
+                                      "gaia store a namespace of its own (gaia context add --namespace)",
+                                      name, m_options.namespace_name, owner)};
+  } else if (!created) {
     if (created.error().code == ApiErrc::NotFound)
       return BackendError{BackendErrc::Rejected,
                           fmt::format("namespace {} does not exist on the API server ({}); create it: kubectl create "

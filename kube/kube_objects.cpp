@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 
 #include "lib/hash.hpp"
@@ -215,11 +216,8 @@ std::optional<ObservedCopy> copy_of_pod(const json& pod) {
   if (instance.empty() || generation.empty()) return std::nullopt;
   ObservedCopy c;
   c.instance = instance;
-  try {
-    c.generation = std::stoll(generation);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  auto [end, ec] = std::from_chars(generation.data(), generation.data() + generation.size(), c.generation);
+  if (ec != std::errc() || end != generation.data() + generation.size()) return std::nullopt;
   const json& meta = pod.value("metadata", json::object());
   const json& spec = pod.value("spec", json::object());
   const json& status = pod.value("status", json::object());
@@ -230,8 +228,10 @@ std::optional<ObservedCopy> copy_of_pod(const json& pod) {
   bool ready = false;
   for (const auto& cond : status.value("conditions", json::array()))
     if (str(cond, "type") == "Ready") ready = str(cond, "status") == "True";
-  // The first container that ended tells why the pod did.
-  std::string reason = str(status, "reason");
+  // The pod's own reason says whose doing an end was (the kubelet's "Evicted"); the
+  // first container that ended tells the app's side.
+  const std::string pod_reason = str(status, "reason");
+  std::string reason = pod_reason;
   int exit_code = 0;
   for (const auto& cs : status.value("containerStatuses", json::array())) {
     const json& state = cs.value("state", json::object());
@@ -254,7 +254,7 @@ std::optional<ObservedCopy> copy_of_pod(const json& pod) {
     if (exit_code != 0) c.reason += fmt::format(" (exit code {})", exit_code);
     // Evicted by the kubelet (node pressure) or lost with its node: Kubernetes' doing,
     // not the app's, so a restart does not spend its retries.
-    c.internal = reason == "Evicted" || reason == "NodeLost" || reason == "Shutdown";
+    c.internal = pod_reason == "Evicted" || pod_reason == "NodeLost" || pod_reason == "Shutdown";
   } else if (phase == "Running" && ready && !meta.contains("deletionTimestamp")) {
     c.phase = CopyPhase::Running;
   } else {

@@ -40,6 +40,10 @@ struct Node {
   // reason starts with "heartbeat" then, so only that check brings the node back when
   // its agent reports again); "" while the node is not Down.
   std::string down_reason;
+  // Why the node is Cordoned when a backend that owns the nodes cordoned it (it is
+  // unschedulable there, or no longer listed); "" for a cordon by `gaia node cordon`
+  // or a drain, so only the backend's own cordons are lifted by the backend.
+  std::string cordon_reason;
   // Topology, filled from labels or the subnet table: "" when unknown.
   std::string zone, rack, switch_;
 

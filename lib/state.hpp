@@ -214,6 +214,10 @@ inline constexpr const char* k_seq = "meta/event_seq";
 inline constexpr const char* k_profile = "meta/profile";
 // The settings/<name> entry recording the backend a cluster was created for.
 inline constexpr const char* k_backend_setting = "backend";
+// The value of the gaia.io/owner label on a kubernetes cluster's pods: made once by
+// `gaia cluster create --backend kubernetes` and kept in the store, so every machine
+// and path that reaches the store names its pods alike.
+inline constexpr const char* k_kube_owner_setting = "kubernetes_owner";
 std::string setting(const std::string& name);
 }  // namespace keys
 

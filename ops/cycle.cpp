@@ -76,20 +76,32 @@ Batch actuate(Backend& backend, const ClusterState& st, const Actuation& act, in
     r.errors.push_back(err);
     warnings.event("BackendError", fmt::format("{}: {}", what, err.to_string()), "Warning");
   };
+  // Starts wait only where room was to be made and was not: a stop the backend refused
+  // for now (a disruption budget) must not hold up every start in the cluster.
+  bool all_stops_failed = false;
+  std::set<std::string> blocked_nodes;
   if (!act.stops.empty()) {
     auto stopped = backend.stop(act.stops, now_ms);
-    if (!stopped) whole(stopped.error(), "stopping copies");
-    else {
+    if (!stopped) {
+      whole(stopped.error(), "stopping copies");
+      all_stops_failed = true;
+    } else {
       report(*stopped, "stop");
+      for (const auto& a : *stopped)
+        if (a.error) blocked_nodes.insert(a.node);
       r.stopped += static_cast<int>(act.stops.size());
     }
   }
-  if (!act.starts.empty() && r.errors.empty()) {
-    auto started = backend.start(act.starts, now_ms);
+  std::vector<StartSpec> starts;
+  if (!all_stops_failed)
+    for (const auto& s : act.starts)
+      if (!blocked_nodes.count(s.instance.node)) starts.push_back(s);
+  if (!starts.empty()) {
+    auto started = backend.start(starts, now_ms);
     if (!started) whole(started.error(), "starting copies");
     else {
       report(*started, "start");
-      r.started += static_cast<int>(act.starts.size());
+      r.started += static_cast<int>(starts.size());
     }
   }
   return warnings;
