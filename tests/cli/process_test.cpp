@@ -61,12 +61,16 @@ TEST_CASE("process backend: the example stack runs as local processes and answer
   CHECK(previous.out.find("Ready to accept connections") != std::string::npos);
 
   // The agent stops; the instances keep running. A new agent adopts them: no duplicates.
-  auto before = processes_under(s.dir()).size();
+  auto before = lasting_processes_under(s.dir()).size();
+  std::map<std::string, pid_t> pids;
+  for (std::string name : {"0.server.kv.default", "0.web.hits.default", "1.web.hits.default"})
+    pids[name] = app_pid(s, name);
   s.run_ok({"agent", "stop"});
   CHECK(get(web[1].first, web[1].second, "/").starts_with("200 hello from 1.web.hits.default"));
   s.run_ok({"agent", "start"});
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  CHECK(processes_under(s.dir()).size() == before);
+  CHECK(lasting_processes_under(s.dir()).size() == before);
+  for (const auto& [name, pid] : pids) CHECK(app_pid(s, name) == pid);
   auto status = json::parse(s.run_ok({"agent", "status", "-o", "json"}).out);
   CHECK(status["running"] == true);
   CHECK(status["ready"] == 3);

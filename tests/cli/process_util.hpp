@@ -39,6 +39,24 @@ inline std::vector<pid_t> processes_under(const std::filesystem::path& dir) {
   return out;
 }
 
+// The processes under `dir` that last: a child forked by a parent with the same command
+// line is left out, because servers such as busybox httpd fork one per connection (a
+// health check or a request) and it is gone a moment later. Counting those made the
+// "no duplicates" checks flaky.
+inline std::vector<pid_t> lasting_processes_under(const std::filesystem::path& dir) {
+  auto all = processes_under(dir);
+  std::vector<pid_t> out;
+  for (pid_t pid : all) {
+    auto stat = gaia::process::read_proc_stat(pid);
+    if (!stat) continue;
+    bool forked_copy = std::find(all.begin(), all.end(), stat->ppid) != all.end() &&
+                       Scratch::slurp(fmt::format("/proc/{}/cmdline", pid)) ==
+                           Scratch::slurp(fmt::format("/proc/{}/cmdline", stat->ppid));
+    if (!forked_copy) out.push_back(pid);
+  }
+  return out;
+}
+
 // Whether `pid` names a live process (a zombie has ended: it only waits to be reaped).
 inline bool alive(pid_t pid) {
   if (pid <= 0) return false;
