@@ -60,6 +60,7 @@ void build_app(CLI::App& app, Globals& g, int& code) {
   register_config(app, g, &code);
   register_label(app, g, &code);
   register_sim(app, g, &code);
+  register_store(app, g, &code);
   register_completion(app, g, &code);
   // Set last: CLI11 copies a parent's footer into the subcommands created after it.
   app.footer(
@@ -78,6 +79,12 @@ int run(int argc, char** argv) {
   Globals g;
   int code = k_ok;
   build_app(app, g, code);
+  // A bare `gaia` is someone finding out what it does, not a mistake: the help on stdout
+  // and success, as git and kubectl do. Flags without a command remain a usage error.
+  if (argc <= 1) {
+    std::fputs(app.help().c_str(), stdout);
+    return k_ok;
+  }
   StepTimer total(g, "total");
   try {
     app.parse(argc, argv);

@@ -63,12 +63,15 @@ std::pair<std::string, std::string> shown_pair(const json& a, const json& b, siz
   return {cut(x), cut(y)};
 }
 
-std::string change_line(const FieldChange& c) {
-  if (c.secret) return fmt::format("{}: (secret, {})", c.path, c.op);
-  if (c.op == "added") return fmt::format("{}: added {}", c.path, shown(c.after));
-  if (c.op == "removed") return fmt::format("{}: removed (was {})", c.path, shown(c.before));
+// A secret change shows no value at all (not even the mask) unless the values were
+// kept for `gaia diff --show-secrets`; then it is marked, so it is not pasted around.
+std::string change_line(const FieldChange& c, bool show_secrets) {
+  if (c.secret && !show_secrets) return fmt::format("{}: (secret, {})", c.path, c.op);
+  std::string mark = c.secret ? " (secret)" : "";
+  if (c.op == "added") return fmt::format("{}: added {}{}", c.path, shown(c.after), mark);
+  if (c.op == "removed") return fmt::format("{}: removed (was {}){}", c.path, shown(c.before), mark);
   auto [before, after] = shown_pair(c.before, c.after);
-  return fmt::format("{}: {} -> {}", c.path, before, after);
+  return fmt::format("{}: {} -> {}{}", c.path, before, after, mark);
 }
 
 std::string landing(const InstanceLanding& l) {
@@ -113,7 +116,7 @@ std::string format_apply_plan(const Globals& g, const ApplyPlan& plan, const std
                                                   : dim(g, stdout, head);
     line(fmt::format("{}  {}", coloured, what));
     if (c.action == "deploy") line("    roles: " + roles_summary(plan.after.find_app(c.tenant, c.name)));
-    for (const auto& ch : c.changes) line("    " + change_line(ch));
+    for (const auto& ch : c.changes) line("    " + change_line(ch, view.show_secrets));
     for (const auto& dep : c.rerendered_by) line(fmt::format("    re-rendered: {}'s outputs change", dep));
     if (!c.note.empty() && c.action != "keep") line("    note: " + c.note);
     if (c.action == "update")

@@ -32,6 +32,8 @@ struct ApplyFlags {
 struct ApplyView {
   bool dry_run = true;       // diff, plan, apply --dry-run: nothing was written.
   size_t max_instances = 10;  // Instance lines per app in text (the rest are counted).
+  // The plan kept secret values (`gaia diff --show-secrets`): print them, marked.
+  bool show_secrets = false;
 };
 
 // The decision as text: one block per app (+ deploy, ~ update, - prune, ! kept,

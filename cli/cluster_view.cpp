@@ -14,7 +14,11 @@ namespace gaia::cli {
 
 std::map<std::string, NodeUsage> node_usage(const ClusterState& state) {
   std::map<std::string, NodeUsage> out;
-  for (const auto& n : state.snapshot.nodes) out[n.name];
+  for (const auto& n : state.snapshot.nodes) {
+    NodeUsage& u = out[n.name];
+    // Volumes a scale down kept hold their data and their space as if still bound.
+    for (const auto& k : n.kept_volumes) u.volume_used[k.group] += k.size_bytes;
+  }
   for (const auto& i : state.snapshot.instances) {
     for (const auto& v : i.volumes) out[v.node].volume_used[v.group] += v.size_bytes;
     if (!occupies_node(i)) continue;

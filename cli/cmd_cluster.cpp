@@ -78,7 +78,7 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
       return report_error(g, fmt::format("{} cannot be combined with --backend kubernetes", fmt::join(conflicting, ", ")),
                           "the nodes come from the API server (kubectl get nodes); label them there");
     // The pods' owner id lives in the store, so the store is opened first.
-    auto opened = open_session(g);
+    auto opened = open_session(g, SessionOptions{.create_store = true});
     if (!opened) return report(g, opened.error());
     session = std::move(*opened);
     auto owner = kube_owner_of(*session->store);
@@ -130,7 +130,7 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
   if (!a.strategy.empty()) spec.profile.strategy = a.strategy;
 
   if (!session) {
-    auto opened = open_session(g);
+    auto opened = open_session(g, SessionOptions{.create_store = true});
     if (!opened) return report(g, opened.error());
     session = std::move(*opened);
   }

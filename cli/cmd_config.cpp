@@ -11,6 +11,7 @@
 
 #include "cli/context.hpp"
 #include "cli/propagation_view.hpp"
+#include "cli/secret_flags.hpp"
 #include "cli/table.hpp"
 #include "lib/timeline.hpp"
 #include "ops/center_changes.hpp"
@@ -31,6 +32,7 @@ struct ConfigArgs {
   bool as_string = false;
   bool dry_run = false;
   bool wait = false;
+  bool show_secrets = false;  // get, list, history: values of secret keys in clear.
   std::string timeout = "5m";
   std::string output = "text";
 
@@ -73,22 +75,45 @@ int no_key(const Globals& g, const std::string& key, const std::string& scope, c
   return report_error(g, fmt::format("no config key '{}' ({})", key, ops::scope_name(scope)), hint);
 }
 
-// Runs a set or unset: the change with its propagation, then prints it.
+// The secret keys to mask in what a command prints (lib/secrets.hpp): those of the
+// deployed apps, or none with --show-secrets (the `secrets.` convention included).
+struct Masking {
+  bool show = false;
+  SecretKeys keys;
+
+  json value(const std::string& key, const json& v) const { return show ? v : keys.mask(key, v); }
+  std::string text(const std::string& key, const json& v, bool pretty = false) const {
+    return value_text(value(key, v), pretty);
+  }
+};
+
+Result<Masking> masking(const Globals& g, Session& s, const ConfigArgs& a) {
+  Masking m;
+  m.show = a.show_secrets;
+  if (m.show) return m;
+  auto state = s.state->load();
+  if (!state) return fail(state.error());
+  m.keys = deployed_secret_keys(g, s, *state);
+  return m;
+}
+
+// Runs a set or unset: the change with its propagation, then prints it. Values are
+// always masked here: a set is no place to ask for a value.
 int run_change(const Globals& g, Session& s, const ConfigArgs& a, const std::vector<ConfigEdit>& edits,
                const StoreConfigSource& centers) {
   auto change = ops::config_change(a.scope(), edits, centers);
   auto outcome = ops::apply_center_change(s.workspace(), change, a.dry_run);
   if (!outcome) return report(g, outcome.error());
+  const SecretKeys& secrets = outcome->propagation.secrets;
   if (a.output == "json") {
     json j = propagation_json(*outcome);
     json changes = json::array();
     for (const auto& e : edits) {
       const ConfigEntry* was = centers.find(a.scope(), e.key);
-      bool secret = ops::secret_key(e.key);
       changes.push_back({{"key", e.key},
-                         {"value", !e.value ? json() : secret ? json("<secret>") : *e.value},
+                         {"value", !e.value ? json() : secrets.mask(e.key, *e.value)},
                          {"unset", !e.value.has_value()},
-                         {"was", !was ? json() : secret ? json("<secret>") : was->value}});
+                         {"was", !was ? json() : secrets.mask(e.key, was->value)}});
     }
     j["scope"] = a.scope();
     j["changes"] = changes;
@@ -99,8 +124,8 @@ int run_change(const Globals& g, Session& s, const ConfigArgs& a, const std::vec
   if (g.quiet) return a.wait ? wait_for_change(g, s, *outcome, a.timeout, false) : k_ok;
   for (const auto& e : edits) {
     const ConfigEntry* was = centers.find(a.scope(), e.key);
-    std::string old_text = was ? ops::display_value(e.key, was->value) : "unset";
-    std::string what = e.value ? fmt::format("{} = {}", e.key, ops::display_value(e.key, *e.value)) : e.key + " unset";
+    std::string old_text = was ? secrets.text(e.key, was->value) : "unset";
+    std::string what = e.value ? fmt::format("{} = {}", e.key, secrets.text(e.key, *e.value)) : e.key + " unset";
     fmt::print("{}config {} ({}; was {})\n", a.dry_run ? "would set " : "", what, ops::scope_name(a.scope()), old_text);
   }
   fmt::print("{}", format_propagation(g, *outcome));
@@ -214,16 +239,18 @@ int run_get(const Globals& g, const ConfigArgs& a) {
   }
   const ConfigValue& v = it->second;
   std::string from = v.source.starts_with("center:") ? v.source.substr(7) : v.source;
+  auto mask = masking(g, **session, a);
+  if (!mask) return report(g, mask.error());
   if (a.output == "json") {
     fmt::print("{}\n", json{{"key", key},
                             {"scope", a.scope()},
-                            {"value", v.value},
+                            {"value", mask->value(key, v.value)},
                             {"revision", v.revision},
                             {"from", from == k_global_scope ? "global" : from}}
                            .dump(2));
     return k_ok;
   }
-  fmt::print("{}\n", value_text(v.value, true));
+  fmt::print("{}\n", mask->text(key, v.value, true));
   if (g.verbose > 0)
     fmt::print(stderr, "from {} (revision {})\n", from == k_global_scope ? "global" : "tenant " + from, v.revision);
   return k_ok;
@@ -251,10 +278,12 @@ int run_list(const Globals& g, const ConfigArgs& a) {
     }
     return "";
   };
+  auto mask = masking(g, **session, a);
+  if (!mask) return report(g, mask.error());
   if (a.output == "json") {
     json out = json::array();
     for (const auto* e : shown) {
-      json j = {{"scope", e->scope}, {"key", e->key}, {"value", ops::secret_key(e->key) ? json("<secret>") : e->value},
+      json j = {{"scope", e->scope}, {"key", e->key}, {"value", mask->value(e->key, e->value)},
                 {"revision", e->revision}};
       if (std::string n = note(*e); !n.empty()) j["note"] = n;
       out.push_back(std::move(j));
@@ -269,7 +298,7 @@ int run_list(const Globals& g, const ConfigArgs& a) {
   }
   Table t({"SCOPE", "KEY", "VALUE", "REVISION", "NOTE"});
   for (const auto* e : shown)
-    t.add_row({e->scope == k_global_scope ? "global" : e->scope, e->key, ops::display_value(e->key, e->value),
+    t.add_row({e->scope == k_global_scope ? "global" : e->scope, e->key, mask->text(e->key, e->value),
                std::to_string(e->revision), note(*e).empty() ? "-" : note(*e)});
   fmt::print("{}", t.render(table_options_for(stdout)));
   return k_ok;
@@ -288,7 +317,8 @@ int run_history(const Globals& g, const ConfigArgs& a) {
     if (!centers) return report(g, centers.error());
     return no_key(g, key, a.scope(), scope_keys(*centers, a.scope()));
   }
-  bool secret = ops::secret_key(key);
+  auto mask = masking(g, **session, a);
+  if (!mask) return report(g, mask.error());
   if (a.output == "json") {
     json out = json::array();
     for (const auto& h : *history)
@@ -296,14 +326,14 @@ int run_history(const Globals& g, const ConfigArgs& a) {
                      {"time", h.time},
                      {"op", h.op},
                      {"unset", !h.value.has_value()},
-                     {"value", !h.value ? json() : secret ? json("<secret>") : *h.value}});
+                     {"value", !h.value ? json() : mask->value(key, *h.value)}});
     fmt::print("{}\n", out.dump(2));
     return k_ok;
   }
   Table t({"REVISION", "TIME", "OPERATION", "VALUE"});
   for (const auto& h : *history)
     t.add_row({std::to_string(h.revision), h.time.empty() ? "-" : h.time, h.op.empty() ? "-" : h.op,
-               h.value ? ops::display_value(key, *h.value) : "<unset>"});
+               h.value ? mask->text(key, *h.value) : "<unset>"});
   fmt::print("{}", t.render(table_options_for(stdout)));
   return k_ok;
 }
@@ -341,8 +371,10 @@ void register_config(CLI::App& app, Globals& g, int* code) {
       ->required()
       ->expected(1);
   add_scope(c_get, *get);
+  add_show_secrets(c_get, get->show_secrets);
   c_get->add_option("-o,--output", get->output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c_get->footer("Examples:\n  gaia config get web.replicas\n  gaia config get web --tenant shop -o json");
+  c_get->footer("Examples:\n  gaia config get web.replicas\n  gaia config get web --tenant shop -o json\n"
+                "  gaia config get web.session_secret --show-secrets   # a secret key prints <secret> without it");
   c_get->callback([&g, code, get] { *code = run_get(g, *get); });
 
   auto set = std::make_shared<ConfigArgs>();
@@ -376,6 +408,7 @@ void register_config(CLI::App& app, Globals& g, int* code) {
   auto list = std::make_shared<ConfigArgs>();
   auto* c_list = cmd->add_subcommand("list", "List the keys set (all scopes, or one)");
   add_scope(c_list, *list);
+  add_show_secrets(c_list, list->show_secrets);
   c_list->add_option("-o,--output", list->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   c_list->footer("Examples:\n  gaia config list\n  gaia config list --tenant shop   # the tenant's keys and the global ones");
   c_list->callback([&g, code, list] { *code = run_list(g, *list); });
@@ -384,6 +417,7 @@ void register_config(CLI::App& app, Globals& g, int* code) {
   auto* c_history = cmd->add_subcommand("history", "Show a key's past values (the last 100 writes)");
   c_history->add_option("KEY", history->args, "Dotted key")->required()->expected(1);
   add_scope(c_history, *history);
+  add_show_secrets(c_history, history->show_secrets);
   c_history->add_option("-o,--output", history->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   c_history->footer("Examples:\n  gaia config history web.replicas\n  gaia config history hdfs.replication --tenant analytics -o json");
   c_history->callback([&g, code, history] { *code = run_history(g, *history); });

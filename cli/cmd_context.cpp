@@ -217,7 +217,9 @@ int add_etcd(const Globals& g, ContextFile& f, const ContextArgs& a, const Store
   auto kube = attach_kube(entry, a);
   if (!kube) return report(g, kube.error());
   if (!a.no_check) {
-    auto store = open_store(entry);
+    // Whether etcd answers with these settings; the gaia cluster in it may well be made
+    // later, with `gaia cluster create` (opening an etcd store writes nothing).
+    auto store = open_store(entry, OpenStoreOptions{.create = true});
     if (!store) {
       Diagnostics ds = store.error();
       ds.back().message = fmt::format("context {} not added: {}", a.name, ds.back().message);

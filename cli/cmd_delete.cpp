@@ -1,6 +1,7 @@
-// gaia delete APP [--cascade]: removes an app and its instances. Refuses while other apps
-// depend on it (naming them); --cascade deletes the dependents first. The freed capacity
-// is offered to pending instances in the same transaction.
+// gaia delete APP [--cascade] [--dry-run]: removes an app and its instances. Refuses while
+// other apps depend on it (naming them); --cascade deletes the dependents first. The
+// freed capacity is offered to pending instances in the same transaction. --dry-run
+// prints the same decision and writes nothing.
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
@@ -15,6 +16,7 @@ struct DeleteArgs {
   std::vector<std::string> args;  // APP, or kubectl-style "app APP".
   std::string tenant;
   bool cascade = false;
+  bool dry_run = false;
   std::string output = "text";
 };
 
@@ -34,14 +36,24 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
   if (!session) return report(g, session.error());
   Session& s = **session;
   DeleteOutcome out;
-  auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
-    auto d = plan_delete(st, tenant, name, a.cascade);
-    if (!d) return fail(d.error());
+  if (a.dry_run) {
+    // The same decision on the state as it is now, never committed, and no controller
+    // run: the store's revision does not move.
+    auto state = s.state->load();
+    if (!state) return report(g, state.error());
+    auto d = plan_delete(*state, tenant, name, a.cascade);
+    if (!d) return report(g, d.error());
     out = std::move(*d);
-    b = out.batch;
-    return {};
-  });
-  if (!committed) return report(g, committed.error());
+  } else {
+    auto committed = ops::commit_and_reconcile(s.workspace(), [&](const ClusterState& st, Batch& b) -> Result<void> {
+      auto d = plan_delete(st, tenant, name, a.cascade);
+      if (!d) return fail(d.error());
+      out = std::move(*d);
+      b = out.batch;
+      return {};
+    });
+    if (!committed) return report(g, committed.error());
+  }
 
   if (a.output == "json") {
     nlohmann::json deleted = nlohmann::json::array(), placed = nlohmann::json::array(),
@@ -53,27 +65,37 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
       for (const auto& p : r.pending) pending.push_back({{"instance", p.instance}, {"reason", p.reason}});
     }
     nlohmann::json j = {{"deleted", deleted}, {"placed", placed}, {"still_pending", pending}, {"op", s.op}};
+    if (a.dry_run) {
+      j["dry_run"] = true;
+      j.erase("op");  // Nothing was written under it.
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return k_ok;
   }
-  if (g.quiet) return k_ok;
-  for (const auto& d : out.deleted)
-    std::printf("%s %s %s (tenant %s): %zu instance(s) removed\n", red(g, stdout, "deleted").c_str(), d.name.c_str(),
-                d.version.c_str(), d.tenant.c_str(), d.instances.size());
-  size_t placed = 0;
+  if (g.quiet && !a.dry_run) return k_ok;
+  for (const auto& d : out.deleted) {
+    if (a.dry_run) {
+      // A dry run is asked for to see exactly what would go, so it names every instance.
+      std::printf("%s %s %s (tenant %s): %zu instance(s)\n", red(g, stdout, "would delete").c_str(), d.name.c_str(),
+                  d.version.c_str(), d.tenant.c_str(), d.instances.size());
+      for (const auto& i : d.instances) std::printf("  %s\n", i.c_str());
+    } else {
+      std::printf("%s %s %s (tenant %s): %zu instance(s) removed\n", red(g, stdout, "deleted").c_str(),
+                  d.name.c_str(), d.version.c_str(), d.tenant.c_str(), d.instances.size());
+    }
+  }
   std::vector<std::string> still;
   for (const auto& r : out.rescheduled.others) {
-    for (const auto& p : r.placed) {
-      std::printf("%s %s on %s (freed capacity)\n", green(g, stdout, "placed").c_str(), p.instance.c_str(),
-                  p.node.c_str());
-      ++placed;
-    }
+    for (const auto& p : r.placed)
+      std::printf("%s %s on %s (freed capacity)\n", green(g, stdout, a.dry_run ? "would place" : "placed").c_str(),
+                  p.instance.c_str(), p.node.c_str());
     for (const auto& p : r.pending) still.push_back(fmt::format("  {}: {}", p.instance, p.reason));
   }
   if (!still.empty()) {
-    std::printf("%zu instance(s) still pending:\n", still.size());
+    std::printf("%zu instance(s) %s pending:\n", still.size(), a.dry_run ? "would stay" : "still");
     for (const auto& l : still) std::printf("%s\n", l.c_str());
   }
+  if (a.dry_run) std::printf("dry run: nothing was written\n");
   return k_ok;
 }
 
@@ -85,12 +107,14 @@ void register_delete(CLI::App& app, Globals& g, int* code) {
       "Examples:\n"
       "  gaia delete web\n"
       "  gaia delete zookeeper --cascade     # its dependents first (reverse dependency order)\n"
-      "  gaia delete shop/web                # tenant/app");
+      "  gaia delete shop/web                # tenant/app\n"
+      "  gaia delete zookeeper --cascade --dry-run   # what would be deleted; writes nothing");
   auto a = std::make_shared<DeleteArgs>();
   cmd->add_option("APP", a->args, "App name (or tenant/app)")->required();
   cmd->add_option("--tenant", a->tenant, "Tenant of the app (default: the global --tenant)")->type_name("TENANT")
       ->check(tenant_validator());
   cmd->add_flag("--cascade", a->cascade, "Also delete the apps that depend on it, dependents first");
+  cmd->add_flag("--dry-run", a->dry_run, "Show what would be deleted (and placed on the freed capacity); write nothing");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_delete(g, *a); });
 }

@@ -1,7 +1,11 @@
 // gaia deps DIR...: the dependency plan (reuse or deploy, versions, deploy order) as a
-// tree, JSON or Graphviz; --reverse NAME lists the apps that depend on NAME.
+// tree, JSON or Graphviz, against the apps running in the current context (or the
+// --running file); --reverse NAME lists the apps that depend on NAME.
 #include <fmt/format.h>
 
+#include <filesystem>
+
+#include "cli/context.hpp"
 #include "cli/render_flags.hpp"
 #include "ops/loader.hpp"
 #include "spec/plan_format.hpp"
@@ -18,6 +22,21 @@ struct DepsArgs {
   std::string reverse;
   RenderFlags flags;
 };
+
+// The apps of the tenant running in the context's store. A store file that does not
+// exist yet (no `gaia cluster create` so far) runs nothing, so `deps` keeps working on a
+// machine without a cluster; any other failure to open the store is reported.
+Result<std::vector<RunningApp>> context_running_apps(const Globals& g) {
+  auto context = resolve_context(g);
+  if (!context) return fail(context.error());
+  if (auto where = parse_store_location(context->store); where && where->kind == StoreLocation::Kind::File) {
+    std::error_code ec;
+    if (!std::filesystem::exists(where->file, ec)) return std::vector<RunningApp>{};
+  }
+  auto session = open_session(g);
+  if (!session) return fail(session.error());
+  return (*session)->state->list(g.tenant);
+}
 
 int run_deps(const Globals& g, const DepsArgs& a) {
   if (a.dirs.empty() && a.reverse.empty())
@@ -58,9 +77,20 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   if (!errors.empty()) return report(g, errors);
   std::vector<const spec::AppSpec*> root_ptrs;
   for (const auto& r : roots) root_ptrs.push_back(&r);
-  auto running = ops::load_running(a.flags.running_file);
-  if (!running) return report(g, running.error());
-  auto plan = spec::resolve(root_ptrs, *repo, running->list(g.tenant), g.tenant);
+  // The running apps come from --running when given, else from the context's store, as
+  // `gaia plan` and `gaia submit` read them: otherwise deps would say "deploy" for a
+  // dependency that plan reuses.
+  std::vector<RunningApp> running_apps;
+  if (!a.flags.running_file.empty()) {
+    auto running = ops::load_running(a.flags.running_file);
+    if (!running) return report(g, running.error());
+    running_apps = running->list(g.tenant);
+  } else if (auto from_store = context_running_apps(g); !from_store) {
+    return report(g, from_store.error());
+  } else {
+    running_apps = std::move(*from_store);
+  }
+  auto plan = spec::resolve(root_ptrs, *repo, running_apps, g.tenant);
   if (!plan) return report(g, plan.error());
 
   if (!a.reverse.empty()) {
@@ -121,7 +151,7 @@ void register_deps(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("--reverse", a->reverse, "List the apps that depend on NAME (in the plan, or the whole repository)")
       ->type_name("NAME");
   cmd->add_option("--running", a->flags.running_file,
-                  "YAML/JSON list of apps to treat as already running (name, version, outputs)")
+                  "YAML/JSON list of apps to treat as running, instead of the context's apps (name, version, outputs)")
       ->type_name("FILE");
   dot->excludes(output);
   cmd->callback([&g, code, a] { *code = run_deps(g, *a); });

@@ -1,7 +1,8 @@
 // gaia diff -f PATH...: what `gaia apply` would change, as a readable semantic diff:
-// per app deploy / update (field by field, secrets masked) / unchanged / reuse / prune,
-// where new instances would land, and the apps outside the set it would affect. The
-// decision is plan_apply on the state read from the store, the one apply commits.
+// per app deploy / update (field by field, secrets masked unless --show-secrets) /
+// unchanged / reuse / prune, where new instances would land, and the apps outside the
+// set it would affect. The decision is plan_apply on the state read from the store, the
+// one apply commits.
 //
 // Exit codes follow diff(1) and `git diff --exit-code`: 0 no changes, 2 changes, 1 any
 // error, usage errors included (cli/app.cpp maps them), so an error never reads as
@@ -10,6 +11,7 @@
 
 #include "cli/apply_view.hpp"
 #include "cli/context.hpp"
+#include "cli/secret_flags.hpp"
 #include "ops/apply_set.hpp"
 
 namespace gaia::cli {
@@ -20,6 +22,7 @@ struct DiffArgs {
   ApplyFlags set;
   std::vector<std::string> positional;
   std::string output = "text";
+  bool show_secrets = false;
 };
 
 int run_diff(const Globals& g, const DiffArgs& a) {
@@ -29,13 +32,14 @@ int run_diff(const Globals& g, const DiffArgs& a) {
     return report_error(g, "nothing to diff", "gaia diff -f DIR [-f DIR...] (app directories or folders of them)");
   auto request = f.request(g);
   if (!request) return report(g, request.error());
+  request->show_secrets = a.show_secrets;
   if (auto source = ops::apply_source(*request); !source) return report(g, source.error());
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   auto decided = ops::decide_set((*session)->workspace(), *request);
   if (!decided) return report(g, decided.error());
   const ApplyPlan& plan = decided->plan;
-  ApplyView view{.dry_run = true};
+  ApplyView view{.dry_run = true, .show_secrets = a.show_secrets};
   const std::string& tenant = decided->set.request.tenant;
   if (a.output == "json") std::printf("%s\n", apply_plan_json(plan, tenant, decided->source, view).dump(2).c_str());
   else std::fputs(format_apply_plan(g, plan, tenant, decided->source, view).c_str(), stdout);
@@ -57,6 +61,7 @@ void register_diff(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("PATH", a->positional, "App directories or folders of them (like -f)");
   a->set.add_to(cmd);
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_show_secrets(cmd, a->show_secrets);
   cmd->callback([&g, code, a] { *code = run_diff(g, *a); });
 }
 

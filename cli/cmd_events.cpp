@@ -1,12 +1,15 @@
 // gaia events: the timeline (docs/cli.md#gaia-events), filtered by app, instance, node,
-// reason, type, tenant, operation and time; `-f` follows new events as other gaia
-// processes commit them; `--retention N` sets how many events the store keeps.
+// reason, type, tenant, operation and time; `-f` prints the last few (or those since
+// --since) and follows new events as other gaia processes commit them, reading only
+// what is new; `--retention N` sets how many events the store keeps.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <limits>
+#include <optional>
 
 #include "cli/context.hpp"
 #include "cli/interrupt.hpp"
@@ -18,9 +21,13 @@ namespace gaia::cli {
 
 namespace {
 
+// How many past events `-f` prints before following, like `tail -f`.
+constexpr int64_t k_follow_tail = 10;
+
 struct EventsArgs {
   std::string apps, instances, nodes, reasons, type, tenant, op, since, until;
   size_t limit = 0;
+  std::optional<int64_t> tail;  // --tail N: the newest N matching events; -1 = all.
   bool follow = false;
   std::string timeout;
   std::string output;  // "" (table), wide, json
@@ -54,36 +61,47 @@ std::vector<std::string> event_row(const Globals& g, const TimelineEvent& e, boo
   return {short_time(e.time), type, e.reason, object_of(e), e.message};
 }
 
-// A follower prints rows as they come, so it cannot size columns from all of them like
-// cli::Table: widths start from the first batch (and sensible minimums) and only grow.
-// Same three-space gap as cli::Table; the last column is never padded.
+// On a narrow terminal the type and the time give way first (the reason says most of
+// what the type does); the object is a name and is never cut; the message wraps.
+void fit_event_table(Table& t) {
+  t.set_fit("SEQ", ColumnFit{4, Fit::Cut});
+  t.set_fit("OP", ColumnFit{3, Fit::Cut});
+  t.set_fit("TYPE", ColumnFit{2, Fit::Cut});
+  t.set_fit("TIME", ColumnFit{1, Fit::Cut});
+  t.set_fit("REASON", ColumnFit{0, Fit::Keep});
+  t.set_fit("OBJECT", ColumnFit{0, Fit::Keep});
+  t.set_fit("MESSAGE", ColumnFit{0, Fit::Wrap});
+}
+
+// A follower prints rows as they come, so it cannot size columns from all of them at
+// once: the first batch (with typical minimum widths) chooses the columns and their
+// widths, and later batches keep those columns, which only grow, except the message,
+// which wraps to what is left of the terminal's width.
 class FollowTable {
  public:
   FollowTable(const Globals& g, bool wide) : m_g(g), m_wide(wide) {
-    m_width = wide ? std::vector<size_t>{3, 24, 7, 16, 30, 24, 0} : std::vector<size_t>{20, 7, 16, 30, 0};
+    m_layout.shown.assign(event_headers(wide).size(), true);
+    m_layout.width = wide ? std::vector<size_t>{3, 24, 7, 12, 24, 24, 0} : std::vector<size_t>{20, 7, 12, 24, 0};
   }
 
   void print(const std::vector<TimelineEvent>& events) {
-    std::vector<std::vector<std::string>> rows;
-    if (!m_header_done) rows.push_back(event_headers(m_wide));
-    for (const auto& e : events) rows.push_back(event_row(m_g, e, m_wide));
-    std::string text;
-    for (const auto& r : rows) {
-      std::string line;
-      for (size_t c = 0; c < r.size(); ++c) {
-        line += r[c];
-        if (c + 1 == r.size()) break;
-        size_t w = display_width(r[c]);
-        m_width[c] = std::max(m_width[c], w);
-        line += std::string(m_width[c] - w + 3, ' ');
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      // On a terminal a long message is cut at its width, like cli::Table does.
-      if (m_options.truncate && m_options.max_width > 0) line = truncate_to_width(line, m_options.max_width);
-      text += line + "\n";
+    Table t(event_headers(m_wide));
+    fit_event_table(t);
+    for (const auto& e : events) t.add_row(event_row(m_g, e, m_wide));
+    if (!m_header_done) {
+      // The first batch may be empty or unusually short: a typical row of the minimum
+      // widths takes part in choosing the columns and widths, so later rows neither
+      // shift nor overflow a narrow terminal.
+      Table sized = t;
+      std::vector<std::string> typical;
+      for (size_t w : m_layout.width) typical.push_back(std::string(w, 'x'));
+      sized.add_row(std::move(typical));
+      m_layout = sized.layout(m_options);
+    } else {
+      m_layout = t.layout(m_options, &m_layout);
     }
+    std::fputs(t.render(m_options, m_layout, !m_header_done).c_str(), stdout);
     m_header_done = true;
-    std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
 
@@ -91,12 +109,13 @@ class FollowTable {
   const Globals& m_g;
   bool m_wide;
   bool m_header_done = false;
-  std::vector<size_t> m_width;
+  TableLayout m_layout;
   TableOptions m_options = table_options_for(stdout);
 };
 
 void print_table(const Globals& g, const std::vector<TimelineEvent>& events, bool wide) {
   Table t(event_headers(wide));
+  fit_event_table(t);
   for (const auto& e : events) t.add_row(event_row(g, e, wide));
   std::fputs(t.render(table_options_for(stdout)).c_str(), stdout);
 }
@@ -141,6 +160,47 @@ Result<EventFilter> build_filter(const Globals& g, const EventsArgs& a, Clock::t
   return f;
 }
 
+// Whether `e` happened before `t` (an unreadable time counts as not before).
+bool before(const TimelineEvent& e, Clock::time_point t) {
+  auto at = parse_rfc3339(e.time);
+  return at && *at < t;
+}
+
+// The newest `n` events matching `f` (0: every match from f.since on), oldest first, and
+// the sequence number the timeline had reached. The timeline is read backwards in
+// growing windows of sequence numbers, stopping once `n` events matched or the window
+// reaches events older than f.since, so a timeline of 100,000 events costs what is
+// shown, not the whole history.
+Result<std::pair<std::vector<TimelineEvent>, int64_t>> read_newest(State& state, const EventFilter& f, size_t n) {
+  auto last = state.last_seq();
+  if (!last) return fail(last.error());
+  // The oldest event retention kept: windows never reach below it.
+  auto oldest = state.events_after(0, 1);
+  if (!oldest) return fail(oldest.error());
+  const int64_t bottom = oldest->empty() ? *last : oldest->front().seq - 1;
+  std::vector<TimelineEvent> read;  // Oldest first.
+  size_t matched = 0;
+  int64_t hi = *last;
+  int64_t window = std::max<int64_t>(256, static_cast<int64_t>(n) * 4);
+  while (hi > bottom) {
+    const int64_t lo = std::max(bottom, hi - window);
+    auto chunk = state.events_after(lo, static_cast<size_t>(hi - lo));
+    if (!chunk) return fail(chunk.error());
+    // Retention may have removed events since `oldest` was read; then the read ran on
+    // past `hi`, into events already read.
+    std::erase_if(*chunk, [&](const TimelineEvent& e) { return e.seq > hi; });
+    for (const auto& e : *chunk) matched += matches(f, e) ? 1 : 0;
+    const bool old_enough = f.since && !chunk->empty() && before(chunk->front(), *f.since);
+    read.insert(read.begin(), std::make_move_iterator(chunk->begin()), std::make_move_iterator(chunk->end()));
+    if ((n > 0 && matched >= n) || old_enough) break;
+    hi = lo;
+    window *= 4;
+  }
+  // Events committed after last_seq was read are the follower's first news.
+  const int64_t cursor = read.empty() ? *last : std::max(*last, read.back().seq);
+  return std::pair{select_events(read, f, n), cursor};
+}
+
 int run_events(const Globals& g, const EventsArgs& a) {
   std::optional<Clock::time_point::duration> timeout;
   if (!a.timeout.empty()) {
@@ -165,12 +225,29 @@ int run_events(const Globals& g, const EventsArgs& a) {
   auto filter = build_filter(g, a, s.clock.now());
   if (!filter) return report(g, filter.error());
 
+  // How many past events to show: --tail, else --limit; a follower, like `tail -f`,
+  // starts with the last few unless --since chooses where it starts.
+  int64_t newest = a.tail ? *a.tail : a.limit > 0 ? static_cast<int64_t>(a.limit) : -1;
+  if (a.follow && !a.tail && a.limit == 0 && a.since.empty()) newest = k_follow_tail;
+
   // Signals go to our handler from here on, so a follower ends between polls, cleanly.
   if (a.follow) catch_stop_signals();
-  auto events = s.state->events_after(0);
-  if (!events) return report(g, events.error());
-  int64_t cursor = events->empty() ? 0 : events->back().seq;
-  auto selected = select_events(*events, *filter, a.limit);
+  std::vector<TimelineEvent> selected;
+  int64_t cursor = 0;
+  if (newest == 0) {
+    auto last = s.state->last_seq();
+    if (!last) return report(g, last.error());
+    cursor = *last;
+  } else if (newest > 0 || filter->since) {
+    auto recent = read_newest(*s.state, *filter, newest > 0 ? static_cast<size_t>(newest) : 0);
+    if (!recent) return report(g, recent.error());
+    std::tie(selected, cursor) = std::move(*recent);
+  } else {
+    auto events = s.state->events_after(0);
+    if (!events) return report(g, events.error());
+    cursor = events->empty() ? 0 : events->back().seq;
+    selected = select_events(*events, *filter);
+  }
 
   bool wide = a.output == "wide";
   if (!a.follow) {
@@ -240,7 +317,8 @@ void register_events(CLI::App& app, Globals& g, int* code) {
       "  gaia events --app shop --type Warning\n"
       "  gaia events --op op-20240101T100000-3fa2     # one command's whole story\n"
       "  gaia events --since 10m -o json | jq .reason\n"
-      "  gaia events -f                               # follow new events (Ctrl-C ends)\n"
+      "  gaia events -f                               # the last 10, then new events (Ctrl-C ends)\n"
+      "  gaia events -f --since 1h --app shop         # follow from an hour ago\n"
       "  gaia events --retention 50000                # keep only the newest 50000 events");
   cmd->add_option("--app", a->apps, "Only events of these apps (comma list; NAME or TENANT/NAME)")->type_name("APPS");
   cmd->add_option("--instance", a->instances,
@@ -259,6 +337,10 @@ void register_events(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("--until", a->until, "Events at or before this time: RFC 3339, or a duration ago")
       ->type_name("TIME");
   cmd->add_option("--limit", a->limit, "Only the newest N matching events")->type_name("N");
+  cmd->add_option("--tail", a->tail,
+                  "The newest N matching events (with -f: before following; default 10, or all from --since; -1 = all)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("-f,--follow", a->follow, "Keep running and print new events as they are committed");
   cmd->add_option("--timeout", a->timeout, "With --follow: stop after this long (e.g. 30s)")->type_name("D");
   cmd->add_option("-o,--output", a->output, "wide (adds sequence, milliseconds, operation) or json (one object a line)")

@@ -1,5 +1,6 @@
 // gaia init NAME: scaffolds an app spec that validates and renders as it is, so a new
-// user starts from something working rather than from an empty directory.
+// user starts from something working rather than from an empty directory. Its port is
+// allocated from the node's range, so scaffolded apps never compete for one host port.
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -31,7 +32,10 @@ local gaia = import 'gaia.libsonnet';
 {{
   replicas: gaia.config('{name}.replicas', 2),
   image: 'nginx:1.25',
-  port: 8080,
+  // 0: each instance gets a free port from its node's range (as $GAIA_PORT_HTTP), so
+  // instances of any number of apps share a node. A number pins that port on every
+  // node instead, and the Kubernetes target needs one: --set port=8080.
+  port: 0,
   cpu: '500m',
   memory: '256Mi',
 }}
@@ -53,8 +57,11 @@ function(config, deps, app) {{
       migration: {{ min_available: 1 }},
     }},
   }},
+  // With an allocated port the url names the service only: a dependent finds each
+  // instance's address and port in $GAIA_DEP_<APP>_WEB_HTTP.
   outputs: {{
-    url: 'http://%s:%d' % [gaia.serviceName(app.name, 'web', app.tenant), config.port],
+    local host = gaia.serviceName(app.name, 'web', app.tenant),
+    url: if config.port == 0 then 'http://%s' % host else 'http://%s:%d' % [host, config.port],
   }},
 }}
 )";

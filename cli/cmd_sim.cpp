@@ -376,7 +376,9 @@ int run_fail(const Globals& g, const FailArgs& a) {
     if (!role_failed.empty())
       fmt::print("role {}/{} failed: {}\n", i->app, i->role, role_failed);
     else if (i->state == InstanceState::Failed && i->restart_at_ms)
-      fmt::print("restarting at {} (`gaia sim fail --wait` or `gaia controller run` restarts it when due)\n",
+      // Only commands that work on a Failed instance: `gaia sim fail` refuses one.
+      fmt::print("restarting at {} (the first gaia command that runs the controllers after that, or `gaia controller "
+                 "run`, restarts it)\n",
                  format_rfc3339(Clock::time_point(std::chrono::milliseconds(i->restart_at_ms))));
     else
       fmt::print("{} is {} (restarts {})\n", key, instance_state_name(i->state), i->restarts);

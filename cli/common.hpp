@@ -119,6 +119,8 @@ void register_logs(CLI::App& app, Globals& g, int* code);
 void register_config(CLI::App& app, Globals& g, int* code);
 void register_label(CLI::App& app, Globals& g, int* code);
 void register_sim(CLI::App& app, Globals& g, int* code);
+// `gaia store check|backup|restore` (cmd_store.cpp).
+void register_store(CLI::App& app, Globals& g, int* code);
 // The REASON column of an instance: why it waits, or why it failed (with the next
 // restart when one is due), "-" when there is nothing to say.
 std::string instance_reason(const Instance& i, int64_t now_ms);

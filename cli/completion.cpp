@@ -232,7 +232,7 @@ std::vector<std::string> complete_names(const Globals& g, std::string_view kind,
     if (!context) return {};
     // Completion must never create a store (a missing file completes to nothing) nor
     // hang the shell (an etcd that does not answer at once completes to nothing).
-    auto store = open_store(*context, OpenStoreOptions{.must_exist = true, .quick = true});
+    auto store = open_store(*context, OpenStoreOptions{.quick = true});
     if (!store) return {};
     SystemClock clock;
     State state(**store, clock);

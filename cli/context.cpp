@@ -221,6 +221,56 @@ std::filesystem::path run_dir_of(const std::string& store) {
   return p.parent_path() / (p.filename().string() + ".run");
 }
 
+std::string store_origin(const Globals& g) {
+  if (!g.store.empty()) return "--store";
+  if (const char* env = std::getenv("GAIA_STORE"); env && *env) return "GAIA_STORE";
+  return "";
+}
+
+namespace {
+
+// "no store at PATH": which command makes one, and the stores the contexts name, since a
+// typo in --store or GAIA_STORE is the usual cause.
+Diagnostic missing_store(const ContextEntry& context, const OpenStoreOptions& options, const std::string& what,
+                         const std::string& why) {
+  std::string named_by = options.origin.empty() ? fmt::format("the store of context {}", context.name)
+                                                : fmt::format("named by {}", options.origin);
+  std::vector<std::string> known;
+  if (auto contexts = load_contexts())
+    for (const auto& c : contexts->contexts)
+      if (c.store != context.store) known.push_back(fmt::format("{} ({})", c.name, c.store));
+  std::string hint = fmt::format(
+      "only `gaia cluster create` makes a store (`gaia --store {} cluster create ...`), and `gaia store restore "
+      "FILE` brings one back from a backup",
+      context.store);
+  if (!options.origin.empty()) hint += fmt::format("; check the path given by {}", options.origin);
+  if (!known.empty()) hint += fmt::format("; the contexts' stores: {}", fmt::join(known, ", "));
+  return Diagnostic{{}, "", fmt::format("no store at {} ({}): {}", what, named_by, why), hint};
+}
+
+// Whether this user may write the store file (and the folder its -wal and -shm files
+// go to when they are not there yet).
+bool may_write(const std::filesystem::path& file) {
+  if (::access(file.c_str(), W_OK) != 0) return false;
+  std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  if (::access(folder.c_str(), W_OK) == 0) return true;
+  std::string wal = file.string() + "-wal", shm = file.string() + "-shm";
+  return ::access(wal.c_str(), W_OK) == 0 && ::access(shm.c_str(), W_OK) == 0;
+}
+
+// A gaia cluster was created in an etcd store when either record of a commit is there:
+// the backend chosen at `gaia cluster create`, or the timeline's sequence.
+Result<bool> etcd_cluster_exists(Store& store) {
+  for (std::string key : {std::string("settings/") + keys::k_backend_setting, std::string(keys::k_seq)}) {
+    auto kv = store.get(key);
+    if (!kv) return fail(kv.error().to_diagnostic());
+    if (*kv) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const OpenStoreOptions& options) {
   auto location = parse_store_location(context.store);
   if (!location)
@@ -228,9 +278,14 @@ Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const Ope
                            location.error().hint});
   if (location->kind == StoreLocation::Kind::File) {
     std::error_code ec;
-    if (options.must_exist && !std::filesystem::is_regular_file(location->file, ec))
-      return fail(Diagnostic{{location->file.string()}, "", "no store file here", ""});
-    auto store = SqliteStore::open(location->file.string());
+    const bool exists = std::filesystem::exists(location->file, ec);
+    if (!exists && !options.create)
+      return fail(missing_store(context, options, location->file.string(), "the file does not exist"));
+    SqliteStoreOptions sqlite;
+    sqlite.create = options.create;
+    sqlite.read_only = exists && !std::filesystem::is_directory(location->file, ec) && !may_write(location->file);
+    sqlite.reserve_bytes = k_store_reserve_bytes;
+    auto store = SqliteStore::open(location->file.string(), sqlite);
     if (!store) return fail(store.error().to_diagnostic());
     return std::unique_ptr<Store>(std::move(*store));
   }
@@ -275,6 +330,13 @@ Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const Ope
     }
     return fail(Diagnostic{{}, "", fmt::format("cannot open the {}: {}", what, message), hint});
   }
+  if (!options.create) {
+    auto exists = etcd_cluster_exists(**store);
+    if (!exists) return fail(exists.error());
+    if (!*exists)
+      return fail(missing_store(context, options, location->etcd.canonical(),
+                                "etcd answers, but no gaia cluster was ever created in it"));
+  }
   return std::unique_ptr<Store>(std::move(*store));
 }
 
@@ -284,7 +346,7 @@ std::filesystem::path self_executable() {
   return ec ? std::filesystem::path("gaia") : p;
 }
 
-Result<std::unique_ptr<Session>> open_session(const Globals& g) {
+Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOptions& session_options) {
   auto context = resolve_context(g);
   if (!context) return fail(context.error());
   auto s = std::make_unique<Session>();
@@ -292,9 +354,12 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g) {
   s->globals = &g;
   if (auto known = check_backend_name(s->context.backend); !known) return fail(known.error());
   StepTimer open_timer(g, fmt::format("store {} opened", s->context.store));
-  auto store = open_store(s->context);
+  auto store = open_store(s->context, OpenStoreOptions{.create = session_options.create_store,
+                                                       .quick = false,
+                                                       .origin = store_origin(g)});
   if (!store) return fail(store.error());
-  open_timer.stop(fmt::format("context {}", s->context.name));
+  if (auto* sqlite = dynamic_cast<SqliteStore*>(store->get())) s->read_only = sqlite->read_only();
+  open_timer.stop(fmt::format("context {}{}", s->context.name, s->read_only ? "; read-only" : ""));
   // With -v every read and commit is timed; without it the store is used as it is.
   if (verbose_at(g, 1)) s->store = std::make_unique<TimedStore>(g, std::move(*store));
   else s->store = std::move(*store);

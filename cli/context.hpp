@@ -60,6 +60,7 @@ struct Session {
   std::unique_ptr<Backend> backend;  // Where instances run: the cluster's backend.
   std::string backend_name;          // "sim" or "process".
   std::string op;  // Operation id of this command.
+  bool read_only = false;  // The store is a file this user may read but not write.
   const Globals* globals = nullptr;  // The command's flags (for -v logging); set by open_session.
 
   // What the workflows of ops/ act on: this session's store, state, clock and current
@@ -82,16 +83,29 @@ Result<void> check_backend_name(const std::string& name);
 std::filesystem::path run_dir_of(const std::string& store);
 
 struct OpenStoreOptions {
-  // A missing SQLite file is an error instead of being created (completion).
-  bool must_exist = false;
+  // Makes the store when there is none: only `gaia cluster create` and `gaia store
+  // restore` do. Otherwise a missing SQLite file, or an etcd cluster in which no gaia
+  // cluster was ever created, is an error naming it, so a mistyped --store or
+  // GAIA_STORE never turns into an empty cluster that a script then fills. For etcd,
+  // where opening writes nothing, it only accepts a cluster with no gaia cluster in it.
+  bool create = false;
   // Short etcd timeouts and no retries, for completion, which must not hang a shell.
   bool quick = false;
+  // What named the store, for messages ("--store", "GAIA_STORE"); empty: the context.
+  std::string origin;
 };
 
-// Opens the store `context` names: its SQLite file (created on first use), or its etcd
-// cluster, which must answer (nothing is created there by opening it). An etcd failure
-// names the context, the URL, the endpoints tried and what to check.
+// The room a SQLite store keeps on its disk for deletes (docs/store.md "A full disk").
+inline constexpr uint64_t k_store_reserve_bytes = 4 << 20;
+
+// Opens the store `context` names: its SQLite file, or its etcd cluster, which must
+// answer (nothing is created there by opening it). A SQLite file this user may read
+// but not write opens read-only: reading commands work, writes fail saying so. An etcd
+// failure names the context, the URL, the endpoints tried and what to check.
 Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const OpenStoreOptions& options = {});
+
+// What named the store of `g`'s command: "--store", "GAIA_STORE", or "" (the context).
+std::string store_origin(const Globals& g);
 
 // This gaia binary (from /proc/self/exe), which also serves as the copies' supervisor.
 std::filesystem::path self_executable();
@@ -108,7 +122,12 @@ Result<std::string> kube_owner_of(Store& store);
 // that says what to check (the token, the certificate authority, the server).
 Result<std::string> check_kube_backend(const ContextEntry& context, Backend& backend);
 
+struct SessionOptions {
+  // Make the store if there is none (OpenStoreOptions::create): `gaia cluster create`.
+  bool create_store = false;
+};
+
 // Opens the store of the current context (or --store / GAIA_STORE).
-Result<std::unique_ptr<Session>> open_session(const Globals& g);
+Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOptions& options = {});
 
 }  // namespace gaia::cli

@@ -14,8 +14,6 @@ namespace gaia::cli {
 namespace {
 
 using json = nlohmann::json;
-using ops::display_value;
-using ops::secret_key;
 
 }  // namespace
 
@@ -79,13 +77,16 @@ std::string format_propagation(const Globals& g, const ops::ChangeOutcome& o) {
     if (a.outputs_changed) e += "; outputs change";
     return e;
   };
+  // Secret values are masked (lib/secrets.hpp): the impact chain is no place to show them.
+  const SecretKeys& secrets = o.propagation.secrets;
   for (const auto& a : apps) {
     if (a.direct) {
       for (size_t k = 0; k < a.reads.size(); ++k) {
         const auto& c = a.reads[k];
         direct.add_row({k == 0 ? a.name : "", k == 0 ? a.tenant : "", c.read.kind + " " + c.read.key,
-                        display_value(c.read.key, c.read.value) + (c.read.defaulted ? " (default)" : ""),
-                        c.now ? display_value(c.read.key, c.now->value) : "(default)", k == 0 ? effect(a) : ""});
+                        secrets.read_text(c.read.kind, c.read.key, c.read.value) + (c.read.defaulted ? " (default)" : ""),
+                        c.now ? secrets.read_text(c.read.kind, c.read.key, c.now->value) : "(default)",
+                        k == 0 ? effect(a) : ""});
       }
     } else {
       dependents.add_row({a.name, a.tenant,
@@ -113,6 +114,8 @@ std::string format_propagation(const Globals& g, const ops::ChangeOutcome& o) {
     if (!o.moved.empty())
       text += fmt::format("moved {} instance(s) off nodes that no longer fit: {}\n", o.moved.size(), fmt::join(o.moved, ", "));
   }
+  for (const auto& a : apps)
+    for (const auto& w : a.scale_wins) text += fmt::format("{} {}\n", yellow(g, stdout, "note:"), w);
   for (const auto& id : o.committed.skipped)
     text += fmt::format("{} {} changed while this ran (resubmitted?); it was left as it is\n",
                         yellow(g, stdout, "note:"), id);
@@ -127,12 +130,12 @@ nlohmann::json propagation_json(const ops::ChangeOutcome& o) {
   for (const auto& a : o.propagation.apps) {
     json reads = json::array();
     for (const auto& c : a.reads) {
-      bool secret = secret_key(c.read.key);
+      const SecretKeys& secrets = o.propagation.secrets;
       reads.push_back({{"kind", c.read.kind},
                        {"key", c.read.key},
-                       {"was", secret ? json("<secret>") : c.read.value},
+                       {"was", secrets.mask_read(c.read.kind, c.read.key, c.read.value)},
                        {"was_default", c.read.defaulted},
-                       {"now", !c.now ? json() : secret ? json("<secret>") : c.now->value},
+                       {"now", !c.now ? json() : secrets.mask_read(c.read.kind, c.read.key, c.now->value)},
                        {"now_default", !c.now.has_value()}});
     }
     apps.push_back({{"tenant", a.tenant},
@@ -144,6 +147,7 @@ nlohmann::json propagation_json(const ops::ChangeOutcome& o) {
                     {"outputs_changed", a.outputs_changed},
                     {"roles_changed", a.roles_changed},
                     {"to_roll", a.to_roll},
+                    {"scale_wins", a.scale_wins},
                     {"old_hash", a.old_hash},
                     {"new_hash", a.new_hash}});
   }

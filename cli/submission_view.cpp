@@ -66,10 +66,9 @@ size_t placements(const SubmitOutcome& out) {
 
 std::string app_state(const AppReport& r) {
   if (r.ready) return "Ready";
-  // Every instance has a node and the backend is still starting them (a real backend
-  // does not start copies before the command returns): say so, rather than "Pending".
-  if (r.pending.empty() && r.instances > 0) return fmt::format("Starting ({}/{} running)", r.running, r.instances);
-  return fmt::format("Pending ({}/{} running)", r.running, r.instances);
+  // The word the app has everywhere else (controllers/app_health.hpp), with the counts
+  // it stands for.
+  return fmt::format("{} ({}/{} running)", r.status.empty() ? "Progressing" : r.status, r.running, r.instances);
 }
 
 nlohmann::json report_json(const AppReport& r, const std::map<std::string, std::string>& terms) {
@@ -87,7 +86,7 @@ nlohmann::json report_json(const AppReport& r, const std::map<std::string, std::
   return {{"tenant", r.tenant},   {"name", r.name},         {"version", r.version},     {"action", r.action},
           {"ready", r.ready},     {"instances", r.instances}, {"running", r.running}, {"placed", placed},
           {"pending", pending},   {"preempted", preempted}, {"removed", r.removed},
-          {"rolling", r.rolling}};
+          {"rolling", r.rolling}, {"scale_kept", r.scale_kept}};
 }
 
 }  // namespace
@@ -116,7 +115,7 @@ std::string format_outcome(const Globals& g, const ops::Submission& s, const Sub
   heading(fmt::format("apps (tenant {}):", s.tenant));
   Table apps({"APP", "VERSION", "ACTION", "INSTANCES", "STATUS"});
   for (const auto& r : s.reused)
-    apps.add_row({r.name, r.version, "reuse", "-", r.ready ? "Ready (running, reused)" : "Pending (running, reused)"});
+    apps.add_row({r.name, r.version, "reuse", "-", r.ready ? "Ready (running, reused)" : "Progressing (running, reused)"});
   for (const auto& r : out.apps) {
     std::string action = r.action;
     if (r.action == "update") {
@@ -175,6 +174,16 @@ std::string format_outcome(const Globals& g, const ops::Submission& s, const Sub
   if (!pending.empty()) {
     heading(view.dry_run ? "\nwould stay pending:" : "\npending:");
     text += indent(pending.render(indented_table_options(stdout, 2)));
+  }
+  // An update that keeps a `gaia scale` count over the spec's says so: the user sees
+  // which number wins and how to follow the spec instead.
+  std::vector<std::string> kept;
+  for (const auto& r : out.apps)
+    for (const auto& k : r.scale_kept) kept.push_back(fmt::format("{}/{}", r.name, k));
+  if (!kept.empty()) {
+    heading("\nscale overrides kept:");
+    for (const auto& k : kept) text += "  " + k + "\n";
+    text += "  (gaia scale APP/ROLE --reset follows the spec's count again)\n";
   }
   text += "\n";
   if (!out.changed()) {

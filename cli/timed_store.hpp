@@ -1,6 +1,6 @@
 #pragma once
 // A Store that times what it forwards, for `-v`: when the session ends it reports how
-// many reads and commits the command made and how long they took; with `-vv` it also
+// many reads (and keys read) and commits the command made and how long they took; with `-vv` it also
 // logs every transaction as it happens. Only used when -v is given, so the normal path
 // pays nothing.
 
@@ -37,6 +37,7 @@ class TimedStore final : public Store {
   const Globals& m_g;
   std::unique_ptr<Store> m_inner;
   int m_reads = 0, m_commits = 0, m_conflicts = 0;
+  size_t m_keys = 0;  // Keys returned by read().
   double m_read_ms = 0, m_txn_ms = 0;
 };
 

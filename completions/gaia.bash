@@ -25,7 +25,7 @@ _gaia_subs() {
         'endpoints' 'List the names an app'\''s instances are registered under, with addresses and ports' \
         'apply' 'Converge the cluster to a folder of specs (deploy, update, --prune)' \
         'diff' 'Show what `gaia apply` would change (exit 0: none, 2: changes, 1: error)' \
-        'scale' 'Set how many instances a role runs (absolute or +N/-N)' \
+        'scale' 'Set how many instances a role runs (--replicas N, or --by +N/-N)' \
         'migrate' 'Move one instance to another node (explaining a refusal)' \
         'drain' 'Cordon a node and move everything off it, keeping each role'\''s min_available' \
         'rebalance' 'Move a few instances so pending ones fit, or to pack nodes (plan first)' \
@@ -35,6 +35,7 @@ _gaia_subs() {
         'config' 'Read and change the config center (global or per tenant)' \
         'label' 'Set, remove and list labels of nodes, apps and tenants' \
         'sim' 'Drive the sim backend: usage model, failures, controller tuning' \
+        'store' 'Check, back up and restore the store itself' \
         'completion' 'Print the shell completion script (bash, zsh or fish)'
       ;;
     'context')
@@ -93,6 +94,12 @@ _gaia_subs() {
         'usage' 'Set what instances use, as fractions of their request (with spikes)' \
         'fail' 'Make a running instance exit; the restart controller restarts it' \
         'options' 'Show or set the controllers'\'' tunables (kept in the store)'
+      ;;
+    'store')
+      printf '%s\t%s\n' \
+        'check' 'Find records that do not decode (exit 1 when some are left)' \
+        'backup' 'Write a consistent copy of the store to FILE, while it is in use' \
+        'restore' 'Replace the store'\''s content with a backup (the old content is kept)'
       ;;
   esac
 }
@@ -185,7 +192,7 @@ _gaia_opts() {
         '--dot' 'flag' 'Print the plan as a Graphviz digraph' \
         '--ascii' 'flag' 'Draw the tree with ASCII characters only' \
         '--reverse' 'text' 'List the apps that depend on NAME (in the plan, or the whole repository)' \
-        '--running' 'files' 'YAML/JSON list of apps to treat as already running (name, version, outputs)' \
+        '--running' 'files' 'YAML/JSON list of apps to treat as running, instead of the context'\''s apps (name, version, outputs)' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -210,6 +217,7 @@ _gaia_opts() {
         '--since' 'text' 'Events at or after this time: RFC 3339, or a duration ago (10m, 2h)' \
         '--until' 'text' 'Events at or before this time: RFC 3339, or a duration ago' \
         '--limit' 'text' 'Only the newest N matching events' \
+        '--tail' 'text' 'The newest N matching events (with -f: before following; default 10, or all from --since; -1 = all)' \
         '-f --follow' 'flag' 'Keep running and print new events as they are committed' \
         '--timeout' 'text' 'With --follow: stop after this long (e.g. 30s)' \
         '-o --output' 'choices wide json' 'wide (adds sequence, milliseconds, operation) or json (one object a line)' \
@@ -558,9 +566,11 @@ _gaia_opts() {
     'get')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
-        '-l --selector' 'text' 'Label selector: k=v, k!=v, k, !k, k in (a,b), k notin (a,b); comma-separated, all must hold' \
+        '-l --selector' 'text' 'Label selector: k=v, k!=v, k, !k, k in (a,b), k notin (a,b); comma-separated, all must hold; app, role, tenant, version stand for gaia.io/app, ...' \
         '-o --output' 'choices wide json yaml' 'wide, json or yaml' \
         '-A --all-tenants' 'flag' 'Apps and instances of every tenant (default: --tenant)' \
+        '-w --watch' 'flag' 'Keep running and print the list again whenever it changes (Ctrl-C ends)' \
+        '--timeout' 'text' 'With --watch: stop after this long (e.g. 30s)' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -575,6 +585,8 @@ _gaia_opts() {
     'describe')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
+        '-o --output' 'choices json yaml' 'json or yaml (the same content as one object; default: text)' \
+        '--show-secrets' 'flag' 'Show the values of secret keys (listed under secrets: in an app.yaml, or under secrets.) instead of <secret>' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -643,6 +655,7 @@ _gaia_opts() {
         '-h --help' 'flag' 'Print this help message and exit' \
         '--tenant' 'names tenants' 'Tenant of the app (default: the global --tenant)' \
         '--cascade' 'flag' 'Also delete the apps that depend on it, dependents first' \
+        '--dry-run' 'flag' 'Show what would be deleted (and placed on the freed capacity); write nothing' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
@@ -731,6 +744,7 @@ _gaia_opts() {
         '--render-memory' 'text' 'Memory limit of one Jsonnet evaluation, in MiB' \
         '--no-cache' 'flag' 'Do not read or write the render cache' \
         '-o --output' 'choices text json' 'text or json' \
+        '--show-secrets' 'flag' 'Show the values of secret keys (listed under secrets: in an app.yaml, or under secrets.) instead of <secret>' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
         '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
@@ -744,8 +758,11 @@ _gaia_opts() {
     'scale')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
-        '--replicas' 'text' 'N, +N or -N' \
-        '--dry-run' 'flag' 'Print what would be created, placed and removed; write nothing' \
+        '--replicas' 'text' 'The count, 0 or more (no sign: a change is --by)' \
+        '--by' 'text' 'A change of the count, with its sign: +N or -N' \
+        '--reset' 'flag' 'Remove the role'\''s scale override: the spec'\''s count holds again (also after updates)' \
+        '--delete-volumes' 'flag' 'Delete the volumes of the stateful instances removed, and those kept for ordinals beyond the count' \
+        '--dry-run' 'flag' 'Print what would be created, placed, removed and kept; write nothing' \
         '--wait' 'flag' 'Wait until every instance of the role runs' \
         '--timeout' 'text' 'How long --wait waits (e.g. 30s, 5m)' \
         '-o --output' 'choices text json' 'text or json' \
@@ -991,6 +1008,7 @@ _gaia_opts() {
         '-h --help' 'flag' 'Print this help message and exit' \
         '--tenant' 'names tenants' 'The tenant'\''s scope (its values beat the global ones)' \
         '--global' 'flag' 'The global scope (the default)' \
+        '--show-secrets' 'flag' 'Show the values of secret keys (listed under secrets: in an app.yaml, or under secrets.) instead of <secret>' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
@@ -1046,6 +1064,7 @@ _gaia_opts() {
         '-h --help' 'flag' 'Print this help message and exit' \
         '--tenant' 'names tenants' 'The tenant'\''s scope (its values beat the global ones)' \
         '--global' 'flag' 'The global scope (the default)' \
+        '--show-secrets' 'flag' 'Show the values of secret keys (listed under secrets: in an app.yaml, or under secrets.) instead of <secret>' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
@@ -1062,6 +1081,7 @@ _gaia_opts() {
         '-h --help' 'flag' 'Print this help message and exit' \
         '--tenant' 'names tenants' 'The tenant'\''s scope (its values beat the global ones)' \
         '--global' 'flag' 'The global scope (the default)' \
+        '--show-secrets' 'flag' 'Show the values of secret keys (listed under secrets: in an app.yaml, or under secrets.) instead of <secret>' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
@@ -1218,6 +1238,65 @@ _gaia_opts() {
         '-q --quiet' 'flag' 'Print only errors and requested output' \
         '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
       ;;
+    'store')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'store check')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--quarantine' 'flag' 'Move each bad record under quarantine/, where nothing reads it' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'store backup')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'store restore')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--force' 'flag' 'Restore even while a controller runner or agent uses the store' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
     'completion')
       printf '%s\t%s\t%s\n' \
         '-h --help' 'flag' 'Print this help message and exit' \
@@ -1292,6 +1371,8 @@ _gaia_args() {
     'label list|1|tenant') echo 'names tenants' ;;
     'label list|0|'*) echo 'choices node app tenant' ;;
     'sim fail|0|'*) echo 'names instances' ;;
+    'store backup|0|'*) echo 'files' ;;
+    'store restore|0|'*) echo 'files' ;;
     'completion|0|'*) echo 'choices bash zsh fish' ;;
   esac
 }

@@ -120,8 +120,27 @@ Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& 
       e.node = i.node;
     }
     out.batch.delete_apps.emplace_back(tenant, app);
-    auto& e = out.batch.event("Deleted", fmt::format("version {}, {} instance(s) removed{}", a->version,
-                                                     d.instances.size(), app == name ? "" : " (cascade from " + name + ")"));
+    // The volumes earlier scale downs kept for the app's instances go with the app, as
+    // the volumes of the instances it still has do: an app deleted is its data deleted.
+    size_t kept = 0;
+    for (const auto& n : state.snapshot.nodes) {
+      auto of_app = [&](const KeptVolume& k) { return k.tenant == tenant && k.app == app; };
+      size_t here = static_cast<size_t>(std::count_if(n.kept_volumes.begin(), n.kept_volumes.end(), of_app));
+      if (here == 0) continue;
+      // A node may already be in the batch from an app deleted before this one.
+      auto put = std::find_if(out.batch.put_nodes.begin(), out.batch.put_nodes.end(),
+                              [&](const Node& x) { return x.name == n.name; });
+      if (put == out.batch.put_nodes.end()) {
+        out.batch.put_nodes.push_back(n);
+        put = out.batch.put_nodes.end() - 1;
+      }
+      std::erase_if(put->kept_volumes, of_app);
+      kept += here;
+    }
+    std::string volumes = kept == 0 ? "" : fmt::format(", {} kept volume(s) deleted", kept);
+    auto& e = out.batch.event("Deleted", fmt::format("version {}, {} instance(s) removed{}{}", a->version,
+                                                     d.instances.size(), volumes,
+                                                     app == name ? "" : " (cascade from " + name + ")"));
     e.tenant = tenant;
     e.app = app;
     out.deleted.push_back(std::move(d));

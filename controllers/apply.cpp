@@ -13,8 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string shown(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // The identity of a list item, so lists of named things (ports, volumes, reads) are
 // compared item by item even when one is inserted in the middle.
 std::string item_id(const json& v) {
@@ -34,15 +32,16 @@ bool identified(const json& list) {
 }
 
 struct Differ {
-  const std::vector<std::string>& secrets;
+  SecretValues secrets;
+  bool show_secrets = false;
   std::vector<FieldChange> out;
 
   void add(const std::string& path, const char* op, const json& before, const json& after) {
     FieldChange c{path, op, before, after, false};
-    if (reveals_secret(before, secrets) || reveals_secret(after, secrets)) {
+    if (secrets.reveals(before) || secrets.reveals(after)) {
       c.secret = true;
-      if (!before.is_null()) c.before = "(secret)";
-      if (!after.is_null()) c.after = "(secret)";
+      if (!show_secrets && !before.is_null()) c.before = k_secret_mask;
+      if (!show_secrets && !after.is_null()) c.after = k_secret_mask;
     }
     out.push_back(std::move(c));
   }
@@ -94,24 +93,6 @@ struct Differ {
     add(path, "changed", a, b);
   }
 };
-
-// Looks a dotted path up in a JSON object ("session_secret", "db.password").
-const json* lookup(const json& root, const std::string& dotted) {
-  const json* cur = &root;
-  size_t start = 0;
-  while (start <= dotted.size()) {
-    size_t dot = dotted.find('.', start);
-    std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(part);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-    if (dot == std::string::npos) return cur;
-    start = dot + 1;
-  }
-  return nullptr;
-}
-
 
 std::vector<std::string> instance_keys(const ClusterState& s, const std::string& tenant, const std::string& app) {
   std::vector<std::string> out;
@@ -213,40 +194,9 @@ size_t ApplyPlan::count(const std::string& action) const {
   return static_cast<size_t>(std::count_if(apps.begin(), apps.end(), [&](const AppChange& c) { return c.action == action; }));
 }
 
-bool reveals_secret(const json& value, const std::vector<std::string>& secrets) {
-  if (value.is_null() || secrets.empty()) return false;
-  std::string text = shown(value);
-  for (const auto& s : secrets) {
-    if (s.empty()) continue;
-    if (text == s) return true;
-    if (s.size() >= 4 && text.find(s) != std::string::npos) return true;
-  }
-  return false;
-}
-
-std::vector<std::string> secret_values(const std::string& app, const std::vector<std::string>& keys,
-                                       const std::vector<const json*>& documents) {
-  std::set<std::string> out;
-  for (const auto& key : keys) {
-    for (const json* doc : documents) {
-      if (!doc || !doc->is_object()) continue;
-      if (auto reads = doc->find("reads"); reads != doc->end() && reads->is_array())
-        for (const auto& r : *reads)
-          if (r.is_object() && r.value("kind", "") == "config" && r.value("key", "") == key && r.contains("value"))
-            out.insert(shown(r["value"]));
-      std::string prefix = app + ".";
-      if (key.starts_with(prefix))
-        if (auto config = doc->find("config"); config != doc->end())
-          if (const json* v = lookup(*config, key.substr(prefix.size())); v && !v->is_null())
-            out.insert(shown(*v));
-    }
-  }
-  out.erase("");
-  return {out.begin(), out.end()};
-}
-
-std::vector<FieldChange> diff_documents(const json& before, const json& after, const std::vector<std::string>& secrets) {
-  Differ d{secrets, {}};
+std::vector<FieldChange> diff_documents(const json& before, const json& after, const std::vector<std::string>& secrets,
+                                        bool show_secrets) {
+  Differ d{SecretValues(secrets), show_secrets, {}};
   d.walk("", before, after);
   return std::move(d.out);
 }
@@ -295,7 +245,7 @@ ApplyPlan plan_apply(const ClusterState& state, const ApplyRequest& req) {
     if (existing && c.action == "update") {
       auto keys = req.secrets.count(rec.name) ? req.secrets.at(rec.name) : std::vector<std::string>{};
       auto secrets = secret_values(rec.name, keys, {&existing->document, &rec.document});
-      c.changes = diff_documents(existing->document, rec.document, secrets);
+      c.changes = diff_documents(existing->document, rec.document, secrets, req.show_secrets);
       if (existing->workload.outputs != rec.workload.outputs) outputs_changed.insert(rec.name);
     }
     for (const auto& dep : rec.dependencies)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "controllers/submit.hpp"
+#include "lib/secrets.hpp"
 #include "lib/state.hpp"
 
 namespace gaia {
@@ -24,8 +25,11 @@ struct ApplyRequest {
   std::string source;                   // Ownership recorded on the apps this apply creates.
   std::vector<AppToDeploy> apps;        // The rendered set, dependencies first.
   std::vector<std::string> reused;      // Running apps of the tenant the set reuses.
-  // App name -> config keys its app.yaml lists under `secrets:`; their values are masked.
+  // App name -> config keys its app.yaml lists under `secrets:`; their values are masked
+  // (lib/secrets.hpp).
   std::map<std::string, std::vector<std::string>> secrets;
+  // Keep secret values in the changes (still marked `secret`): `gaia diff --show-secrets`.
+  bool show_secrets = false;
   bool prune = false;
 };
 
@@ -34,7 +38,7 @@ struct ApplyRequest {
 struct FieldChange {
   std::string path;
   std::string op;  // added | removed | changed
-  nlohmann::json before, after;  // Null when absent; "(secret)" when masked.
+  nlohmann::json before, after;  // Null when absent; k_secret_mask ("<secret>") when masked.
   bool secret = false;
 };
 
@@ -86,20 +90,9 @@ struct ApplyPlan {
 ApplyPlan plan_apply(const ClusterState& state, const ApplyRequest& request);
 
 // Field-level differences between two rendered documents (the top-level `hash` is left
-// out: it changes whenever anything does). Values containing a secret value are masked.
+// out: it changes whenever anything does). Changes whose value reveals one of
+// `secret_values` are marked secret and, unless `show_secrets`, masked.
 std::vector<FieldChange> diff_documents(const nlohmann::json& before, const nlohmann::json& after,
-                                        const std::vector<std::string>& secret_values);
-
-// The values to mask for `keys` (config keys listed under `secrets:`): what the renders
-// read for them from the config center, and the config parameter they feed by the naming
-// rule "<app>.<param path>" -> config.<param path> (web.session_secret ->
-// config.session_secret), in both documents. Strings as they are, other values as JSON.
-std::vector<std::string> secret_values(const std::string& app, const std::vector<std::string>& keys,
-                                       const std::vector<const nlohmann::json*>& documents);
-
-// Whether `value` (as shown) reveals one of `secrets`: equal to one, or containing one
-// that is at least 4 characters long (shorter ones only mask on equality, so a secret
-// "1" does not hide every replica count).
-bool reveals_secret(const nlohmann::json& value, const std::vector<std::string>& secrets);
+                                        const std::vector<std::string>& secret_values, bool show_secrets = false);
 
 }  // namespace gaia

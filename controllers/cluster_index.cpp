@@ -96,6 +96,15 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
       x.vg_free_size.push_back(vg.size_bytes);
       x.vg_free_iops.push_back(vg.iops);
     }
+    // Volumes kept after a scale down still hold their data, so their space stays taken
+    // until the instance that gets them back is created or they are deleted.
+    for (const auto& k : n.kept_volumes)
+      for (size_t g = 0; g < n.volume_groups.size(); ++g)
+        if (n.volume_groups[g].name == k.group) {
+          x.vg_free_size[g] -= k.size_bytes;
+          x.vg_free_iops[g] -= k.iops;
+          break;
+        }
     for (const auto& img : n.cached_images) m_nodes_by_image[img].push_back(static_cast<int>(i));
   }
   domain_count[kTopoNode] = static_cast<int>(nodes.size());

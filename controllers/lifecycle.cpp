@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "controllers/app_health.hpp"
 #include "controllers/runtime_util.hpp"
 #include "controllers/submit.hpp"
 
@@ -25,18 +26,13 @@ std::string env_name(std::string_view text) {
 }
 
 // Apps whose every instance serves, in one pass (what a dependent waits for).
+// Apps whose dependents may start: each role serves the instances it needs
+// (controllers/app_health.hpp), so one stuck instance does not hold up the chain.
 std::unordered_set<std::string> ready_apps(const ClusterState& state) {
-  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;
-  for (const auto& i : state.snapshot.instances) {
-    auto& c = counts[app_id(i.tenant, i.app)];
-    ++c.first;
-    if (serving(i)) ++c.second;
-  }
+  AppHealthIndex health(state);
   std::unordered_set<std::string> out;
-  for (const auto& [id, a] : state.apps) {
-    auto it = counts.find(id);
-    if (it == counts.end() ? app_ready(state, a.tenant, a.name) : it->second.first == it->second.second) out.insert(id);
-  }
+  for (const auto& [id, a] : state.apps)
+    if (health.available(a)) out.insert(id);
   return out;
 }
 
@@ -202,7 +198,7 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
   }
   if (!b.put_instances.empty()) {
     ClusterState after = apply_batch(state, b);
-    for (const auto& [tenant, app] : touched) sync_app_status(after, tenant, app, b);
+    sync_app_statuses(after, touched, b);
   }
   return b;
 }

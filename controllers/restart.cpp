@@ -99,7 +99,7 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
   for (auto& [id, a] : apps) out.batch.put_apps.push_back(std::move(a));
   if (!touched.empty() && !out.batch.empty()) {
     ClusterState after = apply_batch(state, out.batch);
-    for (const auto& [tenant, app] : touched) sync_app_status(after, tenant, app, out.batch);
+    sync_app_statuses(after, touched, out.batch);
   }
   return out;
 }

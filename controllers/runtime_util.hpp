@@ -4,7 +4,9 @@
 // reset, the text of a cpu/memory amount in events, and keeping an app's status in step
 // with what they did to its instances.
 
+#include <set>
 #include <string>
+#include <utility>
 
 #include "lib/state.hpp"
 
@@ -22,10 +24,16 @@ void requeue_instance(Instance& i, std::string reason);
 // "1200m cpu, 2.4Gi memory".
 std::string cpu_memory_text(const Resources& r);
 
-// Sets the app's status from `after` (Failed when a role failed, else Ready when every
-// instance runs, else Pending) and records the change in `batch` with an AppReady or
-// AppPending event, as the scheduler does for the apps it touches. `after` is the state
-// with `batch` applied.
-void sync_app_status(const ClusterState& after, const std::string& tenant, const std::string& app, Batch& batch);
+// Sets the status of each app in `apps` from `after` (controllers/app_health.hpp: Failed,
+// Updating, Ready, Degraded, Progressing) and records each change in `batch` with an
+// AppReady or AppDegraded event, as the scheduler does for the apps it touches. `after`
+// is the state with `batch` applied. The events follow readiness, not the alphabet: an
+// app whose instances changed earlier in the batch gets its event first.
+void sync_app_statuses(const ClusterState& after, const std::set<std::pair<std::string, std::string>>& apps,
+                       Batch& batch);
+inline void sync_app_status(const ClusterState& after, const std::string& tenant, const std::string& app,
+                            Batch& batch) {
+  sync_app_statuses(after, {{tenant, app}}, batch);
+}
 
 }  // namespace gaia

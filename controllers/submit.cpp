@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "controllers/app_health.hpp"
 #include "controllers/lifecycle.hpp"
+#include "controllers/replicas.hpp"
 #include "controllers/rollout.hpp"
 #include "controllers/scheduler.hpp"
 
@@ -39,60 +41,24 @@ std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
   return "";
 }
 
-// Readiness of every app in one pass over the instances.
+// Readiness of every app in one pass over the instances (controllers/app_health.hpp).
 struct Readiness {
-  std::unordered_map<std::string, std::pair<size_t, size_t>> counts;  // app id -> (instances, serving)
-  // App id -> instances bound to a node or serving: a dependent is placed once all of
-  // its dependency's instances are, and started once they all serve.
-  std::unordered_map<std::string, size_t> bound;
-  // App id -> instances still on an older workload (a rollout is under way).
-  std::unordered_map<std::string, size_t> outdated;
-
-  explicit Readiness(const ClusterState& s) {
-    for (const auto& i : s.snapshot.instances) {
-      std::string id = app_id(i.tenant, i.app);
-      auto& c = counts[id];
-      ++c.first;
-      if (serving(i)) ++c.second;
-      if (serving(i) || i.state == InstanceState::Placed) ++bound[id];
-      if (auto a = s.apps.find(id); a != s.apps.end() && instance_outdated(i, a->second)) ++outdated[id];
-    }
-  }
+  AppHealthIndex health;
+  explicit Readiness(const ClusterState& s) : health(s) {}
+  // Every instance serves (the AppReady of a report).
   bool ready(const ClusterState& s, const std::string& tenant, const std::string& name) const {
     const AppRecord* a = s.find_app(tenant, name);
-    if (!a) return false;
-    auto it = counts.find(app_id(tenant, name));
-    if (it != counts.end() && it->second.first > 0) return it->second.first == it->second.second;
-    // An app with no instances is ready only if it asks for none (all roles at zero,
-    // counting `gaia scale` overrides).
-    for (const auto& r : a->workload.roles) {
-      auto scaled = a->scale.find(r.name);
-      if ((scaled != a->scale.end() ? scaled->second : r.replicas) > 0) return false;
-    }
-    return true;
+    return a && health.ready(*a);
   }
-  // Every instance of the app is placed or serving (or it asks for none).
+  // Each role has the instances it needs placed or serving: its dependents may be
+  // placed. One datanode waiting for its node does not hold up hbase.
   bool placed(const ClusterState& s, const std::string& tenant, const std::string& name) const {
-    std::string id = app_id(tenant, name);
-    auto it = counts.find(id);
-    if (it == counts.end() || it->second.first == 0) return ready(s, tenant, name);
-    auto b = bound.find(id);
-    return s.find_app(tenant, name) && b != bound.end() && b->second == it->second.first;
+    const AppRecord* a = s.find_app(tenant, name);
+    return a && health.placed(*a);
   }
 };
 
-// The app's status from its instances. A role that exhausted retry_times keeps the app
-// Failed until a changed spec is submitted (the restart controller sets it; see
-// controllers/restart.hpp). While instances of an older render remain, the app is
-// Updating (controllers/rollout.hpp).
-std::string status_of(const ClusterState& state, const Readiness& r, const AppRecord& a) {
-  auto old = r.outdated.find(app_id(a.tenant, a.name));
-  size_t outdated = old == r.outdated.end() ? 0 : old->second;
-  return !a.failed_roles.empty()              ? "Failed"
-         : outdated > 0                       ? "Updating"
-         : r.ready(state, a.tenant, a.name) ? "Ready"
-                                              : "Pending";
-}
+std::string status_of(const ClusterState&, const Readiness& r, const AppRecord& a) { return r.health.status(a); }
 
 std::string waiting_reason(const std::vector<std::string>& not_ready, const ClusterState& s, const std::string& tenant) {
   std::vector<std::string> parts;
@@ -338,7 +304,6 @@ struct Work {
   void set_app_status(const std::string& tenant, const std::string& name, const Readiness& r) {
     auto it = state.apps.find(app_id(tenant, name));
     if (it == state.apps.end()) return;
-    bool ready = r.ready(state, tenant, name);
     std::string status = status_of(state, r, it->second);
     if (it->second.status == status) return;
     std::string previous = it->second.status;
@@ -361,8 +326,8 @@ struct Work {
       done.app = name;
     }
     if (status == "Updating") {
-      auto old = r.outdated.find(app_id(tenant, name));
-      size_t outdated = old == r.outdated.end() ? 0 : old->second;
+      size_t outdated = 0;
+      for (const auto& role : r.health.roles(it->second)) outdated += static_cast<size_t>(role.outdated);
       auto& e = out.batch.event(
           "RollingOut", fmt::format("{} instance(s) of an older render are replaced in batches keeping min_available",
                                     outdated));
@@ -370,14 +335,7 @@ struct Work {
       e.app = name;
       return;
     }
-    // A new app waits for its instances to start: not worth a warning (the scheduler's
-    // FailedScheduling events say what cannot be placed).
-    if (!ready && previous == "Deploying") return;
-    auto& e = out.batch.event(ready ? "AppReady" : "AppPending",
-                              ready ? "every instance is running" : "some instances are not running yet",
-                              ready ? "Normal" : "Warning");
-    e.tenant = tenant;
-    e.app = name;
+    app_status_event(status, r.health.summary(it->second), tenant, name, out.batch);
   }
 
   // Schedules pending instances whose dependencies are ready, round after round while a
@@ -437,7 +395,19 @@ struct Work {
     std::set<std::string> touched;
     for (const auto& i : out.batch.put_instances) touched.insert(app_id(i.tenant, i.app));
     for (const auto& a : out.batch.put_apps) touched.insert(app_id(a.tenant, a.name));
-    for (const auto& id : touched) {
+    // In the order the apps last changed in the batch (dependencies are placed before
+    // their dependents), so AppReady events follow readiness, not the alphabet.
+    std::unordered_map<std::string, size_t> last_event;
+    for (size_t k = 0; k < out.batch.events.size(); ++k) {
+      const auto& e = out.batch.events[k];
+      if (!e.app.empty()) last_event[app_id(e.tenant, e.app)] = k;
+    }
+    std::vector<std::string> order(touched.begin(), touched.end());
+    std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
+      auto ix = last_event.find(x), iy = last_event.find(y);
+      return (ix == last_event.end() ? 0 : ix->second) < (iy == last_event.end() ? 0 : iy->second);
+    });
+    for (const auto& id : order) {
       auto slash = id.find('/');
       set_app_status(id.substr(0, slash), id.substr(slash + 1), r);
     }
@@ -504,37 +474,42 @@ std::string locality_text(const ClusterState& state, const Instance& i, const No
   return format_locality(index, near, node);
 }
 
-std::string app_status(const ClusterState& state, const std::string& tenant, const std::string& name) {
-  const AppRecord* a = state.find_app(tenant, name);
-  if (!a) return "";
-  return status_of(state, Readiness(state), *a);
-}
 
 void refresh_reports(SubmitOutcome& out, const ClusterState& state) {
   Readiness r(state);
   auto totals = [&](AppReport& rep) {
-    auto it = r.counts.find(app_id(rep.tenant, rep.name));
-    rep.instances = it == r.counts.end() ? 0 : it->second.first;
-    rep.running = it == r.counts.end() ? 0 : it->second.second;
-    rep.ready = r.ready(state, rep.tenant, rep.name);
+    const AppRecord* a = state.find_app(rep.tenant, rep.name);
+    if (!a) return;
+    std::tie(rep.instances, rep.running) = r.health.totals(*a);
+    rep.ready = r.health.ready(*a);
+    rep.status = r.health.status(*a);
   };
   for (auto& rep : out.apps) totals(rep);
   for (auto& rep : out.others) totals(rep);
 }
 
-bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name) {
-  return Readiness(state).ready(state, tenant, name);
-}
 
 ClusterState apply_batch(ClusterState state, const Batch& batch) {
   auto& nodes = state.snapshot.nodes;
-  for (const auto& n : batch.put_nodes) {
-    if (Node* x = state.find_node(n.name)) *x = n;
-    else nodes.push_back(n);
+  // Indexed by name: `gaia cluster create` of 100,000 nodes puts every node in one
+  // batch, and a search per put (or per delete) was quadratic in the cluster size.
+  if (!batch.put_nodes.empty()) {
+    std::unordered_map<std::string, size_t> at;
+    at.reserve(nodes.size() + batch.put_nodes.size());
+    for (size_t k = 0; k < nodes.size(); ++k) at.emplace(nodes[k].name, k);
+    for (const auto& n : batch.put_nodes) {
+      if (auto it = at.find(n.name); it != at.end()) {
+        nodes[it->second] = n;
+      } else {
+        at.emplace(n.name, nodes.size());
+        nodes.push_back(n);
+      }
+    }
   }
-  std::erase_if(nodes, [&](const Node& n) {
-    return std::find(batch.delete_nodes.begin(), batch.delete_nodes.end(), n.name) != batch.delete_nodes.end();
-  });
+  if (!batch.delete_nodes.empty()) {
+    std::unordered_set<std::string> gone(batch.delete_nodes.begin(), batch.delete_nodes.end());
+    std::erase_if(nodes, [&](const Node& n) { return gone.count(n.name) > 0; });
+  }
   for (const auto& n : batch.delete_nodes) state.heartbeats.erase(n);
   for (const auto& t : batch.put_tenants) {
     auto it = std::find_if(state.snapshot.tenants.begin(), state.snapshot.tenants.end(),
@@ -625,7 +600,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     AppRecord rec = to_deploy.record;
     std::string id = app_id(rec.tenant, rec.name);
     submitted.insert(id);
-    w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, {}, 0, 0, false});
+    w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, {}, {}, 0, 0, false, ""});
     AppReport& report = w.out.apps.back();
     const AppRecord* existing = w.state.find_app(rec.tenant, rec.name);
     if (existing && existing->workload.hash == rec.workload.hash && existing->version == rec.version) {
@@ -646,8 +621,22 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       // render exactly as before (only config reads' revisions moved, say), the
       // instances already run the new workload and just take its hash.
       bool same_roles = roles_unchanged(*existing, rec);
+      // A `gaia scale` override outlives an update of the spec: the user set that count
+      // for a reason (40 datanodes holding data), and a new version saying 3 must not
+      // delete the other 37 with their volumes. It goes only with its role, or when the
+      // user clears it (`gaia scale APP/ROLE --reset`).
+      for (const auto& [role_name, count] : existing->scale) {
+        const Role* role = nullptr;
+        for (const auto& r : rec.workload.roles)
+          if (r.name == role_name) role = &r;
+        if (!role || role->kind == "batch") continue;
+        rec.scale[role_name] = count;
+        if (count != role->replicas)
+          report.scale_kept.push_back(fmt::format("{}: {} replica(s) set by gaia scale (the spec says {})", role_name,
+                                                  count, role->replicas));
+      }
       std::map<std::string, int> wanted;
-      for (const auto& role : rec.workload.roles) wanted[role.name] = role.replicas;
+      for (const auto& role : rec.workload.roles) wanted[role.name] = desired_replicas(rec, role);
       // Read the addresses in use before the loop below moves instances out.
       w.ensure_used();
       std::vector<Instance> kept;
@@ -686,7 +675,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       std::erase_if(w.state.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
       w.near_cache.clear();
     }
-    rec.status = "Deploying";
+    rec.status = "Progressing";
     rec.created = existing ? existing->created : "";
     std::string previous_version = existing ? existing->version : "";
     w.state.apps[id] = rec;
@@ -697,7 +686,10 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
           previous_version.empty() ? "Submitted" : "Updated",
           previous_version.empty()
               ? fmt::format("version {}, workload {}", rec.version, rec.workload.hash.substr(0, 12))
-              : fmt::format("{} -> {} (workload {})", previous_version, rec.version, rec.workload.hash.substr(0, 12)));
+              : fmt::format("{} -> {} (workload {}){}", previous_version, rec.version, rec.workload.hash.substr(0, 12),
+                            report.scale_kept.empty()
+                                ? ""
+                                : fmt::format("; scale overrides kept: {}", fmt::join(report.scale_kept, "; "))));
       e.tenant = rec.tenant;
       e.app = rec.name;
       auto& r = w.out.batch.event("Rendered", fmt::format("{} role(s), {} config read(s), hash {}",
@@ -712,7 +704,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       if (!readiness.placed(w.state, rec.tenant, d)) not_ready.push_back(d);
     std::vector<std::string> keys;
     for (const auto& role : rec.workload.roles) {
-      for (int k = 0; k < role.replicas; ++k) {
+      for (int k = 0, n = desired_replicas(rec, role); k < n; ++k) {
         if (kept_ordinals.count({role.name, k})) continue;
         Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
         i.hash = rec.workload.hash;

@@ -41,8 +41,12 @@ struct AppReport {
   std::vector<std::string> removed;  // Instances of the previous render deleted (dropped roles, ordinals).
   // Instances of the previous render the rollout controller replaces in batches.
   std::vector<std::string> rolling;
+  // `gaia scale` overrides an update kept although the new spec asks for another count
+  // ("datanode: 40 replica(s) set by gaia scale (the spec says 3)").
+  std::vector<std::string> scale_kept;
   size_t instances = 0, running = 0;  // After the submission.
   bool ready = false;
+  std::string status;  // The app's status word after the submission (controllers/app_health.hpp).
 };
 
 struct SubmitOutcome {
@@ -109,15 +113,6 @@ std::string waiting_for_volume_node(const ClusterState& state, const Instance& i
 // topology table from the near instances' addresses); "" for roles without `near`. What
 // PlacedReport.locality holds, for reports of moves (drain, node failure, migrate).
 std::string locality_text(const ClusterState& state, const Instance& i, const Node& node);
-
-// The status the scheduler gives the app from its instances: Failed (a role exhausted
-// retry_times), Updating (instances of an older render remain), Ready (every instance
-// runs) or Pending; "" for an unknown app. Controllers that change an app's instances
-// set this status, so they never disagree with the scheduler about it.
-std::string app_status(const ClusterState& state, const std::string& tenant, const std::string& name);
-
-// Whether every instance of the app is Running (or Succeeded), and it exists.
-bool app_ready(const ClusterState& state, const std::string& tenant, const std::string& name);
 
 // A pending instance of `role`, with the labels every instance carries (gaia.io/app,
 // role, tenant, version) on top of the role's own.

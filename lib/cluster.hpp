@@ -23,6 +23,21 @@ struct VolumeGroup {
   int64_t iops = 0;
 };
 
+// A volume that outlived its instance (docs/cli.md#gaia-scale): a scale down keeps the
+// volumes of the stateful instances it removes, as a StatefulSet keeps its
+// PersistentVolumeClaims, and the instance of the same role and ordinal gets them back
+// when a scale up creates it again. The record lives on the node that holds the data, so
+// the volume keeps taking its space in that node's volume group and goes when the node
+// goes. Only `gaia scale --delete-volumes` and deleting the app delete it.
+struct KeptVolume {
+  std::string tenant, app, role;
+  int ordinal = 0;
+  std::string volume;  // Role volume name.
+  std::string group;   // Volume group on the node.
+  int64_t size_bytes = 0;
+  int64_t iops = 0;
+};
+
 struct Node {
   std::string name;
   std::string address;         // Host IP (v4 or v6).
@@ -31,6 +46,7 @@ struct Node {
   int port_min = 20000, port_max = 29999;  // Range allocated to instances' ports.
   std::map<std::string, std::string> labels;  // zone, rack, switch, disk, gpu-model, pool...
   std::vector<VolumeGroup> volume_groups;
+  std::vector<KeptVolume> kept_volumes;  // Of instances a scale down removed.
   std::vector<std::string> cached_images;
   NodeState state = NodeState::Ready;
   // Set by `gaia drain`: the node is cordoned and the migration controller moves its

@@ -40,9 +40,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigRead, kind, key, value, re
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Workload, app, version, tenant, priority, roles, outputs, config, reads,
                                                 hash)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeGroup, name, storage_class, size_bytes, iops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KeptVolume, tenant, app, role, ordinal, volume, group, size_bytes, iops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Node, name, address, instance_subnet, capacity, port_min, port_max,
-                                                labels, volume_groups, cached_images, state, zone, rack, switch_, draining,
-                                                down_reason, cordon_reason)
+                                                labels, volume_groups, kept_volumes, cached_images, state, zone, rack,
+                                                switch_, draining, down_reason, cordon_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Quota, cpu_millis, memory_bytes, gpu, instances)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tenant, name, quota, pool_selector)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeBinding, volume, node, group, size_bytes, iops)

@@ -9,12 +9,23 @@
 
 namespace gaia {
 
+// A range a running app places on one of its dependencies, as written in its app.yaml.
+struct RunningRequirement {
+  std::string name;
+  std::string range;
+  bool operator==(const RunningRequirement&) const = default;
+};
+
 struct RunningApp {
   std::string tenant;
   std::string name;
   std::string version;       // Full semver of the running app.
   nlohmann::json outputs = nlohmann::json::object();  // Its declared outputs' values.
   bool ready = true;
+  // What it requires of its dependencies. Resolution keeps these satisfied: a submit may
+  // not move a dependency out from under an app that runs on it. Apps recorded before
+  // this was kept have none; resolution then reads the ranges from the repository.
+  std::vector<RunningRequirement> dependency_ranges;
 };
 
 class RunningApps {

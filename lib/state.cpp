@@ -41,6 +41,10 @@ void to_json(nlohmann::json& j, const AppRecord& a) {
   if (!a.failed_roles.empty()) j["failed_roles"] = a.failed_roles;
   if (!a.render_inputs.empty()) j["render_inputs"] = a.render_inputs;
   if (!a.bundle.empty()) j["bundle"] = a.bundle;
+  if (!a.dependency_ranges.empty()) {
+    auto& r = j["requires"] = nlohmann::json::array();
+    for (const auto& q : a.dependency_ranges) r.push_back({{"name", q.name}, {"range", q.range}});
+  }
 }
 
 void from_json(const nlohmann::json& j, AppRecord& a) {
@@ -61,6 +65,16 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
   a.failed_roles = j.value("failed_roles", d.failed_roles);
   a.render_inputs = j.value("render_inputs", d.render_inputs);
   a.bundle = j.value("bundle", d.bundle);
+  a.dependency_ranges.clear();
+  if (auto it = j.find("requires"); it != j.end() && it->is_array())
+    for (const auto& q : *it) a.dependency_ranges.push_back({q.at("name").get<std::string>(), q.at("range").get<std::string>()});
+}
+
+RunningApp running_app_of(const AppRecord& a) {
+  // Degraded apps serve their dependents (controllers/app_health.hpp): one stuck
+  // instance does not make an app unusable.
+  bool usable = a.status == "Ready" || a.status == "Degraded";
+  return RunningApp{a.tenant, a.name, a.version, a.workload.outputs, usable, a.dependency_ranges};
 }
 
 void to_json(nlohmann::json& j, const AppStatus& s) {
@@ -413,13 +427,19 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});
   for (const auto& [name, value] : batch.put_settings) txn.puts.push_back({keys::setting(name), value.dump()});
   int64_t seq = base.seq;
+  // Bounded retention: each new event retires the one that fell out of the window. A
+  // batch with more events than the window holds (a cluster of 100,000 nodes adds as
+  // many NodeAdded events) retires its own oldest ones at once: those are never written,
+  // and only events that are already stored are deleted.
+  const int64_t retention = m_options.event_retention;
+  const int64_t oldest_kept = base.seq + static_cast<int64_t>(batch.events.size()) - retention + 1;
   for (auto& e : batch.events) {
     e.seq = ++seq;
     if (e.time.empty()) e.time = now;
     if (e.op.empty()) e.op = op;
-    txn.puts.push_back({keys::event(e.seq), nlohmann::json(e).dump()});
-    // Bounded retention: each new event retires the one that fell out of the window.
-    if (e.seq > m_options.event_retention) txn.deletes.push_back({keys::event(e.seq - m_options.event_retention)});
+    if (e.seq >= oldest_kept) txn.puts.push_back({keys::event(e.seq), nlohmann::json(e).dump()});
+    const int64_t retired = e.seq - retention;
+    if (retired > 0 && retired <= base.seq) txn.deletes.push_back({keys::event(retired)});
   }
   // The sequence key moves on every commit, even one without events, so it is the one
   // compare that detects any concurrent write.
@@ -470,7 +490,8 @@ Result<std::vector<TimelineEvent>> State::events_after(int64_t after, size_t lim
       try {
         out.push_back(nlohmann::json::parse(kv.value).get<TimelineEvent>());
       } catch (const std::exception& e) {
-        return fail(Diagnostic{{}, kv.key, fmt::format("corrupt event in the store: {}", e.what()), ""});
+        return fail(Diagnostic{{}, kv.key, fmt::format("corrupt event in the store: {}", e.what()),
+                               "`gaia store check --quarantine` sets it aside"});
       }
       if (limit && out.size() >= limit) return out;
     }
@@ -542,7 +563,7 @@ std::vector<RunningApp> State::list(const std::string& tenant) const {
     try {
       auto a = nlohmann::json::parse(kv.value).get<AppRecord>();
       if (auto it = status_of.find(kv.key); it != status_of.end()) a.status = it->second;
-      out.push_back(RunningApp{a.tenant, a.name, a.version, a.workload.outputs, a.status == "Ready"});
+      out.push_back(running_app_of(a));
     } catch (const std::exception&) {
       // A corrupt record is reported by load(); resolution simply does not reuse it.
     }

@@ -30,6 +30,9 @@ struct AppRecord {
   Workload workload;                       // Typed roles, outputs, config reads.
   nlohmann::json document;                 // The gaia/v1 document, for display.
   std::vector<std::string> dependencies;   // Names (same tenant) this app imports from.
+  // The range it places on each dependency, as written in its app.yaml: while it runs,
+  // no submit may move a dependency to a version outside it (spec/resolve.hpp).
+  std::vector<RunningRequirement> dependency_ranges;
   std::string spec_dir;                    // Where the spec was read from (for display).
   // The content hash of the spec bundle it was rendered from (key bundles/<hash>): the
   // files themselves, so any machine can re-render it. Empty for apps submitted before
@@ -50,6 +53,9 @@ struct AppRecord {
 
 void to_json(nlohmann::json& j, const AppRecord& a);
 void from_json(const nlohmann::json& j, AppRecord& a);
+
+// What dependency resolution sees of a deployed app.
+RunningApp running_app_of(const AppRecord& a);
 
 // What the controllers observe about an app, kept apart from its spec under
 // status/apps/<tenant>/<name>: an observation rewrites this small key, never the app

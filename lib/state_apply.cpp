@@ -26,7 +26,8 @@ Diagnostic corrupt(std::string_view key, const std::exception& e) {
   return Diagnostic{{},
                     std::string(key),
                     fmt::format("corrupt record in the store: {}", e.what()),
-                    "the store was modified by something other than gaia; restore it from a backup"};
+                    "`gaia store check --quarantine` sets it aside so every command works again (its bytes "
+                    "are kept under quarantine/); or bring back a backup with `gaia store restore FILE`"};
 }
 
 // Inserts or replaces `value` in `list`, kept sorted by `name_of`. A full load feeds keys
@@ -182,56 +183,78 @@ void apply_delete(ClusterState& st, std::string_view key) {
   }
 }
 
-Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) {
-  // The final fate of every changed instance key, in event order (a later change of the
-  // same key wins); nothing for a delete.
-  std::map<std::string, std::optional<Instance>> instances;
-  for (const auto& e : changes) {
-    std::string_view key = e.kv.key;
-    if (!key.starts_with(k_instances)) {
-      if (e.type == EventType::Delete) apply_delete(st, key);
-      else if (auto r = apply_put(st, e.kv); !r) return r;
-      continue;
-    }
-    std::string name(key.substr(k_instances.size()));
-    if (e.type == EventType::Delete) {
-      instances[name] = std::nullopt;
-    } else {
-      auto i = decode<Instance>(e.kv);
-      if (!i) return fail(i.error());
-      instances[name] = std::move(*i);
-    }
-  }
-  if (instances.empty()) return {};
-  // One pass over the sorted list: replace or drop the changed ones in place, then merge
-  // the new ones (already sorted, as map keys) behind them.
-  auto& list = st.snapshot.instances;
-  std::vector<Instance> added;
+namespace {
+
+// Applies the final fates of changed keys (`changes`: name -> the new value, or nothing
+// for a delete) to `list`, sorted by `name_of`, in one pass: replace or drop the changed
+// ones in place, then merge the new ones (already sorted, as map keys) behind them. One
+// by one, a commit of 100,000 nodes would insert each in the middle of the list.
+template <class T, class Name>
+void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>& changes, Name name_of) {
+  if (changes.empty()) return;
+  std::vector<T> added;
   std::set<std::string> dropped;
-  for (auto& [name, value] : instances) {
+  for (auto& [name, value] : changes) {
     auto it = std::lower_bound(list.begin(), list.end(), name,
-                               [](const Instance& x, const std::string& n) { return x.key() < n; });
-    bool present = it != list.end() && it->key() == name;
+                               [&](const T& x, const std::string& n) { return name_of(x) < n; });
+    bool present = it != list.end() && name_of(*it) == name;
     if (present && value) *it = std::move(*value);
     else if (present) dropped.insert(name);
     else if (value) added.push_back(std::move(*value));
   }
   if (!dropped.empty())
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const Instance& x) { return dropped.count(x.key()) > 0; }),
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const T& x) { return dropped.count(name_of(x)) > 0; }),
                list.end());
   if (!added.empty()) {
     size_t middle = list.size();
     std::move(added.begin(), added.end(), std::back_inserter(list));
-    // Keys computed once per element, not once per comparison.
+    // Names computed once per element, not once per comparison.
     std::vector<std::pair<std::string, size_t>> order;
     order.reserve(list.size());
-    for (size_t k = 0; k < list.size(); ++k) order.emplace_back(list[k].key(), k);
+    for (size_t k = 0; k < list.size(); ++k) order.emplace_back(name_of(list[k]), k);
     std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(middle), order.end());
-    std::vector<Instance> merged;
+    std::vector<T> merged;
     merged.reserve(list.size());
     for (auto& [name, k] : order) merged.push_back(std::move(list[k]));
     list = std::move(merged);
   }
+}
+
+}  // namespace
+
+Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) {
+  // The final fate of every changed instance and node key, in event order (a later
+  // change of the same key wins); nothing for a delete.
+  std::map<std::string, std::optional<Instance>> instances;
+  std::map<std::string, std::optional<Node>> nodes;
+  for (const auto& e : changes) {
+    std::string_view key = e.kv.key;
+    if (key.starts_with(k_instances)) {
+      std::string name(key.substr(k_instances.size()));
+      if (e.type == EventType::Delete) {
+        instances[name] = std::nullopt;
+      } else {
+        auto i = decode<Instance>(e.kv);
+        if (!i) return fail(i.error());
+        instances[name] = std::move(*i);
+      }
+    } else if (key.starts_with(k_nodes)) {
+      std::string name(key.substr(k_nodes.size()));
+      if (e.type == EventType::Delete) {
+        nodes[name] = std::nullopt;
+      } else {
+        auto n = decode<Node>(e.kv);
+        if (!n) return fail(n.error());
+        nodes[name] = std::move(*n);
+      }
+    } else if (e.type == EventType::Delete) {
+      apply_delete(st, key);
+    } else if (auto r = apply_put(st, e.kv); !r) {
+      return r;
+    }
+  }
+  merge_changes(st.snapshot.instances, instances, instance_name);
+  merge_changes(st.snapshot.nodes, nodes, node_name);
   return {};
 }
 

@@ -33,7 +33,7 @@ Result<std::string> apply_source(const SetRequest& request) {
 InMemoryRunningApps running_apps(const ClusterState& state, const std::string& tenant) {
   InMemoryRunningApps out;
   for (const auto& [id, a] : state.apps)
-    if (a.tenant == tenant) out.add(RunningApp{a.tenant, a.name, a.version, a.workload.outputs, a.status == "Ready"});
+    if (a.tenant == tenant) out.add(running_app_of(a));
   return out;
 }
 
@@ -44,6 +44,10 @@ std::string resolution_fingerprint(const ClusterState& state, const std::string&
     h.add(a.version);
     h.add(a.outputs.dump());
     h.add(a.ready ? "ready" : "not ready");
+    for (const auto& r : a.dependency_ranges) {
+      h.add(r.name);
+      h.add(r.range);
+    }
   }
   return h.hex();
 }
@@ -60,6 +64,7 @@ Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& so
   set.request.tenant = tenant;
   set.request.source = source;
   set.request.prune = request.prune;
+  set.request.show_secrets = request.show_secrets;
   set.request.apps = (*sub)->apps;
   for (const auto& r : (*sub)->reused) set.request.reused.push_back(r.name);
   for (const auto& node : (*sub)->plan.nodes)

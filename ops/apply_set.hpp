@@ -25,6 +25,9 @@ struct SetRequest {
   std::string tenant = "default";
   bool prune = false;              // Also delete what the source created and left the set.
   RenderSettings render;
+  // Secret values stay in the decision's field changes (still marked secret): only
+  // `gaia diff --show-secrets`, which writes nothing, asks for it.
+  bool show_secrets = false;
 };
 
 // The request's source, else "dir:" and the canonical absolute paths of the set, sorted

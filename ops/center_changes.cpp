@@ -39,14 +39,14 @@ CenterChange config_change(const std::string& scope, const std::vector<ConfigEdi
                              "nothing was written; run the command again"});
     return {};
   };
-  c.events = [scope, edits, previous](Batch& b, const StoreConfigSource& after) {
+  c.events = [scope, edits, previous](Batch& b, const StoreConfigSource& after, const SecretKeys& secrets) {
     for (const auto& e : edits) {
       const auto& was = previous.at(e.key);
-      std::string old_text = was ? display_value(e.key, *was) : "unset";
+      std::string old_text = was ? secrets.text(e.key, *was) : "unset";
       std::string message;
       if (e.value) {
         const ConfigEntry* now = after.find(scope, e.key);
-        message = fmt::format("{} = {} ({}, revision {}; was {})", e.key, display_value(e.key, *e.value),
+        message = fmt::format("{} = {} ({}, revision {}; was {})", e.key, secrets.text(e.key, *e.value),
                               scope_name(scope), now ? now->revision : 0, old_text);
       } else {
         message = fmt::format("{} unset ({}; was {})", e.key, scope_name(scope), old_text);
@@ -86,7 +86,7 @@ CenterChange label_change(const std::string& kind, const std::string& tenant, co
                              "nothing was written; run the command again"});
     return {};
   };
-  c.events = [kind, tenant, name, changes, previous](Batch& b, const StoreConfigSource&) {
+  c.events = [kind, tenant, name, changes, previous](Batch& b, const StoreConfigSource&, const SecretKeys&) {
     std::vector<std::string> parts;
     for (const auto& ch : changes) {
       auto was = previous.find(ch.key);
@@ -134,7 +134,7 @@ CenterChange node_label_change(const std::vector<std::string>& names, const std:
     return {};
   };
   // decide_node_label records NodeLabeled itself.
-  c.events = [](Batch&, const StoreConfigSource&) {};
+  c.events = [](Batch&, const StoreConfigSource&, const SecretKeys&) {};
   return c;
 }
 

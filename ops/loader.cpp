@@ -126,6 +126,20 @@ Result<InMemoryRunningApps> load_running(const std::string& file) {
     app.tenant = item.value("tenant", std::string("default"));
     if (item.contains("outputs")) app.outputs = item["outputs"];
     app.ready = item.value("ready", true);
+    if (auto it = item.find("requires"); it != item.end()) {
+      if (!it->is_object()) {
+        errors.push_back({{file}, path + ".dependency_ranges", "expected an object of dependency name to range",
+                          "requires: {hdfs: ~5.2.0}"});
+        continue;
+      }
+      for (const auto& [name, range] : it->items()) {
+        if (!range.is_string()) {
+          errors.push_back({{file}, path + ".dependency_ranges." + name, "expected a range (a string)", "e.g. ~5.2.0"});
+          continue;
+        }
+        app.dependency_ranges.push_back({name, range.get<std::string>()});
+      }
+    }
     running.add(std::move(app));
   }
   if (!errors.empty()) return fail(std::move(errors));

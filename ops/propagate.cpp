@@ -9,6 +9,8 @@
 #include "controllers/rollout.hpp"
 #include "ops/loader.hpp"
 #include "ops/render_inputs.hpp"
+#include "ops/spec_source.hpp"
+#include "ops/secrets.hpp"
 #include "render/renderer.hpp"
 #include "spec/app_spec.hpp"
 
@@ -20,57 +22,6 @@ using json = nlohmann::json;
 
 std::string id_of(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
 
-// Where a re-render reads an app's spec from: its bundle unpacked into a temporary folder
-// (removed with this), or, for a record without one, the folder it was submitted from.
-struct SpecSource {
-  std::optional<TempFolder> folder;
-  std::optional<Materialized> unpacked;
-  spec::AppSpec spec;
-
-  // Paths of the unpacked folder shown as they were where the bundle was made.
-  std::string unmap(std::string text) const { return unpacked ? unpacked->unmap(std::move(text)) : text; }
-  Diagnostic unmap(Diagnostic d) const {
-    d.location.file = unmap(std::move(d.location.file));
-    d.message = unmap(std::move(d.message));
-    d.hint = unmap(std::move(d.hint));
-    return d;
-  }
-};
-
-Result<SpecSource> open_spec(const AppRecord& app, const BundleReader& bundles) {
-  SpecSource src;
-  if (app.bundle.empty()) {
-    if (app.spec_dir.empty()) return fail(Diagnostic{{}, "", "no spec directory recorded", ""});
-    auto spec = spec::load_app_spec(app.spec_dir);
-    if (!spec) return fail(spec.error());
-    src.spec = std::move(*spec);
-    return src;
-  }
-  std::string what = fmt::format("its spec bundle {}", app.bundle);
-  if (!bundles) throw std::logic_error("propagate: no way to read spec bundles");
-  auto text = bundles(app.bundle);
-  if (!text) return fail(text.error());
-  if (!*text)
-    return fail(Diagnostic{{}, "", fmt::format("{} is missing from the store (key {})", what, keys::bundle(app.bundle)),
-                           ""});
-  auto bundle = parse_bundle(**text, app.bundle, what);
-  if (!bundle) return fail(bundle.error());
-  auto folder = TempFolder::make();
-  if (!folder) return fail(folder.error());
-  auto unpacked = materialize_bundle(*bundle, folder->path());
-  if (!unpacked) return fail(unpacked.error());
-  src.folder = std::move(*folder);
-  src.unpacked = std::move(*unpacked);
-  auto spec = spec::load_app_spec(src.unpacked->app_dir);
-  if (!spec) {
-    Diagnostics errors;
-    for (const auto& e : spec.error()) errors.push_back(src.unmap(e));
-    return fail(std::move(errors));
-  }
-  src.spec = std::move(*spec);
-  return src;
-}
-
 }  // namespace
 
 BundleReader bundle_reader(const Workspace& ws) {
@@ -81,17 +32,11 @@ ConfigSnapshot app_snapshot(const StoreConfigSource& centers, const AppRecord& a
   return layered_snapshot(&centers, app.tenant, config_file_layer(app.render_inputs.get<RenderInputs>()));
 }
 
-bool secret_key(std::string_view key) { return key == "secrets" || key.starts_with("secrets."); }
-
-std::string display_value(const std::string& key, const json& value) {
-  if (secret_key(key)) return "<secret>";
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
 Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource& after,
                               const std::vector<ChangedKey>& keys, const std::filesystem::path& cache_dir,
                               const BundleReader& bundles) {
   Propagation out;
+  out.secrets = deployed_secrets(state, bundles).keys;
   auto direct = direct_impact(state, keys, [&](const AppRecord& a) { return app_snapshot(after, a); });
   std::map<std::string, const DirectImpact*> direct_by_id;
   std::vector<std::string> seeds;
@@ -196,8 +141,9 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     rr.record.document = rendered->document;
     std::vector<std::string> why;
     for (const auto& c : report.reads)
-      why.push_back(fmt::format("reads {} {} ({} -> {})", c.read.kind, c.read.key, display_value(c.read.key, c.read.value),
-                                c.now ? display_value(c.read.key, c.now->value) : "default"));
+      why.push_back(fmt::format("reads {} {} ({} -> {})", c.read.kind, c.read.key,
+                                out.secrets.read_text(c.read.kind, c.read.key, c.read.value),
+                                c.now ? out.secrets.read_text(c.read.kind, c.read.key, c.now->value) : "default"));
     if (!report.imports.empty()) why.push_back(fmt::format("imports {}", fmt::join(report.imports, ", ")));
     rr.why = fmt::format("{}", fmt::join(why, "; "));
     report.rerendered = true;
@@ -207,6 +153,20 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     if (report.roles_changed)
       for (const auto& i : state.snapshot.instances)
         if (i.tenant == app.tenant && i.app == app.name && instance_outdated(i, rr.record)) ++report.to_roll;
+    // A count this change sets for a role that `gaia scale` overrides: the override wins
+    // (controllers/replicas.hpp desired_replicas), and the user is told so.
+    for (const auto& role : rr.record.workload.roles) {
+      auto scaled = app.scale.find(role.name);
+      if (scaled == app.scale.end() || scaled->second == role.replicas) continue;
+      int before = -1;
+      for (const auto& r : app.workload.roles)
+        if (r.name == role.name) before = r.replicas;
+      if (before == role.replicas) continue;
+      report.scale_wins.push_back(fmt::format(
+          "{}/{}: the spec now says {} replica(s), but the scale override of {} wins (`gaia scale {}/{} --reset` "
+          "follows the spec)",
+          app.name, role.name, role.replicas, scaled->second, app.name, role.name));
+    }
     if (report.outputs_changed) changed_outputs[id] = {app.workload.outputs, rr.record.workload.outputs};
     new_outputs[id] = rr.record.workload.outputs;
     out.rerenders.push_back(std::move(rr));
@@ -260,7 +220,7 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
     out.committed = plan_rerender(fresh, out.propagation.rerenders);
     b = out.committed.batch;
     Batch events;
-    change.events(events, *written);
+    change.events(events, *written, out.propagation.secrets);
     // The change's own events come first on the timeline, then what it caused.
     events.events.insert(events.events.end(), b.events.begin(), b.events.end());
     b.events = std::move(events.events);

@@ -29,6 +29,7 @@
 #include "controllers/placement.hpp"
 #include "controllers/propagation.hpp"
 #include "lib/config_center.hpp"
+#include "lib/secrets.hpp"
 #include "ops/bundle.hpp"
 #include "ops/runner.hpp"
 #include "ops/submission.hpp"
@@ -43,8 +44,9 @@ struct CenterChange {
   std::function<void(StoreConfigSource& centers, int64_t revision)> apply;
   // Writes the change; `before` is the centers the decision was made on.
   std::function<Result<void>(const Workspace& ws, const StoreConfigSource& before)> write;
-  // Events committed with the re-rendered apps, from the centers as written.
-  std::function<void(Batch& b, const StoreConfigSource& after)> events;
+  // Events committed with the re-rendered apps, from the centers as written; values of
+  // `secrets` are masked in them (the timeline never holds a secret in clear).
+  std::function<void(Batch& b, const StoreConfigSource& after, const SecretKeys& secrets)> events;
   // For node label changes: the cluster state once the change is written, so a dry run
   // can show which instances would be moved. Unset: the change does not touch nodes.
   std::function<Result<ClusterState>(const ClusterState& state)> preview;
@@ -60,12 +62,17 @@ struct PropagatedApp {
   bool outputs_changed = false;
   bool roles_changed = false;
   size_t to_roll = 0;                 // Instances the rollout will replace.
+  // Roles whose new count a `gaia scale` override beats, one sentence each.
+  std::vector<std::string> scale_wins;
   std::string old_hash, new_hash;
 };
 
 struct Propagation {
   std::vector<PropagatedApp> apps;  // In propagation order.
   std::vector<Rerender> rerenders;  // What to commit.
+  // The deployed apps' secret keys (ops/secrets.hpp), as of the state it ran on: the
+  // Rerendered events mask them, and so must whoever shows `apps[].reads`.
+  SecretKeys secrets;
 };
 
 // What an app's renders see from `centers`: its tenant's snapshot, with the
@@ -119,10 +126,5 @@ struct ChangeWait {
   std::vector<Blocker> blockers;  // Empty when done.
 };
 Result<ChangeWait> wait_for_change(const Workspace& ws, const ChangeOutcome& o, const FollowOptions& options);
-
-// A value for display: JSON text, strings as they are, "<secret>" for keys under
-// `secrets.` (they never reach the terminal or the timeline unless asked for).
-std::string display_value(const std::string& key, const nlohmann::json& value);
-bool secret_key(std::string_view key);
 
 }  // namespace gaia::ops

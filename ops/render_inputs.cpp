@@ -98,6 +98,8 @@ render::RenderOptions record_render_options(const AppRecord& app, const ConfigSn
   o.memory_limit_bytes = in.limits.memory_limit_bytes;
   o.config = snapshot;
   o.tenant = app.tenant;
+  // A scaled app renders with its counts, so a config change re-renders it as it runs.
+  o.scale = app.scale;
   o.display_dir = display_path(app.spec_dir);
   return o;
 }

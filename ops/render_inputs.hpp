@@ -83,7 +83,8 @@ render::ChainOptions chain_options(const RenderInputs& inputs, const std::string
                                    const StoreConfigSource* center = nullptr);
 
 // Render options for re-rendering a deployed app as it was submitted: its recorded
-// inputs, with the config snapshot given (the centers as they are now).
+// inputs, with the config snapshot given (the centers as they are now), and the counts
+// `gaia scale` set (AppRecord::scale, `app.scale` in main.jsonnet).
 render::RenderOptions record_render_options(const AppRecord& app, const ConfigSnapshot& snapshot);
 
 }  // namespace gaia::ops

@@ -80,6 +80,8 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     a.record.workload = it->second.workload;
     a.record.document = it->second.document;
     for (const auto& e : node.dependencies) a.record.dependencies.push_back(s.plan.nodes[e.node].name);
+    if (node.spec)
+      for (const auto& d : node.spec->dependencies) a.record.dependency_ranges.push_back({d.name, d.range.text()});
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
     bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
     a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);

@@ -46,6 +46,17 @@
     local a = $._app(app, tenant);
     '%d.%s.%s.%s.gaia' % [ordinal, role, a.name, a.tenant],
 
+  // gaia.replicas(app, role, default): the replica count `gaia scale` set for `role`
+  // (app.scale), or `default` when it set none. A template whose checks or other values
+  // depend on a role's count reads the count through it, so a scale is rendered, and
+  // refused when the template says so, as a submit of that count would be:
+  //   local datanodes = gaia.replicas(app, 'datanode', config.datanodes);
+  replicas(app, role, default)::
+    assert std.isObject(app) : 'gaia.replicas: app must be the app object main.jsonnet receives';
+    assert std.isString(role) : 'gaia.replicas: role must be a string';
+    local scale = std.get(app, 'scale', {});
+    if std.objectHas(scale, role) then scale[role] else default,
+
   _app(app, tenant)::
     if std.isObject(app) then
       { name: app.name, tenant: if tenant != null then tenant else std.get(app, 'tenant', 'default') }

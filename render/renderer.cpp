@@ -41,7 +41,10 @@ EvalInput make_input(const RenderRequest& req, const json& built_deps) {
   in.app_name = req.spec->name;
   in.jpaths = req.options.jpaths;
   in.deps = built_deps;
-  in.app = json{{"name", req.spec->name}, {"version", req.spec->version.to_string()}, {"tenant", req.options.tenant}};
+  in.app = json{{"name", req.spec->name},
+                {"version", req.spec->version.to_string()},
+                {"tenant", req.options.tenant},
+                {"scale", json(req.options.scale)}};
   in.overrides = req.options.overrides.is_null() ? json::object() : req.options.overrides;
   in.config = &req.options.config;
   in.max_stack = req.options.max_stack;
@@ -188,6 +191,8 @@ std::string render_input_key(const RenderRequest& req, const json& built_deps) {
   h.add(req.spec->version.to_string());
   h.add(compact(built_deps));
   h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
+  // Only when set, so the renders of apps nobody scaled keep the keys they had.
+  if (!req.options.scale.empty()) h.add("scale:" + compact(json(req.options.scale)));
   h.add(fmt::format("max_stack:{}", req.options.max_stack));
   if (!req.sources_key.empty()) return h.hex();
   h.add(fmt::format("jpaths:{}", req.options.jpaths.size()));

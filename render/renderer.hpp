@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -35,6 +36,11 @@ struct RenderOptions {
   nlohmann::json overrides = nlohmann::json::object();
   ConfigSnapshot config;
   std::string tenant = "default";
+  // The replica counts `gaia scale` set, by role (AppRecord::scale). main.jsonnet sees
+  // them as `app.scale`, read through gaia.replicas(app, role, default), so a template
+  // whose checks or other values depend on a role's count renders (and refuses) a scaled
+  // count as it would the same count submitted through its config.
+  std::map<std::string, int> scale;
   // How the app directory is shown in diagnostics (e.g. "examples/hdfs" as typed by the
   // user). Empty: the parent of spec->yaml_file, or bare file names if that is empty too.
   std::string display_dir;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,11 +35,26 @@ bool write_all(int fd, std::string_view data) {
 }
 
 // Runs in the child: never returns.
-[[noreturn]] void child_main(int fd, const SandboxLimits& limits,
+[[noreturn]] void child_main(int fd, pid_t parent, const SandboxLimits& limits,
                              const std::function<std::string(SandboxChannel&)>& body) {
   // The parent may have installed crash handlers (test frameworks do); a crash in the
   // child must simply kill it so the parent sees the signal.
-  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGPIPE}) ::signal(sig, SIG_DFL);
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGPIPE, SIGXCPU}) ::signal(sig, SIG_DFL);
+  // Only the parent enforces the wall-clock limit, so a parent killed outright (a CI
+  // cancel sends SIGKILL or SIGTERM to gaia) would leave a looping template running
+  // for ever. The kernel kills the child when the parent dies; the parent may already
+  // have died between fork and prctl, in which case the child was re-parented and no
+  // signal will come, so it checks and leaves by itself.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(4);
+  // A second, independent bound: the child can never use more CPU than the time limit
+  // allows, even if nothing is left to watch the clock (the soft limit sends SIGXCPU,
+  // the hard one a second later SIGKILL).
+  if (limits.timeout_ms > 0) {
+    const rlim_t seconds = static_cast<rlim_t>((limits.timeout_ms + 999) / 1000);
+    rlimit cpu{seconds, seconds + 1};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+  }
   if (limits.memory_limit_bytes > 0) {
     rlimit rl{limits.memory_limit_bytes, limits.memory_limit_bytes};
     ::setrlimit(RLIMIT_AS, &rl);
@@ -69,6 +85,7 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
     out.error = fmt::format("pipe: {}", std::strerror(errno));
     return out;
   }
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     out.error = fmt::format("fork: {}", std::strerror(errno));
@@ -78,7 +95,7 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
   }
   if (pid == 0) {
     ::close(fds[0]);
-    child_main(fds[1], limits, body);
+    child_main(fds[1], parent, limits, body);
   }
   ::close(fds[1]);
   const int rfd = fds[0];
@@ -154,6 +171,11 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   if (in_result && WIFEXITED(status) && out.exit_code == 0) {
     out.status = SandboxOutcome::Status::Ok;
+  } else if (out.signal == SIGXCPU) {
+    // The CPU limit equals the time limit rounded up, so this is the same verdict as
+    // the wall clock's, reached by the kernel first.
+    out.status = SandboxOutcome::Status::Timeout;
+    out.payload.clear();
   } else {
     out.status = SandboxOutcome::Status::Crashed;
     out.payload.clear();

@@ -2,7 +2,9 @@
 // Runs a function in a forked child process with a wall-clock timeout, an address-space
 // limit and a bound on the bytes it may send back. Renders run user Jsonnet, which can
 // loop forever or build enormous values; isolating them in a child means the parent
-// can always stop them and never runs out of memory itself.
+// can always stop them and never runs out of memory itself. The child also dies with
+// its parent (PR_SET_PDEATHSIG) and has a CPU limit equal to the timeout rounded up to
+// whole seconds, so a killed gaia never leaves a looping template behind.
 //
 // The child talks to the parent through a pipe: any number of progress notes (the
 // parent remembers the last one, e.g. which file was being evaluated when a timeout
@@ -35,7 +37,7 @@ class SandboxChannel {
 struct SandboxOutcome {
   enum class Status {
     Ok,              // The child sent a payload and exited with status 0.
-    Timeout,         // Killed after limits.timeout_ms.
+    Timeout,         // Killed after limits.timeout_ms (wall clock or CPU time).
     OutputTooLarge,  // Killed after sending more than limits.max_output_bytes.
     Crashed,         // Died from a signal or exited non-zero without a payload.
     SystemError,     // pipe/fork failed.

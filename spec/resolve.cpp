@@ -52,6 +52,12 @@ struct NameInfo {
   std::span<const AppSpec* const> repo;   // Highest first.
 };
 
+// A range a running app places on a name: it holds while that app keeps running as it is.
+struct RunningReq {
+  const RunningApp* app = nullptr;  // The running dependent.
+  semver::Range range;
+};
+
 // A range placed on a name: by the app `requirer` (a name id) through entry `dep`.
 struct Req {
   int requirer = 0;
@@ -80,6 +86,22 @@ class Resolver {
       std::stable_sort(list.begin(), list.end(), [](const RunningCandidate& a, const RunningCandidate& b) {
         return semver::compare(a.version, b.version) > 0;
       });
+    for (const RunningApp& app : running) {
+      if (app.tenant != tenant) continue;
+      if (!app.dependency_ranges.empty()) {
+        for (const RunningRequirement& r : app.dependency_ranges)
+          // A range that no longer parses constrains nothing: it was valid when the app
+          // was deployed, so only a change of the range grammar could break it.
+          if (auto range = semver::Range::parse(r.range)) m_running_reqs[r.name].push_back({&app, *range});
+        continue;
+      }
+      // Recorded before apps kept their ranges: the repository's copy of that version
+      // says what it was deployed with.
+      auto v = semver::parse_version(app.version);
+      if (!v) continue;
+      if (const AppSpec* spec = m_repo.find(app.name, *v))
+        for (const Dependency& d : spec->dependencies) m_running_reqs[d.name].push_back({&app, d.range});
+    }
   }
 
   Result<Plan> run(const std::vector<const AppSpec*>& roots) {
@@ -214,6 +236,42 @@ class Resolver {
     return true;
   }
 
+  // Whether a running app's ranges still bind: they do unless this plan redeploys it
+  // (as a root or at a repository version), in which case its new ranges take part as
+  // ordinary requirements.
+  bool binding(const RunningReq& r) const {
+    auto it = m_ids.find(r.app->name);
+    if (it == m_ids.end() || !m_reached[it->second]) return true;
+    Kind k = m_choice[it->second].kind;
+    return k == Kind::Running || k == Kind::None;
+  }
+
+  // The ranges of running apps that a deployment of `v` for name `n` would break.
+  std::vector<const RunningReq*> broken_by(int n, const semver::Version& v) const {
+    std::vector<const RunningReq*> out;
+    auto it = m_running_reqs.find(m_names[n].name);
+    if (it == m_running_reqs.end()) return out;
+    for (const RunningReq& r : it->second)
+      if (binding(r) && !r.range.satisfies(v)) out.push_back(&r);
+    return out;
+  }
+
+  // Whether deploying `v` for name `n` keeps every running app on it satisfied. Running
+  // versions are never filtered by this: reusing one changes nothing for anybody.
+  bool keeps_running(int n, const semver::Version& v) const {
+    if (m_running_reqs.empty()) return true;
+    return broken_by(n, v).empty();
+  }
+
+  static std::string running_text(const std::vector<const RunningReq*>& reqs) {
+    std::string out;
+    for (const RunningReq* r : reqs) {
+      if (!out.empty()) out += ", ";
+      out += fmt::format("{}@{} (running) requires {}", r->app->name, r->app->version, r->range.text());
+    }
+    return out;
+  }
+
   // The rule of docs/spec.md section 8: a running version satisfying every range, else
   // the highest repository version satisfying every range.
   Choice best(int n, const std::vector<Req>& reqs) const {
@@ -222,7 +280,8 @@ class Resolver {
     for (size_t i = 0; i < info.running.size(); ++i)
       if (satisfies_all(info.running[i].version, reqs)) return {Kind::Running, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < info.repo.size(); ++i)
-      if (satisfies_all(info.repo[i]->version, reqs)) return {Kind::Repo, static_cast<uint32_t>(i)};
+      if (satisfies_all(info.repo[i]->version, reqs) && keeps_running(n, info.repo[i]->version))
+        return {Kind::Repo, static_cast<uint32_t>(i)};
     return {};
   }
 
@@ -341,6 +400,38 @@ class Resolver {
     }
     if (any_alone) return;
 
+    // The submitted chain agrees on a version, but apps running on this one need
+    // another: moving it would break them, so name each of them and its range.
+    const AppSpec* wanted = nullptr;
+    for (const AppSpec* s : info.repo)
+      if (satisfies_all(s->version, reqs)) {
+        wanted = s;
+        break;
+      }
+    if (wanted) {
+      auto broken = broken_by(n, wanted->version);
+      if (!broken.empty()) {
+        std::string asked;
+        for (const Req& r : reqs) {
+          if (!asked.empty()) asked += ", ";
+          asked += fmt::format("{} requires {}", id_of(r.requirer), r.dep->range.text());
+        }
+        std::string running_now;
+        if (!info.running.empty()) running_now = fmt::format(" instead of the running {}", info.running.front().version.to_string());
+        std::vector<std::string> dependents;
+        for (const RunningReq* r : broken) dependents.push_back(r->app->name);
+        errors.push_back(
+            {where(reqs.front()), dep_path(reqs.front(), "version"),
+             fmt::format("{}: {}, which means deploying {}{}; that breaks apps running on it: {}; {}", info.name,
+                         asked, wanted->version.to_string(), running_now, running_text(broken), available(n)),
+             fmt::format("a tenant runs one version of each app, and a submit never moves it out from under a "
+                         "running app: loosen the range, submit versions of {} that accept {} together with it, "
+                         "or delete them first",
+                         join_limited(dependents), wanted->version.to_string())});
+        return;
+      }
+    }
+
     // Otherwise find two requirers that cannot agree. Requirers with the same set of
     // acceptable candidates are interchangeable, so only the first of each is compared.
     std::map<std::vector<char>, size_t> distinct;
@@ -378,6 +469,21 @@ class Resolver {
 
   void check_root_ranges(int n, Diagnostics& errors) const {
     const AppSpec* root = m_names[n].root;
+    // Deploying the version that already runs breaks nobody that runs on it now.
+    bool running_version = false;
+    for (const RunningCandidate& c : m_names[n].running) running_version |= semver::compare(c.version, root->version) == 0;
+    if (!running_version) {
+      auto broken = broken_by(n, root->version);
+      if (!broken.empty()) {
+        std::vector<std::string> dependents;
+        for (const RunningReq* r : broken) dependents.push_back(r->app->name);
+        errors.push_back({Location{root->yaml_file}, "version",
+                          fmt::format("{} is given to be deployed, which breaks apps running on {}: {}", root->id(),
+                                      root->name, running_text(broken)),
+                          fmt::format("submit versions of {} that accept {} together with it, or delete them first",
+                                      join_limited(dependents), root->version.to_string())});
+      }
+    }
     for (const Req& r : m_reqs[n]) {
       if (r.dep->range.satisfies(root->version)) continue;
       errors.push_back({where(r), dep_path(r, "version"),
@@ -556,6 +662,8 @@ class Resolver {
   const SpecRepository& m_repo;
   std::string m_tenant;
   std::unordered_map<std::string, std::vector<RunningCandidate>> m_running;
+  // Ranges running apps place on a name, by that name.
+  std::unordered_map<std::string, std::vector<RunningReq>> m_running_reqs;
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> m_ids;
   // Per name id.
   std::vector<NameInfo> m_names;

@@ -1,130 +1,18 @@
 #include "store/sqlite_store.hpp"
 
-#include <sqlite3.h>
+#include <sys/stat.h>
 
-#include <algorithm>
 #include <array>
-#include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
-#include <random>
-#include <thread>
-#include <unordered_map>
-#include <utility>
+
+#include "store/sqlite_detail.hpp"
 
 namespace gaia {
 
-// One SQLite connection and its prepared statements, reused across calls: preparing a
-// statement costs more than running most of the store's queries.
-struct SqliteConnection {
-  sqlite3* handle = nullptr;
-  std::unordered_map<std::string, sqlite3_stmt*> idle;  // Prepared and not in use.
-
-  explicit SqliteConnection(sqlite3* h) : handle(h) {}
-  ~SqliteConnection() {
-    for (auto& [sql, stmt] : idle) sqlite3_finalize(stmt);
-    sqlite3_close_v2(handle);
-  }
-};
+using namespace sqlite_detail;
 
 namespace {
-
-// Every SQLite call can fail, and threading a result through each of the dozens of
-// calls in a transaction body would bury the logic. Inside this file, failures are
-// thrown as these two types; in_transaction() catches them at the edge, rolls back and
-// turns them into StoreErrors, so no exception ever leaves the SqliteStore API.
-struct SqlFailure {
-  int code;             // SQLite extended result code.
-  std::string message;  // What was being done, and SQLite's message at the time.
-};
-struct RequestFailure {
-  StoreError error;  // A user-visible failure detected inside a transaction.
-};
-
-[[noreturn]] void throw_sql(sqlite3* db, int rc, std::string_view what) {
-  throw SqlFailure{rc, fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc))};
-}
-
-[[noreturn]] void throw_request(StoreErrc code, std::string message, std::string hint = {},
-                                int64_t compact_revision = 0) {
-  throw RequestFailure{StoreError{code, std::move(message), std::move(hint), compact_revision}};
-}
-
-void exec(sqlite3* db, std::string_view sql) {
-  std::string text(sql);
-  int rc = sqlite3_exec(db, text.c_str(), nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) throw_sql(db, rc, fmt::format("running '{}'", text.substr(0, 40)));
-}
-
-void rollback_quietly(sqlite3* db) {
-  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-}
-
-void exec(SqliteConnection& db, std::string_view sql) { exec(db.handle, sql); }
-void rollback_quietly(SqliteConnection& db) { rollback_quietly(db.handle); }
-
-bool is_busy(int code) {
-  int primary = code & 0xff;
-  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
-}
-
-// A prepared statement borrowed from the connection's cache for one use. Taking it out
-// of the cache while in use means a nested use of the same SQL prepares its own copy.
-class Statement {
- public:
-  Statement(SqliteConnection& db, std::string_view sql) : m_db(db), m_sql(sql) {
-    if (auto it = m_db.idle.find(m_sql); it != m_db.idle.end()) {
-      m_stmt = it->second;
-      m_db.idle.erase(it);
-      return;
-    }
-    int rc = sqlite3_prepare_v3(db.handle, m_sql.data(), static_cast<int>(m_sql.size()),
-                                SQLITE_PREPARE_PERSISTENT, &m_stmt, nullptr);
-    if (rc != SQLITE_OK) throw_sql(db.handle, rc, "preparing a statement");
-  }
-  ~Statement() {
-    sqlite3_reset(m_stmt);
-    sqlite3_clear_bindings(m_stmt);
-    if (!m_db.idle.emplace(std::move(m_sql), m_stmt).second) sqlite3_finalize(m_stmt);
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int index, std::string_view text) {
-    check(sqlite3_bind_text(m_stmt, index, text.data(), static_cast<int>(text.size()),
-                            SQLITE_TRANSIENT));
-    return *this;
-  }
-  Statement& bind(int index, int64_t value) {
-    check(sqlite3_bind_int64(m_stmt, index, value));
-    return *this;
-  }
-  // True when a row is available, false when the statement is done.
-  bool step() {
-    int rc = sqlite3_step(m_stmt);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw_sql(m_db.handle, rc, "executing a statement");
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-  int64_t integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
-  std::string text(int column) const {
-    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
-    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(m_stmt, column)))
-             : std::string();
-  }
-
- private:
-  void check(int rc) {
-    if (rc != SQLITE_OK) throw_sql(m_db.handle, rc, "binding a parameter");
-  }
-  SqliteConnection& m_db;
-  std::string m_sql;
-  sqlite3_stmt* m_stmt = nullptr;
-};
 
 // Schema migrations: kMigrations[i] takes a store from user_version i to i + 1. Append
 // new entries; never edit a released one, since stores in the field already ran it.
@@ -200,18 +88,6 @@ std::string range_clause(const RangeRequest& r, int first) {
 void bind_range(Statement& s, const RangeRequest& r, int first) {
   s.bind(first, r.key);
   if (!r.range_end.empty() && r.range_end != std::string_view("\0", 1)) s.bind(first + 1, r.range_end);
-}
-
-int64_t read_meta(SqliteConnection& db, std::string_view name) {
-  Statement s(db, "SELECT value FROM meta WHERE name = ?1");
-  s.bind(1, name);
-  if (!s.step()) throw SqlFailure{SQLITE_CORRUPT, fmt::format("meta entry '{}' is missing", name)};
-  return s.integer(0);
-}
-
-void write_meta(SqliteConnection& db, std::string_view name, int64_t value) {
-  Statement s(db, "UPDATE meta SET value = ?2 WHERE name = ?1");
-  s.bind(1, name).bind(2, value).run();
 }
 
 constexpr std::string_view kKvColumns = "key, value, create_revision, mod_revision, version, lease";
@@ -309,9 +185,16 @@ void compact_to(SqliteConnection& db, int64_t revision) {
 }
 
 // Applies the changes of one revision and logs each to the change table.
+// A `lean` writer is for a full disk: the history before the current revision goes first,
+// freeing its pages for the writes, and the changes are logged without the previous
+// values; finish() then compacts to the new revision, so no read can ask for a state
+// before it (reads there need those values) and followers read afresh.
 class RevisionWriter {
  public:
-  explicit RevisionWriter(SqliteConnection& db) : m_db(db), m_revision(read_meta(db, "revision") + 1) {}
+  explicit RevisionWriter(SqliteConnection& db, bool lean = false)
+      : m_db(db), m_revision(read_meta(db, "revision") + 1), m_lean(lean) {
+    if (m_lean) compact_to(m_db, m_revision - 1);
+  }
 
   void put(const Put& p) {
     KeyValue kv{p.key, p.value, m_revision, m_revision, 1, p.lease};
@@ -355,7 +238,9 @@ class RevisionWriter {
   int64_t finish(int64_t history_revisions) {
     if (!m_changed) return m_revision - 1;
     write_meta(m_db, "revision", m_revision);
-    if (history_revisions > 0) {
+    if (m_lean) {
+      compact_to(m_db, m_revision);
+    } else if (history_revisions > 0) {
       int64_t keep_from = m_revision - history_revisions + 1;
       if (keep_from > read_meta(m_db, "compact_revision")) compact_to(m_db, keep_from);
     }
@@ -383,8 +268,8 @@ class RevisionWriter {
                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     s.bind(1, m_revision).bind(2, m_seq++).bind(3, int64_t{type == EventType::Put ? 0 : 1});
     s.bind(4, kv.key).bind(5, kv.value).bind(6, kv.create_revision).bind(7, kv.version);
-    s.bind(8, kv.lease).bind(9, int64_t{prev ? 1 : 0});
-    KeyValue before = prev.value_or(KeyValue{});
+    s.bind(8, kv.lease).bind(9, int64_t{prev && !m_lean ? 1 : 0});
+    KeyValue before = m_lean ? KeyValue{} : prev.value_or(KeyValue{});
     s.bind(10, before.value).bind(11, before.create_revision).bind(12, before.mod_revision);
     s.bind(13, before.version).bind(14, before.lease).run();
     m_changed = true;
@@ -392,6 +277,7 @@ class RevisionWriter {
 
   SqliteConnection& m_db;
   int64_t m_revision;
+  bool m_lean;
   int64_t m_seq = 0;
   bool m_changed = false;
 };
@@ -412,50 +298,6 @@ void expire_leases(SqliteConnection& db, int64_t now_ms, int64_t history_revisio
     s.bind(1, lease).run();
   }
   writer.finish(history_revisions);
-}
-
-StoreError to_store_error(const SqlFailure& f, const std::filesystem::path& path,
-                          std::chrono::milliseconds busy_timeout) {
-  int primary = f.code & 0xff;
-  if (is_busy(f.code))
-    return StoreError{StoreErrc::Busy,
-                      fmt::format("store '{}' stayed locked by other writers for more than {} ms",
-                                  path.string(), busy_timeout.count()),
-                      "another gaia process may be stuck holding it; retry, or raise the "
-                      "store's busy timeout",
-                      0};
-  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
-    return StoreError{StoreErrc::Corrupt,
-                      fmt::format("'{}' is not a usable gaia store ({})", path.string(), f.message),
-                      "move the file aside (keep it for inspection) and point gaia at a new "
-                      "store path",
-                      0};
-  return StoreError{StoreErrc::Io, fmt::format("store '{}': {}", path.string(), f.message), "", 0};
-}
-
-// Runs `attempt` until it succeeds, fails for a reason other than a busy database, or
-// `timeout` has passed. SQLite's own busy handler already waits inside most calls; this
-// covers the cases it does not (a lock upgrade refused at once, WAL recovery after a
-// crash), backing off exponentially with jitter so retrying writers do not move in step.
-template <class F>
-auto retry_busy(const std::filesystem::path& path, std::chrono::milliseconds timeout,
-                F&& attempt) -> StoreResult<decltype(attempt())> {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto backoff = std::chrono::microseconds(500);
-  std::minstd_rand jitter(std::random_device{}());
-  for (;;) {
-    try {
-      return attempt();
-    } catch (const RequestFailure& f) {
-      return std::unexpected(f.error);
-    } catch (const SqlFailure& f) {
-      if (!is_busy(f.code) || std::chrono::steady_clock::now() >= deadline)
-        return std::unexpected(to_store_error(f, path, timeout));
-    }
-    auto wait = backoff + std::chrono::microseconds(jitter() % (backoff.count() + 1));
-    std::this_thread::sleep_for(wait);
-    backoff = std::min(backoff * 2, std::chrono::microseconds(100'000));
-  }
 }
 
 // Brings the schema to kSchemaVersion in one transaction, so a crash mid-way leaves the
@@ -506,8 +348,11 @@ StoreResult<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesyste
   if (fs::is_directory(path, ec))
     return io_error(fmt::format("store path '{}' is a directory, not a file", path.string()),
                     fmt::format("name a file inside it, e.g. '{}'", (path / "gaia.db").string()));
+  const bool create = options.create && !options.read_only;
+  if (!create && !fs::exists(path, ec))
+    return io_error(fmt::format("no store at '{}'", path.string()), "check the path; a new store must be created");
   fs::path parent = path.parent_path();
-  if (!parent.empty() && !fs::exists(parent, ec)) {
+  if (create && !parent.empty() && !fs::exists(parent, ec)) {
     fs::create_directories(parent, ec);
     if (ec)
       return io_error(fmt::format("cannot create directory '{}' for the store: {}",
@@ -516,30 +361,72 @@ StoreResult<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesyste
   if (!options.clock) options.clock = std::make_shared<SystemClock>();
 
   sqlite3* handle = nullptr;
-  int rc =
-      sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   auto db = std::make_unique<SqliteConnection>(handle);  // Closes the handle in any case.
   if (rc != SQLITE_OK)
     return io_error(fmt::format("cannot open store '{}': {}", path.string(),
                                 handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc)));
   sqlite3_extended_result_codes(handle, 1);
   sqlite3_busy_timeout(handle, static_cast<int>(options.busy_timeout.count()));
+  if (options.reserve_bytes > 0 && !options.read_only) {
+    // The -wal and -shm files stay between uses (with the room they took), so opening
+    // and the first writes on a full disk need no new room.
+    int persist = 1;
+    sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  }
 
+  auto user_version = [&] {
+    Statement s(*db, "PRAGMA user_version");
+    s.step();
+    return s.integer(0);
+  };
   auto configured = retry_busy(path, options.busy_timeout, [&] {
+    // The schema version is the first read of the file, so a file that is not a
+    // database fails here with SQLITE_NOTADB, and an empty one is refused before
+    // anything (turning on WAL) writes to it.
+    int64_t version = user_version();
+    if (!create && version == 0) {
+      Statement tables(*db, "SELECT 1 FROM sqlite_master LIMIT 1");
+      if (!tables.step())
+        throw_request(StoreErrc::Io, fmt::format("'{}' is an empty file, not a gaia store", path.string()),
+                      "check the path; a new store must be created");
+    }
     {
-      // journal_mode is the first statement that reads the file, so a file that is not
-      // a database fails here with SQLITE_NOTADB. Scoped: a statement left pending
-      // would make the migration's COMMIT fail.
-      Statement wal(*db, "PRAGMA journal_mode = WAL");
-      if (!wal.step() || wal.text(0) != "wal")
+      // Scoped: a statement left pending would make the migration's COMMIT fail. A
+      // read-only store is read in whatever mode it was left (a backup copy is not in
+      // WAL mode).
+      Statement wal(*db, options.read_only ? "PRAGMA journal_mode" : "PRAGMA journal_mode = WAL");
+      if (!wal.step() || (!options.read_only && wal.text(0) != "wal"))
         throw SqlFailure{SQLITE_IOERR, "the store cannot use write-ahead logging (WAL)"};
+    }
+    if (options.read_only) {
+      if (version > kSchemaVersion)
+        throw_request(StoreErrc::SchemaTooNew,
+                      fmt::format("store '{}' has schema version {}, but this gaia only knows versions up to {}",
+                                  path.string(), version, kSchemaVersion),
+                      "upgrade gaia, or use a different store path");
+      if (version < kSchemaVersion)
+        throw_request(StoreErrc::Io,
+                      fmt::format("store '{}' has the older schema version {} and is read-only here, so it "
+                                  "cannot be upgraded to version {}",
+                                  path.string(), version, kSchemaVersion),
+                      "open it once with write permission (any gaia command upgrades it)");
+      return true;
     }
     exec(*db, options.synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     migrate(*db, path);
     return true;
   });
   if (!configured) return std::unexpected(configured.error());
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), path, std::move(options)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), path, std::move(options)));
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) {
+    store->m_device = st.st_dev;
+    store->m_inode = st.st_ino;
+  }
+  store->keep_reserve();
+  return store;
 }
 
 SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> connection, std::filesystem::path path,
@@ -558,28 +445,15 @@ int64_t SqliteStore::now_ms() const {
 }
 
 template <class F>
-auto SqliteStore::in_transaction(bool write, F&& body) -> StoreResult<decltype(body())> {
-  std::lock_guard lock(m_mutex);
-  return retry_busy(m_path, m_options.busy_timeout, [&] {
-    Statement(m_db, write ? "BEGIN IMMEDIATE" : "BEGIN").run();
-    try {
-      auto result = body();
-      Statement(m_db, "COMMIT").run();
-      return result;
-    } catch (...) {
-      rollback_quietly(m_db);
-      throw;
-    }
-  });
-}
-
-template <class F>
 auto SqliteStore::read_transaction(F&& body) -> StoreResult<decltype(body())> {
   using T = decltype(body());
+  // Expiring is a write: a read-only store, or one whose disk is full, is read with the
+  // keys of expired leases still in it (the next writer removes them).
+  bool expire = !m_options.read_only;
   for (;;) {
     int64_t now = now_ms();
     auto result = in_transaction(false, [&]() -> std::optional<T> {
-      {
+      if (expire) {
         Statement due(m_db, "SELECT 1 FROM leases WHERE expires_at_ms <= ?1 LIMIT 1");
         due.bind(1, now);
         if (due.step()) return std::nullopt;
@@ -590,11 +464,16 @@ auto SqliteStore::read_transaction(F&& body) -> StoreResult<decltype(body())> {
     if (*result) return std::move(**result);
     // Some lease is past its deadline: delete its keys (a write, at a new revision)
     // and read again.
-    auto expired = in_transaction(true, [&] {
-      expire_leases(m_db, now, m_options.history_revisions);
-      return true;
-    });
-    if (!expired) return std::unexpected(expired.error());
+    int code = 0;
+    auto expired = in_transaction(
+        true,
+        [&] {
+          expire_leases(m_db, now, m_options.history_revisions);
+          return true;
+        },
+        &code);
+    if (!expired && code == SQLITE_FULL) expire = false;
+    else if (!expired) return std::unexpected(expired.error());
   }
 }
 
@@ -622,30 +501,91 @@ StoreResult<int64_t> SqliteStore::revision() {
   return read_transaction([&] { return read_meta(m_db, "revision"); });
 }
 
+namespace {
+// Debian's SQLite zeroes every page a delete frees (secure_delete = 1), which writes the
+// freed pages out again: on a full disk, the very room a delete needs. While one lean
+// commit runs, deleted content is still zeroed on the pages it writes anyway, but freed
+// pages are left as they are (FAST); the connection's setting comes back afterwards.
+class FastSecureDelete {
+ public:
+  explicit FastSecureDelete(SqliteConnection& db) : m_db(db) {
+    Statement s(m_db, "PRAGMA secure_delete");
+    m_before = s.step() ? s.integer(0) : 0;
+    exec(m_db, "PRAGMA secure_delete = FAST");
+  }
+  ~FastSecureDelete() {
+    std::string sql = fmt::format("PRAGMA secure_delete = {}", m_before == 2 ? "FAST" : m_before ? "ON" : "OFF");
+    sqlite3_exec(m_db.handle, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+  FastSecureDelete(const FastSecureDelete&) = delete;
+  FastSecureDelete& operator=(const FastSecureDelete&) = delete;
+
+ private:
+  SqliteConnection& m_db;
+  int64_t m_before = 0;
+};
+}  // namespace
+
+TxnResult SqliteStore::apply_txn(const Txn& txn, int64_t now, bool lean) {
+  std::optional<FastSecureDelete> fast;
+  if (lean) fast.emplace(m_db);
+  expire_leases(m_db, now, m_options.history_revisions);
+  int64_t current = read_meta(m_db, "revision");
+  for (const auto& c : txn.compares) {
+    Statement s(m_db, "SELECT mod_revision FROM kv WHERE key = ?1");
+    s.bind(1, c.key);
+    int64_t actual = s.step() ? s.integer(0) : 0;
+    if (actual != c.mod_revision) return TxnResult{false, current};
+  }
+  for (const auto& p : txn.puts)
+    if (p.lease != 0 && !lease_exists(m_db, p.lease))
+      throw_request(StoreErrc::LeaseNotFound,
+                    fmt::format("cannot attach '{}' to lease {}: the lease has expired or "
+                                "does not exist",
+                                p.key, p.lease),
+                    "grant a new lease and retry");
+  RevisionWriter writer(m_db, lean);
+  for (const auto& d : txn.deletes) writer.remove_matching(d);
+  for (const auto& p : txn.puts) writer.put(p);
+  return TxnResult{true, writer.finish(m_options.history_revisions)};
+}
+
+StoreResult<bool> SqliteStore::frees_space(const Txn& txn) {
+  // Bytes, not characters: length() of a BLOB counts bytes.
+  return in_transaction(false, [&] {
+    int64_t added = 0;
+    for (const auto& d : txn.deletes) {
+      // An empty range end names the one key.
+      RangeRequest range = d.prefix ? RangeRequest::prefix(d.key) : RangeRequest::interval(d.key, "");
+      Statement s(m_db, "SELECT TOTAL(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))) FROM kv WHERE " +
+                            range_clause(range, 1));
+      bind_range(s, range, 1);
+      if (s.step()) added -= static_cast<int64_t>(sqlite3_column_double(s.handle(), 0));
+    }
+    for (const auto& p : txn.puts) {
+      added += static_cast<int64_t>(p.key.size() + p.value.size());
+      Statement s(m_db, "SELECT length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) FROM kv WHERE key = ?1");
+      s.bind(1, p.key);
+      if (s.step()) added -= s.integer(0);
+    }
+    return added <= 0;
+  });
+}
+
 StoreResult<TxnResult> SqliteStore::txn(const Txn& txn) {
   if (auto invalid = validate_txn(txn)) return std::unexpected(std::move(*invalid));
   int64_t now = now_ms();
-  return in_transaction(true, [&] {
-    expire_leases(m_db, now, m_options.history_revisions);
-    int64_t current = read_meta(m_db, "revision");
-    for (const auto& c : txn.compares) {
-      Statement s(m_db, "SELECT mod_revision FROM kv WHERE key = ?1");
-      s.bind(1, c.key);
-      int64_t actual = s.step() ? s.integer(0) : 0;
-      if (actual != c.mod_revision) return TxnResult{false, current};
-    }
-    for (const auto& p : txn.puts)
-      if (p.lease != 0 && !lease_exists(m_db, p.lease))
-        throw_request(StoreErrc::LeaseNotFound,
-                      fmt::format("cannot attach '{}' to lease {}: the lease has expired or "
-                                  "does not exist",
-                                  p.key, p.lease),
-                      "grant a new lease and retry");
-    RevisionWriter writer(m_db);
-    for (const auto& d : txn.deletes) writer.remove_matching(d);
-    for (const auto& p : txn.puts) writer.put(p);
-    return TxnResult{true, writer.finish(m_options.history_revisions)};
-  });
+  int code = 0;
+  auto result = in_transaction(true, [&] { return apply_txn(txn, now, false); }, &code);
+  if (result || code != SQLITE_FULL) return result;
+  // The disk is full. A transaction that gives back at least the room it takes (a
+  // delete, retention, a quarantine move) must still go through, or there is no way
+  // out: it gets the reserve and commits lean (RevisionWriter). Others fail as they did.
+  auto frees = frees_space(txn);
+  if (!frees || !*frees) return result;
+  std::error_code ec;
+  std::filesystem::remove(reserve_path(), ec);
+  return in_transaction(true, [&] { return apply_txn(txn, now, true); });
 }
 
 StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision,
@@ -760,36 +700,6 @@ StoreResult<void> SqliteStore::revoke(int64_t lease) {
     Statement s(m_db, "DELETE FROM leases WHERE id = ?1");
     s.bind(1, lease).run();
     writer.finish(m_options.history_revisions);
-    return true;
-  });
-  if (!r) return std::unexpected(r.error());
-  return {};
-}
-
-StoreResult<void> SqliteStore::integrity_check() {
-  auto r = in_transaction(false, [&] {
-    std::vector<std::string> problems;
-    {
-      Statement s(m_db, "PRAGMA integrity_check");
-      while (s.step())
-        if (s.text(0) != "ok") problems.push_back(s.text(0));
-    }
-    if (problems.empty()) {
-      Statement s(m_db,
-                  "SELECT key, create_revision, mod_revision, version FROM kv"
-                  " WHERE mod_revision > (SELECT value FROM meta WHERE name = 'revision')"
-                  " OR create_revision > mod_revision OR create_revision < 1 OR version < 1"
-                  " LIMIT 10");
-      while (s.step())
-        problems.push_back(fmt::format("key '{}' has create_revision {}, mod_revision {}, "
-                                       "version {}",
-                                       s.text(0), s.integer(1), s.integer(2), s.integer(3)));
-    }
-    if (!problems.empty())
-      throw_request(StoreErrc::Corrupt,
-                    fmt::format("store '{}' failed its integrity check: {}", m_path.string(),
-                                fmt::join(problems, "; ")),
-                    "restore the store from a backup");
     return true;
   });
   if (!r) return std::unexpected(r.error());

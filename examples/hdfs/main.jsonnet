@@ -3,8 +3,13 @@ local gaia = import 'gaia.libsonnet';
 local site = import 'lib/site.libsonnet';
 
 function(config, deps, app)
-  assert config.replication <= config.datanodes :
-         'replication (%d) cannot exceed the number of datanodes (%d)' % [config.replication, config.datanodes];
+  assert config.replication <= gaia.replicas(app, 'datanode', config.datanodes) :
+         'replication (%d) cannot exceed the number of datanodes (%d)' %
+         [config.replication, gaia.replicas(app, 'datanode', config.datanodes)];
+  // The datanode count as `gaia scale` set it, else as configured: the check above and
+  // min_available below hold for a scaled count too, so a scale below the replication
+  // factor is refused as a submit of that count would be.
+  local datanodes = gaia.replicas(app, 'datanode', config.datanodes);
   local namenode = gaia.serviceName(app, 'namenode');
   local namenode_uri = 'hdfs://%s:8020' % namenode;
   local conf_dir = '/opt/hadoop/etc/hadoop';
@@ -56,7 +61,7 @@ function(config, deps, app)
         kind: 'service',
         image: config.image,
         env+: { HADOOP_HEAPSIZE_MAX: config.datanode.heap },
-        replicas: config.datanodes,
+        replicas: datanodes,
         resources: config.datanode.resources,
         labels: { layer: 'storage' },
         node_selector: config.node_selector,
@@ -76,7 +81,7 @@ function(config, deps, app)
         ],
         restart: { retry_times: 5, backoff: '10s' },
         // Blocks are re-replicated when a datanode leaves; keep all but one running.
-        migration: { migrate_times: 3, min_available: std.max(config.datanodes - 1, 0) },
+        migration: { migrate_times: 3, min_available: std.max(datanodes - 1, 0) },
         health: { type: 'tcp', target: 'data', period: '10s', timeout: '2s', failure_threshold: 3 },
       },
     },

@@ -61,6 +61,28 @@ TEST_CASE("cluster: create from flags, refuse to overwrite, replace", "[e2e][clu
   CHECK(events.out.find("ClusterReplaced") != std::string::npos);
 }
 
+TEST_CASE("cluster: a cluster with more nodes than the event retention is created", "[e2e][cluster]") {
+  // The documented maximum, 100,000 nodes, adds as many NodeAdded events in one commit,
+  // more than the default retention of 100,000 events. The same with a small retention:
+  // the commit keeps the newest events instead of failing.
+  Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "3"});
+  ok(s, {"events", "--retention", "5"});
+  auto r = ok(s, {"cluster", "create", "--nodes", "40", "--replace"});
+  CHECK_THAT(r.out, Catch::Contains("cluster replaced: 40 nodes"));
+  CHECK(json_of(s.gaia({"get", "nodes", "-o", "json"})).size() == 40);
+  auto events = json_lines(ok(s, {"events", "-o", "json"}).out);
+  REQUIRE(events.size() == 5);
+  CHECK(events.back()["node"] == "node-40");
+  for (size_t i = 1; i < events.size(); ++i)
+    CHECK(events[i]["seq"].get<int64_t>() == events[i - 1]["seq"].get<int64_t>() + 1);
+  // And the next commit goes on from there.
+  ok(s, {"node", "cordon", "node-1"});
+  auto later = json_lines(ok(s, {"events", "-o", "json"}).out);
+  REQUIRE(later.size() == 5);
+  CHECK(later.back()["reason"] == "NodeCordoned");
+}
+
 TEST_CASE("cluster: bad flags are reported together", "[e2e][cluster]") {
   Scratch s;
   auto r = s.gaia({"cluster", "create", "--cpu", "lots", "--memory", "12Qi", "--ports", "9-1"});
@@ -74,7 +96,8 @@ TEST_CASE("cluster: bad flags are reported together", "[e2e][cluster]") {
   auto mixed = s.gaia({"cluster", "create", "-f", cluster_file("gpu-pool.yaml"), "--nodes", "3"});
   CHECK(mixed.code == 1);
   CHECK(mixed.err.find("--nodes cannot be combined with -f") != std::string::npos);
-  CHECK(s.gaia({"get", "nodes"}).err.find("No nodes found.") != std::string::npos);
+  // A refused create makes no store.
+  CHECK(s.gaia({"get", "nodes"}).err.find("no store at") != std::string::npos);
 }
 
 TEST_CASE("cluster: the example cluster files", "[e2e][cluster]") {
@@ -190,7 +213,8 @@ tenants:
     CHECK(r.out.empty());
     check_golden("cluster/" + name + ".txt", r.err);
   }
-  CHECK(s.gaia({"get", "nodes"}).err.find("No nodes found.") != std::string::npos);
+  // A refused create makes no store.
+  CHECK(s.gaia({"get", "nodes"}).err.find("no store at") != std::string::npos);
 }
 
 TEST_CASE("node: add, label, cordon, remove with instances and events", "[e2e][cluster]") {
@@ -299,7 +323,10 @@ TEST_CASE("context: list, add, use, current, remove", "[e2e][cluster]") {
   ok(s, {"cluster", "create", "--nodes", "2"});
   CHECK(std::filesystem::exists(s.dir() / "lab.db"));
   CHECK(json_of(s.gaia({"get", "nodes", "-o", "json"})).size() == 2);
-  CHECK(json_of(s.gaia({"--context", "default", "get", "nodes", "-o", "json"})).empty());
+  // The default context's store was never created: an error, not an empty cluster.
+  auto other = s.gaia({"--context", "default", "get", "nodes", "-o", "json"});
+  CHECK(other.code == 1);
+  CHECK(other.err.find("(the store of context default)") != std::string::npos);
   auto typo = s.gaia({"context", "use", "lba"});
   CHECK(typo.code == 1);
   CHECK(typo.err.find("did you mean 'lab'?") != std::string::npos);

@@ -170,6 +170,7 @@ TEST_CASE("config set --dry-run prints the impact chain and writes nothing", "[e
 
 TEST_CASE("config get, list, history, unset, scopes and typed values", "[e2e][config]") {
   Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "1"});
   ok(s, {"config", "set", "web.replicas=3", "web.name=shop", "flag=true"});
   ok(s, {"config", "set", "web.replicas", "5", "--tenant", "shop"});
   ok(s, {"config", "set", "code", "007", "--string"});
@@ -180,7 +181,8 @@ TEST_CASE("config get, list, history, unset, scopes and typed values", "[e2e][co
   CHECK(json_of(s, {"config", "get", "web", "-o", "json"})["value"] == json({{"replicas", 3}, {"name", "shop"}}));
   CHECK(json_of(s, {"config", "get", "flag", "-o", "json"})["value"] == true);
   CHECK(json_of(s, {"config", "get", "code", "-o", "json"})["value"] == "007");
-  CHECK(ok(s, {"config", "get", "secrets.token"}).out == "abc\n");  // Asked for by name.
+  CHECK(ok(s, {"config", "get", "secrets.token"}).out == "<secret>\n");
+  CHECK(ok(s, {"config", "get", "secrets.token", "--show-secrets"}).out == "abc\n");  // Asked for.
   auto list = ok(s, {"config", "list"});
   CHECK(list.out.find("<secret>") != std::string::npos);
   CHECK(list.out.find("abc") == std::string::npos);
@@ -200,6 +202,7 @@ TEST_CASE("config get, list, history, unset, scopes and typed values", "[e2e][co
 
 TEST_CASE("config errors: bad keys are usage errors, unknown keys suggest, nothing is written", "[e2e][config]") {
   Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "1"});
   ok(s, {"config", "set", "web.replicas=3"});
   auto list = ok(s, {"config", "list", "-o", "json"}).out;
   auto bad = s.gaia({"config", "set", "web..replicas=1", "a b=2"});
@@ -416,4 +419,24 @@ TEST_CASE("a gaia killed between a config write and the re-render leaves stale a
   // A second pass finds nothing more to repair.
   auto quiet = ok(s, {"controller", "run", "--once"});
   CHECK(quiet.out.find("repaired") == std::string::npos);
+}
+
+// Issue 14.1: `config set api.replicas=4` while `gaia scale` holds api at 5 must say
+// which count wins, not leave the user guessing why 5 instances still run.
+TEST_CASE("config set of a replica count under a scale override says the override wins", "[e2e][config][scale]") {
+  Scratch s;
+  deploy_chain(s);
+  ok(s, {"scale", "api", "--replicas", "5"});
+  auto r = ok(s, {"config", "set", "api.replicas=4"});
+  CHECK(r.out.find("api/api: the spec now says 4 replica(s), but the scale override of 5 wins") != std::string::npos);
+  CHECK(r.out.find("gaia scale api/api --reset") != std::string::npos);
+  size_t api = 0;
+  for (const auto& i : json_of(s, {"get", "instances", "-o", "json"})) api += i["app"] == "api";
+  CHECK(api == 5);
+  auto j = json_of(s, {"config", "set", "api.replicas=6", "-o", "json"});
+  std::string text = j.dump();
+  CHECK(text.find("the spec now says 6 replica(s), but the scale override of 5 wins") != std::string::npos);
+  // A change that does not touch the count says nothing about it.
+  auto threads = ok(s, {"config", "set", "api.threads=9"});
+  CHECK(threads.out.find("override") == std::string::npos);
 }

@@ -41,6 +41,7 @@ TEST_CASE("controller run: one leader per store, the second runner waits and nam
 
 TEST_CASE("controller run: bad durations are usage errors and nothing runs", "[cli][controller]") {
   Scratch s;
+  REQUIRE(s.gaia({"cluster", "create", "--nodes", "2", "-q"}).code == 0);
   auto r = s.gaia({"controller", "run", "--interval", "10s", "--lease-ttl", "5s", "--once"});
   CHECK(r.code == 1);
   CHECK(r.err.find("more than half of --lease-ttl") != std::string::npos);

@@ -47,7 +47,7 @@ void write_mixed_folder(const Scratch& s) {
 // ---------------------------------------------------------------------------------------
 // Top level and usage errors
 
-TEST_CASE("e2e: --help and --version exit 0, a missing subcommand is a usage error", "[e2e]") {
+TEST_CASE("e2e: --help, --version and a bare gaia exit 0, flags without a command are a usage error", "[e2e]") {
   Scratch s;
   auto help = s.gaia({"--help"});
   CHECK(help.code == 0);
@@ -63,9 +63,14 @@ TEST_CASE("e2e: --help and --version exit 0, a missing subcommand is a usage err
   CHECK(version.code == 0);
   // The version is the CMake project version (project(gaia VERSION ...)), written nowhere else.
   CHECK(version.out == "gaia " GAIA_VERSION "\n");
+  // A bare `gaia` prints the same help as --help and succeeds.
   auto none = s.gaia({});
-  CHECK(none.code == 2);
-  CHECK_THAT(none.err, Catch::Contains("subcommand is required"));
+  CHECK(none.code == 0);
+  CHECK(none.out == help.out);
+  CHECK(none.err.empty());
+  auto flags_only = s.gaia({"--tenant", "team-a"});
+  CHECK(flags_only.code == 2);
+  CHECK_THAT(flags_only.err, Catch::Contains("subcommand is required"));
 }
 
 TEST_CASE("e2e: usage errors exit 2 for every command", "[e2e]") {
@@ -110,7 +115,12 @@ TEST_CASE("e2e init: scaffolds a spec that validates and renders", "[e2e]") {
   auto yaml = s.gaia({"render", "hello"});
   CHECK(yaml.code == 0);
   CHECK_THAT(yaml.out, Catch::Contains("name: hello"));
-  CHECK(s.gaia({"render", "hello", "--target", "kubernetes"}).code == 0);
+  // The port is allocated from the node's range, which Kubernetes has no equivalent for:
+  // its target needs the port pinned, and says so.
+  auto kube = s.gaia({"render", "hello", "--target", "kubernetes"});
+  CHECK(kube.code == 1);
+  CHECK_THAT(kube.err, Catch::Contains("port 0"));
+  CHECK(s.gaia({"render", "hello", "--target", "kubernetes", "--set", "port=8080"}).code == 0);
   CHECK(s.gaia({"deps", "hello"}).code == 0);
 
   SECTION("--dir and --quiet") {
@@ -144,6 +154,34 @@ TEST_CASE("e2e init: scaffolds a spec that validates and renders", "[e2e]") {
 
 // ---------------------------------------------------------------------------------------
 // validate
+
+TEST_CASE("e2e init: two scaffolded apps share a one-node cluster", "[e2e]") {
+  // Each instance's port comes from the node's range: the four instances of two
+  // scaffolds (two replicas each) all fit on one node, none waits for a host port.
+  Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "1", "--cpu", "8", "--memory", "32Gi"});
+  ok(s, {"init", "first"});
+  ok(s, {"init", "second"});
+  ok(s, {"submit", "first", "--wait", "--timeout", "30s"});
+  ok(s, {"submit", "second", "--wait", "--timeout", "30s"});
+  auto instances = nlohmann::json::parse(ok(s, {"get", "instances", "-o", "json"}).out);
+  REQUIRE(instances.size() == 4);
+  std::set<int> ports;
+  for (const auto& i : instances) {
+    INFO(i.dump());
+    CHECK(i["state"] == "Running");
+    CHECK(i["node"] == "node-1");
+    ports.insert(i["ports"]["http"].get<int>());
+  }
+  CHECK(ports.size() == 4);  // Four different host ports on the one node.
+  // A pinned port is still honoured (and the second replica then has to wait).
+  ok(s, {"init", "pinned"});
+  s.write("pinned.yaml", "port: 8080\n");
+  ok(s, {"submit", "pinned", "--values", "pinned.yaml"});
+  auto pinned = nlohmann::json::parse(ok(s, {"get", "instances", "-l", "app=pinned", "-o", "json"}).out);
+  REQUIRE(pinned.size() == 2);
+  CHECK(pinned[0]["ports"]["http"] == 8080);
+}
 
 TEST_CASE("e2e validate: the examples are all valid", "[e2e]") {
   Scratch s;

@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <chrono>
+#include <fstream>
 
 #include "tests/cli/e2e_util.hpp"
 
@@ -33,6 +36,37 @@ std::string main_exporting_url() {
 void write_zookeepers(const Scratch& s) {
   write_app(s, "repo/zookeeper", "zookeeper", "3.8.1");
   write_app(s, "repo/zookeeper-3.6", "zookeeper", "3.6.4");
+}
+
+// The processes whose parent is `parent`, read from /proc/PID/stat (the field after the
+// state letter, which follows the command name in parentheses).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Whether `pid` still exists as a process that is not a zombie (an orphan re-parented
+// to an init that does not reap would stay a zombie, which uses no CPU).
+bool alive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
 }  // namespace
@@ -205,6 +239,30 @@ TEST_CASE("e2e errors: an infinite loop is stopped by --render-timeout", "[e2e]"
   CHECK(took >= std::chrono::milliseconds(1000));
   CHECK(took < std::chrono::seconds(6));
   CHECK_THAT(r.err, Catch::Contains("timed out after 1s"));
+}
+
+TEST_CASE("e2e errors: killing gaia mid-render leaves no Jsonnet child behind", "[e2e]") {
+  // What a CI cancel does: the render's child must not keep looping at 100% CPU until
+  // its time limit, which here is a minute, longer than the test waits.
+  Scratch s;
+  write_output_app(s, "loop", "local loop(n) = if n < 0 then n else loop(n + 1) tailstrict;", "loop(0)");
+  const int sig = GENERATE(SIGKILL, SIGTERM);
+  INFO("signal " << sig);
+  pid_t gaia_pid = s.spawn({"render", "loop", "--render-timeout", "60000"});
+  KillOnExit guard(gaia_pid);
+  std::vector<pid_t> children;
+  REQUIRE(eventually([&] {
+    children = children_of(gaia_pid);
+    return !children.empty();
+  }, std::chrono::seconds(20)));
+  ::kill(gaia_pid, sig);
+  CHECK(guard.wait() == 128 + sig);
+  for (pid_t child : children) {
+    INFO("child " << child);
+    CHECK(eventually([&] { return !alive(child); }, std::chrono::seconds(5)));
+    // Never leave a looping process on the machine, even when the check failed.
+    if (alive(child)) ::kill(child, SIGKILL);
+  }
 }
 
 TEST_CASE("e2e errors: enormous output is stopped", "[e2e]") {

@@ -149,6 +149,29 @@ bool eventually(F&& done, std::chrono::milliseconds limit = std::chrono::seconds
   return done();
 }
 
+// The exit code of `pid` once it exits within `limit`; otherwise it is killed, reaped,
+// and -1 returned.
+inline int exit_within(pid_t pid, std::chrono::milliseconds limit) {
+  int status = 0;
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+// A command's stdout parsed as JSON (the test fails, showing the output, if it is not).
+inline nlohmann::json parsed(const RunResult& r) {
+  INFO(r.out);
+  nlohmann::json j;
+  REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
+  return j;
+}
+
 inline std::string examples_dir() { return std::string(GAIA_SOURCE_DIR) + "/examples"; }
 
 // Runs gaia in `s` and requires exit code `code`; on failure shows the command and both

@@ -219,6 +219,7 @@ TEST_CASE("etcd: a paused member fails a command within its timeout, naming the 
   // moves on to the next member after the bound. (The other member is a separate, empty
   // cluster here; only which one answers matters.)
   EtcdServer other;
+  expect_exit(s, 0, {"--store", etcd_url(other), "cluster", "create", "--nodes", "1"});
   s.gaia({"context", "add", "two", "--store", fmt::format("etcd://{},{}", host_port(server), host_port(other)),
           "--etcd-timeout", "1s", "--no-check"});
   {

@@ -287,3 +287,70 @@ TEST_CASE("gaia explain tells why an instance is placed or pending", "[e2e][expl
     CHECK(node.err.find("no node 'node-9'") != std::string::npos);
   }
 }
+
+TEST_CASE("gaia events -f starts with the last events, like tail -f, and reads only those", "[e2e][events]") {
+  Scratch s;
+  auto store_path = s.dir() / "many.db";
+  const std::string store = store_path.string();
+  commit_events(store_path, "Old", 20000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // The recent events are a later millisecond.
+  commit_events(store_path, "Recent", 5);
+  auto follow = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-v", "--store", store, "events", "-f", "--timeout", "200ms", "-o", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return expect_exit(s, 0, args);
+  };
+  // The keys the command read from the store (-v reports them).
+  auto keys_read = [](const RunResult& r) {
+    auto at = r.err.find(" read(s) of ");
+    REQUIRE(at != std::string::npos);
+    return std::stol(r.err.substr(at + std::string(" read(s) of ").size()));
+  };
+
+  RunResult tail = follow({});
+  auto last10 = json_lines(tail.out);
+  REQUIRE(last10.size() == 10);
+  for (size_t i = 0; i < 10; ++i) CHECK(last10[i]["reason"] == (i < 5 ? "Old" : "Recent"));
+  CHECK(last10.back()["message"] == "outside event 4");
+  CHECK(keys_read(tail) < 1000);  // Not the 20,005 events of the timeline.
+
+  auto three = json_lines(follow({"--tail", "3"}).out);
+  REQUIRE(three.size() == 3);
+  CHECK(three[0]["message"] == "outside event 2");
+  CHECK(json_lines(follow({"--tail", "0"}).out).empty());
+  // Filters pick the last matching ones, however far back they are.
+  RunResult old = follow({"--reason", "Old", "--tail", "2"});
+  auto old2 = json_lines(old.out);
+  REQUIRE(old2.size() == 2);
+  CHECK(old2[1]["message"] == "outside event 19999");
+  CHECK(keys_read(old) < 1000);
+
+  // --since chooses the start: every event from then on.
+  const std::string since = three[0]["time"];
+  RunResult from = follow({"--since", since});
+  auto recent = json_lines(from.out);
+  REQUIRE(recent.size() == 5);
+  for (const auto& e : recent) CHECK(e["reason"] == "Recent");
+  CHECK(keys_read(from) < 2000);
+  // The whole history on request.
+  CHECK(json_lines(follow({"--tail", "-1"}).out).size() == 20005);
+  // Without -f, --tail is the newest N, as --limit.
+  CHECK(json_lines(ok(s, {"--store", store, "events", "--tail", "4", "-o", "json"}).out) ==
+        json_lines(ok(s, {"--store", store, "events", "--limit", "4", "-o", "json"}).out));
+
+  // Then only what is new is printed.
+  pid_t pid = s.spawn({"--store", store, "events", "-f", "--tail", "1", "-o", "json"}, "live");
+  KillOnExit guard(pid);
+  auto out = s.dir() / "live.out";
+  REQUIRE(wait_for_text(out, "outside event 4", std::chrono::seconds(10)));
+  commit_events(store_path, "Live", 2);
+  CHECK(wait_for_text(out, "\"Live\"", std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGTERM);
+  CHECK(guard.wait() == 0);
+  auto lines = json_lines(Scratch::slurp(out));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["reason"] == "Recent");
+  CHECK(lines[1]["reason"] == "Live");
+  CHECK(lines[2]["reason"] == "Live");
+}

@@ -78,13 +78,13 @@ TEST_CASE("scale: absolute and relative counts, highest ordinals removed first",
   CHECK(running(st, "web") == 4);
   CHECK(st.apps.at("default/web").scale.at("web") == 4);
 
-  g.ok({"scale", "web/web", "--replicas", "+2"});
+  g.ok({"scale", "web/web", "--by", "+2"});
   CHECK(running(g.load(), "web") == 6);
-  auto down = g.ok({"scale", "web", "--replicas=-3"});
+  auto down = g.ok({"scale", "web", "--by=-3"});
   CHECK(down.out.find("6 -> 3") != std::string::npos);
   CHECK(ordinals(g.load(), "web") == std::vector<int>{0, 1, 2});
   // A negative change may also follow the flag as its own argument.
-  g.ok({"scale", "web", "--replicas", "-1"});
+  g.ok({"scale", "web", "--by", "-1"});
   CHECK(ordinals(g.load(), "web") == std::vector<int>{0, 1});
 
   auto same = g.ok({"scale", "web", "--replicas", "2"});
@@ -117,7 +117,7 @@ TEST_CASE("scale: errors name the problem and leave the store unchanged", "[e2e]
   refused(g, {"scale", "duo", "--replicas", "2"}, 1, "api, job, worker");
   refused(g, {"scale", "duo/wroker", "--replicas", "2"}, 1, "did you mean duo/worker?");
   refused(g, {"scale", "duo/job", "--replicas", "2"}, 1, "batch role");
-  refused(g, {"scale", "web", "--replicas=-5"}, 1, "would make -4");
+  refused(g, {"scale", "web", "--by=-5"}, 1, "would make -4");
   refused(g, {"scale", "web", "--replicas", "1000000"}, 1, "more than the 10000");
   refused(g, {"scale", "web", "--replicas", "lots"}, 2, "expected a count");
   refused(g, {"scale", "web", "--replicas", "99999999999999999999"}, 2, "expected a count");

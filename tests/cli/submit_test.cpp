@@ -222,10 +222,12 @@ TEST_CASE("submit --wait: a timeout names each blocking instance and why", "[e2e
   CHECK(r.err.find("1.web.front.default") != std::string::npos);
   CHECK(r.err.find("waiting for dependency huge") != std::string::npos);
   CHECK(r.err.find("timed out") == std::string::npos);
-  // The submission itself is committed: both apps are there, pending.
+  // The submission itself is committed: both apps are there. huge fits nowhere
+  // (Degraded: stuck); front waits for it (Progressing: nothing of its own is stuck).
   auto st = load_state(store);
   CHECK(st.apps.size() == 2);
-  CHECK(st.find_app("default", "front")->status == "Pending");
+  CHECK(st.find_app("default", "huge")->status == "Degraded");
+  CHECK(st.find_app("default", "front")->status == "Progressing");
 
   // -o json carries the same list.
   auto j = s.gaia({"--store", store, "submit", "apps/front", "--wait", "--timeout", "1s", "-o", "json"});

@@ -65,3 +65,66 @@ TEST_CASE("table: a column at its floor lets the next widest give way", "[table]
   std::string out = t.render(TableOptions{25, true});
   CHECK(out == "INSTANCE-SUBNET   LABELS\n10.0.128.0/24     disk=s…\n");
 }
+
+TEST_CASE("table: on a narrow terminal the least useful columns go first, names stay whole", "[table]") {
+  Table t({"NAME", "APP", "ROLE", "STATE", "REASON"});
+  t.set_fit("NAME", ColumnFit{0, Fit::Keep});
+  t.set_fit("APP", ColumnFit{2, Fit::Cut});
+  t.set_fit("ROLE", ColumnFit{1, Fit::Cut});
+  t.set_fit("REASON", ColumnFit{0, Fit::Wrap});
+  t.set_fit("NO-SUCH-COLUMN", ColumnFit{9, Fit::Cut});  // Ignored.
+  t.add_row({"0.datanode.hdfs.default", "hdfs", "datanode", "Pending", "0/3 nodes fit: 3 have too little cpu"});
+  // Wide enough: everything, nothing changed.
+  CHECK(t.render(TableOptions{200, true}) == t.render());
+  // Narrower: APP goes first (priority 2), the reason wraps rather than being cut.
+  std::string mid = t.render(TableOptions{80, true});
+  CHECK(mid ==
+        "NAME                      ROLE       STATE     REASON\n"
+        "0.datanode.hdfs.default   datanode   Pending   0/3 nodes fit: 3 have too little\n"
+        "                                               cpu\n");
+  // Narrower still: ROLE too; the name and the state are never cut, the reason wraps
+  // further.
+  std::string narrow = t.render(TableOptions{50, true});
+  CHECK(narrow ==
+        "NAME                      STATE     REASON\n"
+        "0.datanode.hdfs.default   Pending   0/3 nodes fit:\n"
+        "                                    3 have too\n"
+        "                                    little cpu\n");
+  for (const auto& out : {mid, narrow}) CHECK(out.find("…") == std::string::npos);
+  // A pipe gets everything whole whatever the width.
+  CHECK(t.render(TableOptions{50, false}) == t.render());
+}
+
+TEST_CASE("table: wrapping breaks after spaces and commas, and inside a word only when it must", "[table]") {
+  CHECK(wrap_to_width("short", 10) == std::vector<std::string>{"short"});
+  CHECK(wrap_to_width("one two three four", 9) == std::vector<std::string>{"one two", "three", "four"});
+  CHECK(wrap_to_width("a=1,b=2,c=3", 8) == std::vector<std::string>{"a=1,b=2,", "c=3"});
+  CHECK(wrap_to_width("abcdefghij", 4) == std::vector<std::string>{"abcd", "efgh", "ij"});
+  CHECK(wrap_to_width("z\xc3\xbcrich z\xc3\xbcrich", 6) == std::vector<std::string>{"z\xc3\xbcrich", "z\xc3\xbcrich"});
+  for (const auto& line : wrap_to_width("a long message, with a verylongwordthatdoesnotfit in it", 10))
+    CHECK(display_width(line) <= 10);
+}
+
+TEST_CASE("table: a table printed in parts keeps its columns and widths", "[table]") {
+  auto part = [](const std::vector<std::string>& row) {
+    Table t({"TIME", "REASON", "MESSAGE"});
+    t.set_fit("TIME", ColumnFit{1, Fit::Cut});
+    t.set_fit("REASON", ColumnFit{0, Fit::Keep});
+    t.set_fit("MESSAGE", ColumnFit{0, Fit::Wrap});
+    t.add_row(row);
+    return t;
+  };
+  TableOptions o{40, true};
+  Table first = part({"2024-01-01T10:00:00Z", "Scheduled", "placed on node-1"});
+  TableLayout layout = first.layout(o);
+  CHECK_FALSE(layout.shown[0]);  // TIME left out: 40 columns leave the message too little room.
+  CHECK(first.render(o, layout, true) == "REASON      MESSAGE\nScheduled   placed on node-1\n");
+  // A later, wider row keeps the columns; the message, the last column, narrows.
+  Table second = part({"2024-01-01T10:00:01Z", "FailedScheduling", "0/3 nodes fit: each has too little cpu"});
+  layout = second.layout(o, &layout);
+  CHECK_FALSE(layout.shown[0]);
+  std::string out = second.render(o, layout, false);
+  CHECK(out ==
+        "FailedScheduling   0/3 nodes fit: each\n"
+        "                   has too little cpu\n");
+}

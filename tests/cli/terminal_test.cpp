@@ -220,9 +220,10 @@ TEST_CASE("tables: fitted to the terminal's width, whole in a pipe", "[table][e2
   // Narrower than the table, wider than its columns' readable minimums.
   REQUIRE(natural > 140);
   // The terminal's own size (ioctl)...
-  check_width(on_terminal(s, "stty cols 140", {"get", "nodes", "-o", "wide"}, {{"COLUMNS", "200"}}), 140);
+  // The labels wrap rather than being cut.
+  check_width(on_terminal(s, "stty cols 140", {"get", "nodes", "-o", "wide"}, {{"COLUMNS", "200"}}), 140, false);
   // ... else $COLUMNS, when the terminal reports none.
-  check_width(on_terminal(s, "stty cols 0", {"get", "nodes", "-o", "wide"}, {{"COLUMNS", "135"}}), 135);
+  check_width(on_terminal(s, "stty cols 0", {"get", "nodes", "-o", "wide"}, {{"COLUMNS", "135"}}), 135, false);
   check_width(on_terminal(s, "stty cols 70", {"events"}), 70, false);
 }
 
@@ -282,4 +283,96 @@ TEST_CASE("quiet and verbose: -q prints nothing on success, -v and -vv explain o
   CHECK(qv.code == 0);
   CHECK(qv.err.empty());
   CHECK(qv.out.empty());
+}
+
+namespace {
+
+// The text of the column headed `header` in each row of a terminal table (a wrapped
+// cell's lines joined), the column being the table's last.
+std::vector<std::string> last_column(const std::string& table, const std::string& header) {
+  auto lines = lines_of(table);
+  std::vector<std::string> cells;
+  if (lines.empty()) return cells;
+  size_t at = lines[0].find(header);
+  if (at == std::string::npos) return cells;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (line.empty()) continue;
+    std::string part = line.size() > at ? line.substr(at) : "";
+    bool continued = line.substr(0, std::min(at, line.size())).find_first_not_of(' ') == std::string::npos;
+    if (continued && !cells.empty()) cells.back() += part;
+    else cells.push_back(part);
+  }
+  return cells;
+}
+
+std::string without_spaces(std::string s) {
+  std::erase(s, ' ');
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("tables: narrow terminals leave out columns, keep names whole and wrap messages", "[table][e2e]") {
+  Scratch s;
+  make_cluster(s);
+  gaia::test::write_app(s, "small", "small", "1.0.0");
+  REQUIRE(s.gaia({"submit", "small"}).code == 0);
+  write_huge_app(s);
+  REQUIRE(s.gaia({"submit", "huge"}).code <= 1);  // Pending: no node has 64 cores.
+  if (!has_script()) {
+    WARN("util-linux `script` is missing: skipping the narrow terminal cases");
+    return;
+  }
+  auto events = gaia::test::json_lines(s.gaia({"events", "-o", "json"}).out);
+  REQUIRE(events.size() > 5);
+  for (size_t width : {60, 80, 200}) {
+    INFO("width " << width);
+    // The width from the terminal (stty) and, as the tests above show, else $COLUMNS.
+    auto run = [&](const std::vector<std::string>& args) {
+      RunResult r = width == 80 ? on_terminal(s, "stty cols 0", args, {{"COLUMNS", "80"}})
+                                : on_terminal(s, fmt::format("stty cols {}", width), args);
+      INFO(fmt::format("gaia {}\n{}", fmt::join(args, " "), r.out));
+      CHECK(r.code == 0);
+      for (const auto& line : lines_of(r.out)) CHECK(display_width(line) <= width);
+      CHECK(r.out.find("…") == std::string::npos);  // Nothing cut: left out or wrapped.
+      return r.out;
+    };
+    std::string instances = run({"get", "instances"});
+    CHECK(lines_of(instances)[0].starts_with("NAME"));
+    for (const char* name : {"0.web.small.default", "0.web.huge.default"}) CHECK(instances.find(name) != std::string::npos);
+    // The pending instance's reason is all there, however it wrapped.
+    bool reason_shown = false;
+    for (const auto& r : last_column(instances, "REASON")) reason_shown = reason_shown || r.find("cpu") != std::string::npos;
+    CHECK(reason_shown);
+    // The app and role are in the name: they are the first to go.
+    CHECK((lines_of(instances)[0].find("APP") != std::string::npos) == (width == 200));
+
+    std::string apps = run({"get", "apps"});
+    for (const char* name : {"small", "huge"}) CHECK(apps.find(name) != std::string::npos);
+
+    std::string nodes = run({"get", "nodes"});
+    for (const char* name : {"node-1", "node-2", "node-3"}) CHECK(nodes.find(name) != std::string::npos);
+    std::string wide_nodes = run({"get", "nodes", "-o", "wide"});
+    CHECK(wide_nodes.find("node-3") != std::string::npos);
+
+    // Events, listed and followed: every object whole, every message whole.
+    for (bool follow : {false, true}) {
+      INFO("follow " << follow);
+      std::vector<std::string> args = {"events"};
+      if (follow) args.insert(args.end(), {"-f", "--tail", "-1", "--timeout", "300ms"});
+      std::string table = run(args);
+      CHECK(table.find("OBJECT") != std::string::npos);
+      CHECK((table.find("TIME") != std::string::npos) == (width == 200));
+      for (const auto& e : events) {
+        CHECK(table.find(e.value("reason", "")) != std::string::npos);
+        if (const std::string instance = e.value("instance", ""); !instance.empty())
+          CHECK(table.find("instance/" + instance) != std::string::npos);
+      }
+      auto messages = last_column(table, "MESSAGE");
+      REQUIRE(messages.size() == events.size());
+      for (size_t i = 0; i < events.size(); ++i)
+        CHECK(without_spaces(messages[i]) == without_spaces(events[i].value("message", "")));
+    }
+  }
 }

@@ -163,8 +163,8 @@ TEST_CASE("secret values are masked wherever they appear in a diff", "[apply]") 
     INFO(path);
     REQUIRE(f);
     CHECK(f->secret);
-    CHECK(f->before == "(secret)");
-    CHECK(f->after == "(secret)");
+    CHECK(f->before == "<secret>");
+    CHECK(f->after == "<secret>");
   }
   const FieldChange* replicas = field(c, "spec.roles.main.replicas");
   REQUIRE(replicas);
@@ -173,6 +173,23 @@ TEST_CASE("secret values are masked wherever they appear in a diff", "[apply]") 
     CHECK(f.before.dump().find("hunter22") == std::string::npos);
     CHECK(f.after.dump().find("correct-horse") == std::string::npos);
   }
+}
+
+TEST_CASE("show_secrets keeps the values of secret changes, still marked secret", "[apply]") {
+  auto web = [](const std::string& secret) {
+    json reads = json::array({{{"kind", "config"}, {"key", "web.session_secret"}, {"value", secret}}});
+    return app("web", 1, {{"SESSION_SECRET", secret}}, {}, {{"session_secret", secret}}, reads);
+  };
+  ClusterState s = committed(plan_apply(cluster(2), request({web("hunter22")})));
+  auto req = request({web("correct-horse")});
+  req.secrets["web"] = {"web.session_secret"};
+  req.show_secrets = true;
+  ApplyPlan p = plan_apply(s, req);
+  const FieldChange* f = field(change(p, "web"), "spec.roles.main.env.SESSION_SECRET");
+  REQUIRE(f);
+  CHECK(f->secret);
+  CHECK(f->before == "hunter22");
+  CHECK(f->after == "correct-horse");
 }
 
 TEST_CASE("without secrets listed nothing is masked", "[apply]") {

@@ -67,8 +67,8 @@ TEST_CASE("restart waits for the back-off, then requeues the instance", "[runtim
   CHECK_THAT(find_event(r.batch, "BackOff")->message, Catch::Contains("restarting in 1s (restart 1 of 2)"));
   // The app is no longer ready while the instance is down: the observation of the
   // failure said so (observe_instances), and waiting keeps it.
-  CHECK(s.apps.at("default/web").status == "Pending");
-  CHECK(waiting.apps.at("default/web").status == "Pending");
+  CHECK(s.apps.at("default/web").status == "Degraded");
+  CHECK(waiting.apps.at("default/web").status == "Degraded");
 
   CHECK(restart_failed(waiting, at(kT0 + 999)).batch.empty());
   ClusterState restarted;

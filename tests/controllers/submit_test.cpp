@@ -9,6 +9,7 @@
 
 #include "tests/controllers/sim_fixture.hpp"
 #include "controllers/app_delete.hpp"
+#include "controllers/lifecycle.hpp"
 #include "controllers/reconcile.hpp"
 #include "controllers/submit.hpp"
 #include "store/sqlite_store.hpp"
@@ -141,7 +142,10 @@ TEST_CASE("submit deploys a chain in dependency order and every app becomes read
 TEST_CASE("a dependent waits while its dependency is pending, and follows it once capacity appears",
           "[submit]") {
   auto state = cluster(2, 2000, 8);
-  std::vector<AppToDeploy> apps{make_app("zookeeper", {make_role("server", 3, res(1500, 1))}),
+  // zookeeper needs all 3 servers up to be available (min_available 3).
+  Role servers = make_role("server", 3, res(1500, 1));
+  servers.min_available = 3;
+  std::vector<AppToDeploy> apps{make_app("zookeeper", {servers}),
                                 make_app("hdfs", {make_role("datanode", 2, res(200, 1))}, {"zookeeper"})};
   auto out = plan_submit(state, apps);
   check_batch_consistent(out.batch);
@@ -154,7 +158,8 @@ TEST_CASE("a dependent waits while its dependency is pending, and follows it onc
   CHECK_FALSE(out.apps[1].ready);
   CHECK(has_event(out.batch, "Waiting", "hdfs"));
   auto after = applied(state, out.batch);
-  CHECK(after.find_app("default", "zookeeper")->status == "Pending");
+  // Stuck (no node fits the third server): Degraded, and not available to hdfs.
+  CHECK(after.find_app("default", "zookeeper")->status == "Degraded");
 
   // Nothing changed: retrying is a no-op (no new events, no writes).
   auto idle = reschedule_pending(after);
@@ -196,7 +201,7 @@ TEST_CASE("preemption evicts lower-priority instances, which are requeued and re
   CHECK_FALSE(spark.ready);
   CHECK(has_event(out.batch, "Preempted", "spark"));
   auto after = applied(filled, out.batch);
-  CHECK(after.find_app("default", "spark")->status == "Pending");
+  CHECK(after.find_app("default", "spark")->status == "Degraded");
   CHECK(count_state(after, "spark", InstanceState::Pending) == 2);
   CHECK(count_state(after, "web", InstanceState::Running) == 2);
   check_invariants(after);
@@ -466,6 +471,53 @@ TEST_CASE("merge_batch lets later changes win and never puts and deletes one key
   merge_batch(a, c);
   CHECK(a.put_instances.empty());
   CHECK(a.delete_instances.size() == 1);
+}
+
+// Issue 14.6: with one of four datanodes waiting for a node, hbase waited for "hdfs to
+// be ready" forever while `get apps` said hdfs Ready 3/4.
+TEST_CASE("a dependency with its min_available serving is available: one stuck instance does not stall the chain",
+          "[submit][health]") {
+  auto state = cluster(3, 2000, 8);
+  Role datanode = make_role("datanode", 4, res(1500, 1));
+  datanode.min_available = 2;
+  auto out = plan_submit(state, {make_app("hdfs", {datanode}),
+                                 make_app("hbase", {make_role("regionserver", 2, res(200, 1))}, {"hdfs"})});
+  check_batch_consistent(out.batch);
+  auto after = applied(state, out.batch);
+  CHECK(count_state(after, "hdfs", InstanceState::Running) == 3);
+  CHECK(count_state(after, "hdfs", InstanceState::Pending) == 1);
+  // The words agree with the counts: hdfs is Degraded 3/4, not Ready.
+  CHECK(after.find_app("default", "hdfs")->status == "Degraded");
+  REQUIRE(out.apps.size() == 2);
+  CHECK(out.apps[0].status == "Degraded");
+  CHECK_FALSE(out.apps[0].ready);
+  CHECK(has_event(out.batch, "AppDegraded", "hdfs"));
+  // hbase went on: placed, running, Ready.
+  CHECK(count_state(after, "hbase", InstanceState::Running) == 2);
+  CHECK(after.find_app("default", "hbase")->status == "Ready");
+  check_invariants(after);
+
+  // Below min_available the dependency is not available and the dependent waits.
+  auto tight = cluster(1, 2000, 8);
+  auto held = plan_submit(tight, {make_app("hdfs", {datanode}),
+                                  make_app("hbase", {make_role("regionserver", 2, res(200, 1))}, {"hdfs"})});
+  auto waiting = applied(tight, held.batch);
+  CHECK(count_state(waiting, "hdfs", InstanceState::Running) == 1);
+  CHECK(count_state(waiting, "hbase", InstanceState::Running) == 0);
+  CHECK(waiting.find_app("default", "hdfs")->status == "Degraded");
+  CHECK(waiting.find_app("default", "hbase")->status == "Progressing");
+}
+
+TEST_CASE("AppReady events follow readiness, not the alphabet", "[submit][health]") {
+  auto state = cluster(2, 4000, 16);
+  // zeta is placed first, its instances start first, so its AppReady comes first.
+  auto out = plan_submit(state, {make_app("zeta", {make_role("server", 2, res(200, 1))}),
+                                 make_app("alpha", {make_role("web", 2, res(200, 1))})});
+  auto run = reconcile_with_healthy_backend(apply_batch(state, out.batch), ControllerContext{0, {}});
+  std::vector<std::string> ready;
+  for (const auto& e : run.batch.events)
+    if (e.reason == "AppReady") ready.push_back(e.app);
+  CHECK(ready == std::vector<std::string>{"zeta", "alpha"});
 }
 
 }  // namespace

@@ -228,6 +228,30 @@ TEST_CASE("retention keeps only the newest N events", "[timeline]") {
   CHECK(*state.last_seq() == 10);
 }
 
+TEST_CASE("a batch with more events than the retention keeps the newest N", "[timeline]") {
+  // `gaia cluster create` of 100,000 nodes commits more NodeAdded events than the
+  // default retention: the batch retires its own oldest events instead of putting and
+  // deleting the same keys in one transaction.
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  State state(**store, clock, StateOptions{5});
+  REQUIRE(*commit_events(state, 3));
+  REQUIRE(*commit_events(state, 12));  // Over the window, with older events stored.
+  auto events = state.events_after(0);
+  REQUIRE(events);
+  CHECK(seqs(*events) == std::vector<int64_t>{11, 12, 13, 14, 15});
+  CHECK(events->back().message == "event 11");
+  CHECK(*state.last_seq() == 15);
+  REQUIRE(*commit_events(state, 7));  // Over the window, the stored ones all retired.
+  events = state.events_after(0);
+  REQUIRE(events);
+  CHECK(seqs(*events) == std::vector<int64_t>{18, 19, 20, 21, 22});
+  REQUIRE(*commit_events(state, 2));  // And the usual case after it.
+  CHECK(seqs(*state.events_after(0)) == std::vector<int64_t>{20, 21, 22, 23, 24});
+}
+
 TEST_CASE("changing the retention persists it and prunes at once", "[timeline]") {
   gaia::test::TempDir dir;
   auto store = SqliteStore::open(dir.path() / "s.db");

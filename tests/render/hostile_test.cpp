@@ -3,8 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
+#include <string>
 
 #include "render/renderer.hpp"
 #include "render/sandbox.hpp"
@@ -111,4 +116,35 @@ TEST_CASE("sandbox: payloads, progress, crashes and limits", "[hostile]") {
   CHECK(render::format_ms(10000) == "10s");
   CHECK(render::format_ms(1500) == "1.5s");
   CHECK(render::format_ms(250) == "250ms");
+}
+
+TEST_CASE("sandbox: the child dies with its parent and has a CPU limit", "[hostile]") {
+  render::SandboxLimits limits;
+  limits.timeout_ms = 1500;
+  // What the child itself sees: the signal it gets when its parent dies, and its CPU
+  // limit (the timeout rounded up to whole seconds; the hard limit one second later).
+  auto seen = render::run_sandboxed(limits, [](render::SandboxChannel&) {
+    int sig = 0;
+    ::prctl(PR_GET_PDEATHSIG, &sig);
+    rlimit cpu{};
+    ::getrlimit(RLIMIT_CPU, &cpu);
+    return std::to_string(sig) + " " + std::to_string(cpu.rlim_cur) + " " + std::to_string(cpu.rlim_max);
+  });
+  REQUIRE(seen.status == render::SandboxOutcome::Status::Ok);
+  CHECK(seen.payload == std::to_string(SIGKILL) + " 2 3");
+
+  SECTION("a child stopped by its CPU limit is reported as a timeout") {
+    // The kernel's verdict can come before the parent's clock (here the body lowers its
+    // own limit to stand for that): it is the same verdict.
+    limits.timeout_ms = 30000;
+    auto start = std::chrono::steady_clock::now();
+    auto spun = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
+      rlimit cpu{1, 2};
+      ::setrlimit(RLIMIT_CPU, &cpu);
+      for (volatile unsigned long i = 0;; i = i + 1) {
+      }
+    });
+    CHECK(spun.status == render::SandboxOutcome::Status::Timeout);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  }
 }

@@ -35,7 +35,51 @@ TEST_CASE("main receives the app object", "[renderer]") {
   req.options.tenant = "team-a";
   auto raw = render::evaluate(req);
   REQUIRE(raw.has_value());
-  CHECK(raw->main["outputs"]["who"] == json{{"name", "demo"}, {"version", "1.2.3"}, {"tenant", "team-a"}});
+  CHECK(raw->main["outputs"]["who"] ==
+        json{{"name", "demo"}, {"version", "1.2.3"}, {"tenant", "team-a"}, {"scale", json::object()}});
+}
+
+TEST_CASE("the counts gaia scale set reach main as app.scale and gaia.replicas", "[renderer][scale]") {
+  TempApp app("{ datanodes: 3, replication: 3 }",
+              "local gaia = import 'gaia.libsonnet';\n"
+              "function(config, deps, app)\n"
+              "  local datanodes = gaia.replicas(app, 'datanode', config.datanodes);\n"
+              "  assert config.replication <= datanodes : 'replication cannot exceed %d datanodes' % datanodes;\n"
+              "  { roles: {}, outputs: { scale: app.scale, datanodes: datanodes, other: gaia.replicas(app, 'x', 7) } }");
+  auto req = app.request();
+  auto plain = render::evaluate(req);
+  REQUIRE(plain.has_value());
+  CHECK(plain->main["outputs"]["scale"] == json::object());
+  CHECK(plain->main["outputs"]["datanodes"] == 3);  // The default: nothing scaled.
+  CHECK(plain->main["outputs"]["other"] == 7);
+
+  req.options.scale = {{"datanode", 5}};
+  auto scaled = render::evaluate(req);
+  REQUIRE(scaled.has_value());
+  CHECK(scaled->main["outputs"]["scale"] == json{{"datanode", 5}});
+  CHECK(scaled->main["outputs"]["datanodes"] == 5);
+  CHECK(scaled->main["outputs"]["other"] == 7);
+
+  // The template's own check judges the scaled count.
+  req.options.scale = {{"datanode", 2}};
+  auto refused = render::evaluate(req);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK_THAT(all_messages(refused.error()), Catch::Contains("replication cannot exceed 2 datanodes"));
+}
+
+TEST_CASE("the render cache tells scaled renders apart", "[renderer][scale]") {
+  TempApp app("{}", "function(config, deps, app) { roles: {}, outputs: { scale: app.scale } }");
+  auto req = app.request();
+  json deps = json::object();
+  std::string plain = render::render_input_key(req, deps);
+  req.options.scale = {{"web", 2}};
+  std::string two = render::render_input_key(req, deps);
+  req.options.scale = {{"web", 3}};
+  std::string three = render::render_input_key(req, deps);
+  CHECK(plain != two);
+  CHECK(two != three);
+  req.options.scale.clear();
+  CHECK(render::render_input_key(req, deps) == plain);
 }
 
 TEST_CASE("deps carry only the imported outputs", "[renderer]") {

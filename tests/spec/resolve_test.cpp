@@ -50,6 +50,14 @@ RunningApp running(const std::string& name, const std::string& version, nlohmann
   return RunningApp{tenant, name, version, std::move(outputs), true};
 }
 
+// A running app that was deployed with `requires` (dependency name -> range).
+RunningApp running_on(const std::string& name, const std::string& version, std::vector<RunningRequirement> ranges,
+                      const std::string& tenant = "default") {
+  RunningApp r{tenant, name, version, nlohmann::json::object(), true};
+  r.dependency_ranges = std::move(ranges);
+  return r;
+}
+
 Result<Plan> resolve_one(const AppSpec& root, const SpecRepository& repo, const std::vector<RunningApp>& run = {}) {
   return resolve({&root}, repo, run, "default");
 }
@@ -432,7 +440,31 @@ namespace {
 // placed on it by the plan; a reused app is the best running one and a deployed one the
 // highest repository version that fits (when nothing running fits); edges follow the
 // specs; the order puts dependencies first.
+// The ranges running apps place on other names: their recorded ones, else (records
+// from before ranges were kept) those of the repository's copy of their version.
+struct RunningRange {
+  std::string dependent, name;
+  semver::Range range;
+};
+std::vector<RunningRange> running_ranges(const SpecRepository& repo, const std::vector<RunningApp>& run) {
+  std::vector<RunningRange> out;
+  for (const RunningApp& r : run) {
+    if (!r.dependency_ranges.empty()) {
+      for (const auto& q : r.dependency_ranges) out.push_back({r.name, q.name, semver::Range::parse(q.range).value()});
+    } else if (const AppSpec* s = repo.find(r.name, ver(r.version))) {
+      for (const Dependency& d : s->dependencies) out.push_back({r.name, d.name, d.range});
+    }
+  }
+  return out;
+}
+
 void check_plan_invariants(const Plan& plan, const SpecRepository& repo, const std::vector<RunningApp>& run) {
+  // A running app's ranges bind unless the plan redeploys it.
+  std::vector<RunningRange> binding;
+  for (auto& r : running_ranges(repo, run)) {
+    auto i = plan.find(r.dependent);
+    if (!i || plan.nodes[*i].action == Action::Reuse) binding.push_back(std::move(r));
+  }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const PlanNode& n = plan.nodes[i];
     auto fits = [&](const semver::Version& v) {
@@ -440,7 +472,16 @@ void check_plan_invariants(const Plan& plan, const SpecRepository& repo, const s
         if (!r.range.satisfies(v)) return false;
       return true;
     };
+    auto keeps_running = [&](const semver::Version& v) {
+      for (const RunningRange& r : binding)
+        if (r.name == n.name && !r.range.satisfies(v)) return false;
+      return true;
+    };
     RC_ASSERT(fits(n.version));
+    bool running_version = false;
+    for (const RunningApp& r : run) running_version |= r.name == n.name && ver(r.version) == n.version;
+    // Nothing running is moved to a version a running dependent does not accept.
+    if (n.action == Action::Deploy && !running_version) RC_ASSERT(keeps_running(n.version));
     if (n.spec) {
       RC_ASSERT(n.dependencies.size() == n.spec->dependencies.size());
       for (size_t k = 0; k < n.dependencies.size(); ++k)
@@ -458,7 +499,7 @@ void check_plan_invariants(const Plan& plan, const SpecRepository& repo, const s
     } else {
       RC_ASSERT(!best_running.has_value());
       for (const AppSpec* s : repo.versions(n.name))
-        if (fits(s->version)) {
+        if (fits(s->version) && keeps_running(s->version)) {
           RC_ASSERT(s == n.spec);
           break;
         }
@@ -539,4 +580,92 @@ TEST_CASE("when preferred choices never settle, a consistent set is used with a 
   CHECK(node(*plan, "n1").id() == "n1@1.1.0");
   REQUIRE(plan->warnings.size() == 1);
   CHECK(plan->warnings[0].message.find("never settled") != std::string::npos);
+}
+
+// Issue 14.1: with hdfs 5.2.0 running under apps that need ~5.2, a submit of an app of
+// the older line rolled hdfs back to 5.1.0 without a word.
+TEST_CASE("a submit never moves a dependency out from under the apps running on it", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("hdfs", "5.1.0"));
+  repo.add(app("hdfs", "5.2.0"));
+  std::vector<RunningApp> run = {running("hdfs", "5.2.0"),
+                                 running_on("hbase", "2.0.0", {{"hdfs", "~5.2"}}),
+                                 running_on("yarn", "5.2.0", {{"hdfs", "~5.2"}, {"zookeeper", "*"}})};
+
+  AppSpec old = app("oldjob", "1.0.0", {{"hdfs", "~5.1"}});
+  std::string text = errors_text(resolve_one(old, repo, run));
+  CHECK(text.find("oldjob/app.yaml:4:5") != std::string::npos);
+  CHECK(text.find("hbase@2.0.0 (running) requires ~5.2") != std::string::npos);
+  CHECK(text.find("yarn@5.2.0 (running) requires ~5.2") != std::string::npos);
+  CHECK(text.find("deploying 5.1.0 instead of the running 5.2.0") != std::string::npos);
+  CHECK(text.find("delete them first") != std::string::npos);
+
+  // What the running apps accept is fine: reuse, or a move inside their ranges.
+  AppSpec loose = app("newjob", "1.0.0", {{"hdfs", ">=5"}});
+  auto reused = resolve_one(loose, repo, run);
+  REQUIRE(reused.has_value());
+  CHECK(node(*reused, "hdfs").action == Action::Reuse);
+  repo.add(app("hdfs", "5.2.3"));
+  AppSpec patch = app("patchjob", "1.0.0", {{"hdfs", ">=5.2.1"}});
+  auto moved = resolve_one(patch, repo, run);
+  REQUIRE(moved.has_value());
+  CHECK(node(*moved, "hdfs").version.to_string() == "5.2.3");
+
+  // The highest version would break them, so a lower one everybody accepts is chosen.
+  repo.add(app("hdfs", "6.0.0"));
+  AppSpec any = app("anyjob", "1.0.0", {{"hdfs", ">=5.2.1"}});
+  auto lower = resolve_one(any, repo, run);
+  REQUIRE(lower.has_value());
+  CHECK(node(*lower, "hdfs").version.to_string() == "5.2.3");
+
+  // Running apps of other tenants constrain nothing here.
+  std::vector<RunningApp> elsewhere = {running("hdfs", "5.2.0"), running_on("hbase", "2.0.0", {{"hdfs", "~5.2"}}, "team-b")};
+  auto other = resolve_one(old, repo, elsewhere);
+  REQUIRE(other.has_value());
+  CHECK(node(*other, "hdfs").version.to_string() == "5.1.0");
+}
+
+TEST_CASE("a root given directly may not break its running dependents, unless they move with it", "[resolve]") {
+  SpecRepository repo;
+  AppSpec hdfs6 = app("hdfs", "6.0.0");
+  repo.add(app("hdfs", "5.2.0"));
+  repo.add(hdfs6);
+  std::vector<RunningApp> run = {running("hdfs", "5.2.0"), running_on("hbase", "2.0.0", {{"hdfs", "~5.2"}})};
+  std::string text = errors_text(resolve_one(hdfs6, repo, run));
+  CHECK(text.find("hdfs@6.0.0 is given to be deployed, which breaks apps running on hdfs: hbase@2.0.0 (running) "
+                  "requires ~5.2") != std::string::npos);
+
+  // Resubmitting the version that runs is always possible.
+  AppSpec hdfs52 = app("hdfs", "5.2.0");
+  CHECK(resolve_one(hdfs52, repo, run).has_value());
+
+  // Submitted together with a dependent that accepts it, both move.
+  AppSpec hbase3 = app("hbase", "3.0.0", {{"hdfs", "^6"}});
+  auto both = resolve({&hdfs6, &hbase3}, repo, run, "default");
+  REQUIRE(both.has_value());
+  CHECK(node(*both, "hdfs").version.to_string() == "6.0.0");
+
+  // A dependent pulled in at a new version is judged by its new ranges.
+  repo.add(hbase3);
+  AppSpec top = app("web", "1.0.0", {{"hbase", "^3"}});
+  auto pulled = resolve_one(top, repo, {running("hdfs", "5.2.0"), running_on("hbase", "2.0.0", {{"hdfs", "~5.2"}})});
+  REQUIRE(pulled.has_value());
+  CHECK(node(*pulled, "hbase").version.to_string() == "3.0.0");
+  CHECK(node(*pulled, "hdfs").version.to_string() == "6.0.0");
+}
+
+TEST_CASE("two pipelines with disjoint ranges on a library cannot flip it back and forth", "[resolve]") {
+  SpecRepository repo;
+  repo.add(app("lib", "1.4.0"));
+  repo.add(app("lib", "2.1.0"));
+  AppSpec a = app("a", "1.0.0", {{"lib", "^1.0"}});
+  AppSpec b = app("b", "1.0.0", {{"lib", ">=2"}});
+  // a runs on lib 1.4.0; b's submit would move lib to 2.1.0 under it.
+  std::string text =
+      errors_text(resolve_one(b, repo, {running("lib", "1.4.0"), running_on("a", "1.0.0", {{"lib", "^1.0"}})}));
+  CHECK(text.find("a@1.0.0 (running) requires ^1.0") != std::string::npos);
+  // Apps recorded before ranges were kept: the repository's copy of their version says.
+  repo.add(a);
+  std::string old = errors_text(resolve_one(b, repo, {running("lib", "1.4.0"), running("a", "1.0.0")}));
+  CHECK(old.find("a@1.0.0 (running) requires ^1.0") != std::string::npos);
 }
