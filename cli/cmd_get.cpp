@@ -10,12 +10,14 @@
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/secret_flags.hpp"
 #include "cli/table.hpp"
 #include "lib/cluster_layout.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/quantity.hpp"
 #include "lib/selector.hpp"
 #include "lib/timeline.hpp"
+#include "ops/secrets.hpp"
 #include "render/yaml_emit.hpp"
 
 namespace gaia::cli {
@@ -126,7 +128,7 @@ Listing get_nodes(const ClusterState& state, const GetArgs& a, const std::vector
 }
 
 Listing get_apps(const ClusterState& state, const GetArgs& a, const std::vector<LabelRequirement>& sel,
-                 const std::string& tenant, Clock::time_point now) {
+                 const std::string& tenant, Clock::time_point now, const SecretKeys& secrets) {
   bool wide = a.output == "wide";
   std::vector<std::string> headers = {"NAME", "VERSION", "STATUS", "INSTANCES", "AGE"};
   if (a.all_tenants) headers.insert(headers.begin(), "TENANT");
@@ -144,7 +146,9 @@ Listing get_apps(const ClusterState& state, const GetArgs& a, const std::vector<
     found.insert(app.name);
     if (!selector_matches(sel, selectable(app_labels(app)))) continue;
     if (structured(a)) {
-      items.push_back(app_json(state, app));
+      // The record holds what the renders read and copied (env, outputs, reads): its
+      // secret values are masked, as everywhere (lib/secrets.hpp).
+      items.push_back(ops::app_secret_values(app, secrets).mask_json(app_json(state, app)));
       continue;
     }
     auto [running, desired] = app_instance_counts(state, app);
@@ -226,9 +230,10 @@ Listing get_instances(const ClusterState& state, const GetArgs& a, const std::ve
 }
 
 Listing list_objects(const std::string& kind, const ClusterState& state, const GetArgs& a,
-                     const std::vector<LabelRequirement>& sel, const std::string& tenant, Clock::time_point now) {
+                     const std::vector<LabelRequirement>& sel, const std::string& tenant, Clock::time_point now,
+                     const SecretKeys& secrets) {
   if (kind == "nodes") return get_nodes(state, a, sel);
-  if (kind == "apps") return get_apps(state, a, sel, tenant, now);
+  if (kind == "apps") return get_apps(state, a, sel, tenant, now, secrets);
   return get_instances(state, a, sel, tenant, now);
 }
 
@@ -267,7 +272,8 @@ int watch_objects(const Globals& g, const GetArgs& a, const std::string& kind, c
     }
     if (!state) return report(g, state.error());
     outage.clear();
-    Listing l = list_objects(kind, *state, a, sel, g.tenant, s.clock.now());
+    SecretKeys secrets = kind == "apps" && structured(a) ? deployed_secret_keys(g, s, *state) : SecretKeys();
+    Listing l = list_objects(kind, *state, a, sel, g.tenant, s.clock.now(), secrets);
     // A watch is of objects that exist: a NAME that is not there is the same error as
     // without --watch.
     if (first && !l.missing.empty()) return print_listing(g, l, kind);
@@ -329,7 +335,8 @@ int run_get(const Globals& g, const GetArgs& a) {
   if (a.watch) return watch_objects(g, a, kind, *sel, **session, timeout);
   auto state = (*session)->state->load();
   if (!state) return report(g, state.error());
-  return print_listing(g, list_objects(kind, *state, a, *sel, g.tenant, (*session)->clock.now()), kind);
+  SecretKeys secrets = kind == "apps" && structured(a) ? deployed_secret_keys(g, **session, *state) : SecretKeys();
+  return print_listing(g, list_objects(kind, *state, a, *sel, g.tenant, (*session)->clock.now(), secrets), kind);
 }
 
 }  // namespace

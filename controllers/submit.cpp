@@ -639,6 +639,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       for (const auto& role : rec.workload.roles) wanted[role.name] = desired_replicas(rec, role);
       // Read the addresses in use before the loop below moves instances out.
       w.ensure_used();
+      std::set<std::string> volumes_kept_on;
       std::vector<Instance> kept;
       for (auto& i : w.state.snapshot.instances) {
         if (i.tenant != rec.tenant || i.app != rec.name) {
@@ -662,13 +663,27 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
         w.out.batch.delete_instances.push_back(i.key());
         report.removed.push_back(i.key());
         w.release_address(i);
+        // Its volumes stay on their nodes as kept volumes, as on a scale down
+        // (controllers/replicas.hpp): a new spec's lower count is no request to delete
+        // data. `gaia scale --delete-volumes` or deleting the app removes them.
+        std::vector<std::string> volumes;
+        for (const auto& v : i.volumes)
+          if (Node* n = w.state.find_node(v.node)) {
+            n->kept_volumes.push_back(
+                KeptVolume{i.tenant, i.app, i.role, i.ordinal, v.volume, v.group, v.size_bytes, v.iops});
+            volumes_kept_on.insert(n->name);
+            volumes.push_back(fmt::format("{} on {}", v.volume, v.node));
+          }
+        std::string note = volumes.empty() ? "" : fmt::format("; its volumes are kept: {}", fmt::join(volumes, ", "));
         w.event(i, "Removed",
                 want == wanted.end()
-                    ? fmt::format("role {} is not in version {} (workload {})", i.role, rec.version,
-                                  rec.workload.hash.substr(0, 12))
-                    : fmt::format("beyond the {} replica(s) of version {} (workload {})", want->second, rec.version,
-                                  rec.workload.hash.substr(0, 12)));
+                    ? fmt::format("role {} is not in version {} (workload {}){}", i.role, rec.version,
+                                  rec.workload.hash.substr(0, 12), note)
+                    : fmt::format("beyond the {} replica(s) of version {} (workload {}){}", want->second, rec.version,
+                                  rec.workload.hash.substr(0, 12), note));
       }
+      for (const auto& name : volumes_kept_on)
+        if (const Node* n = w.state.find_node(name)) w.out.batch.put_nodes.push_back(*n);
       w.state.snapshot.instances = std::move(kept);
       w.reindex();
       std::string prefix = id + "/";
@@ -698,6 +713,12 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       r.tenant = rec.tenant;
       r.app = rec.name;
     }
+    // (role, ordinal) of this app with kept volumes on some node, found in one pass.
+    std::set<std::pair<std::string, int>> waiting_volumes;
+    if (existing)
+      for (const auto& n : w.state.snapshot.nodes)
+        for (const auto& k : n.kept_volumes)
+          if (k.tenant == rec.tenant && k.app == rec.name) waiting_volumes.insert({k.role, k.ordinal});
     Readiness readiness(w.state);
     std::vector<std::string> not_ready;
     for (const auto& d : rec.dependencies)
@@ -706,6 +727,9 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     for (const auto& role : rec.workload.roles) {
       for (int k = 0, n = desired_replicas(rec, role); k < n; ++k) {
         if (kept_ordinals.count({role.name, k})) continue;
+        // An ordinal whose volumes an earlier scale down kept is left to the replicas
+        // controller, which creates it with them (on the node holding its data).
+        if (waiting_volumes.count({role.name, k}) && !volumes_to_reattach(w.state, rec, role, k).empty()) continue;
         Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
         i.hash = rec.workload.hash;
         if (!not_ready.empty()) i.pending_reason = waiting_reason(not_ready, w.state, rec.tenant);

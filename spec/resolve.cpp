@@ -164,6 +164,9 @@ class Resolver {
     for (int n : m_order) {
       if (m_choice[n].kind == Kind::None) return false;
       if (!satisfies_all(version_of(n, m_choice[n]), m_reqs[n])) return false;
+      // A repository pick must also keep the running apps on it satisfied, or the
+      // fallback plan could move a dependency out from under them.
+      if (m_choice[n].kind == Kind::Repo && !keeps_running(n, version_of(n, m_choice[n]))) return false;
     }
     return true;
   }

@@ -72,6 +72,13 @@ void deploy_web(const Scratch& s, StoreCli& g) {
   g.ok({"submit", "apps/web", "--wait", "--timeout", "30s"});
 }
 
+// A 3-node cluster with SSDs running db at 3 replicas, each with its volume.
+void deploy_db(const Scratch& s, StoreCli& g) {
+  g.ok({"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi", "--ssd", "--ssd-size", "100Gi"});
+  write_db(s, 3);
+  g.ok({"submit", "apps/db", "--wait", "--timeout", "30s"});
+}
+
 }  // namespace
 
 TEST_CASE("scale: --replicas is a count, a sign there is refused with the --by spelling", "[e2e][scale]") {
@@ -118,9 +125,7 @@ TEST_CASE("scale: --by changes the count from the current one", "[e2e][scale]") 
 TEST_CASE("scale: a stateful role scaled down keeps its volumes, and a scale up reattaches them", "[e2e][scale]") {
   Scratch s;
   StoreCli g{s};
-  g.ok({"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi", "--ssd", "--ssd-size", "100Gi"});
-  write_db(s, 3);
-  g.ok({"submit", "apps/db", "--wait", "--timeout", "30s"});
+  deploy_db(s, g);
   auto st = g.load();
   gaia::VolumeBinding one = instance(st, "1.db.db.default").volumes.at(0);
   gaia::VolumeBinding two = instance(st, "2.db.db.default").volumes.at(0);
@@ -167,12 +172,38 @@ TEST_CASE("scale: a stateful role scaled down keeps its volumes, and a scale up 
   CHECK(created.out.find("its kept volumes are reattached: data on " + two.node) != std::string::npos);
 }
 
+// A new version asking for fewer replicas is no request to delete data: the removed
+// ordinals keep their volumes, and a later version asking for more gives them back.
+TEST_CASE("scale: a submit lowering the count keeps the volumes, a submit raising it reattaches them", "[e2e][scale]") {
+  Scratch s;
+  StoreCli g{s};
+  deploy_db(s, g);
+  auto st = g.load();
+  gaia::VolumeBinding two = instance(st, "2.db.db.default").volumes.at(0);
+
+  write_db(s, 2);
+  g.ok({"submit", "apps/db", "--wait", "--timeout", "30s"});
+  st = g.load();
+  CHECK(ordinals(st, "db") == std::vector<int>{0, 1});
+  CHECK(kept_volumes(st) == std::vector<std::string>{fmt::format("2.db.db.default data on {}", two.node)});
+  CHECK(g.ok({"events", "--reason", "Removed"}).out.find("its volumes are kept: data on " + two.node) !=
+        std::string::npos);
+
+  write_db(s, 3);
+  g.ok({"submit", "apps/db", "--wait", "--timeout", "30s"});
+  st = g.load();
+  CHECK(ordinals(st, "db") == std::vector<int>{0, 1, 2});
+  CHECK(kept_volumes(st).empty());
+  const gaia::Instance& back = instance(st, "2.db.db.default");
+  REQUIRE(back.volumes.size() == 1);
+  CHECK(back.volumes[0].node == two.node);
+  CHECK(back.node == two.node);
+}
+
 TEST_CASE("scale: --delete-volumes deletes them and --dry-run lists every volume", "[e2e][scale]") {
   Scratch s;
   StoreCli g{s};
-  g.ok({"cluster", "create", "--nodes", "3", "--cpu", "4", "--memory", "16Gi", "--ssd", "--ssd-size", "100Gi"});
-  write_db(s, 3);
-  g.ok({"submit", "apps/db", "--wait", "--timeout", "30s"});
+  deploy_db(s, g);
   auto st = g.load();
   std::string node1 = instance(st, "1.db.db.default").node, node2 = instance(st, "2.db.db.default").node;
 

@@ -139,6 +139,10 @@ TEST_CASE("secrets: a key listed under secrets: is masked on every path, shown w
   CHECK(parsed(ok(s, {"describe", "app", "web", "-o", "json", "--show-secrets"}))["outputs"]["dsn"] ==
         "redis://web:second-secret-value@cache:6379");
 
+  // get apps -o json|yaml: the whole record (env, outputs, reads) with its secrets masked.
+  check_masked(ok(s, {"get", "apps", "-o", "json"}), "get apps -o json");
+  check_masked(ok(s, {"get", "apps", "web", "-o", "yaml"}), "get apps -o yaml");
+
   // diff: a spec change that copies the secret into another place.
   write_web(s, ", CMD: '--secret=' + config.session_secret");
   auto diff = expect_exit(s, 2, {"diff", "-f", "apps/web"});
