@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "controllers/replicas.hpp"
@@ -36,10 +37,11 @@ AppHealthIndex::AppHealthIndex(const ClusterState& state) {
     ++c.instances;
     if (serving(i)) ++c.serving;
     if (serving(i) || i.state == InstanceState::Placed) ++c.bound;
-    bool stuck = (i.state == InstanceState::Pending && !pending_on_its_way(i)) || i.state == InstanceState::Failed ||
-                 (!i.node.empty() && down.count(i.node) && !serving(i));
-    if (i.state == InstanceState::Running && !i.node.empty() && down.count(i.node)) stuck = true;
-    if (stuck) ++c.stuck;
+    // A finished batch instance on a down node has nothing left to do; anything else
+    // there is cut off from the app.
+    bool on_down_node = !i.node.empty() && down.count(i.node) && i.state != InstanceState::Succeeded;
+    if ((i.state == InstanceState::Pending && !pending_on_its_way(i)) || i.state == InstanceState::Failed || on_down_node)
+      ++c.stuck;
     if (auto a = state.apps.find(i.tenant + "/" + i.app); a != state.apps.end() && instance_outdated(i, a->second))
       ++c.outdated;
   }
@@ -126,6 +128,22 @@ void app_status_event(const std::string& status, const std::string& summary, con
                         ready ? "Normal" : "Warning");
   e.tenant = tenant;
   e.app = app;
+}
+
+std::vector<std::pair<std::string, std::string>> in_event_order(
+    const Batch& batch, const std::set<std::pair<std::string, std::string>>& apps) {
+  std::map<std::pair<std::string, std::string>, size_t> last_event;
+  for (size_t k = 0; k < batch.events.size(); ++k) {
+    const auto& e = batch.events[k];
+    if (apps.count({e.tenant, e.app})) last_event[{e.tenant, e.app}] = k;
+  }
+  std::vector<std::pair<std::string, std::string>> order(apps.begin(), apps.end());
+  auto at = [&](const std::pair<std::string, std::string>& a) {
+    auto it = last_event.find(a);
+    return it == last_event.end() ? size_t{0} : it->second;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) { return at(x) < at(y); });
+  return order;
 }
 
 std::string app_health_status(const ClusterState& state, const std::string& tenant, const std::string& name) {

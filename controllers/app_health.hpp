@@ -18,7 +18,9 @@
 // (a role asking for none needs none). A datanode waiting for its node makes hdfs
 // Degraded, but hdfs stays available and its dependents go on.
 
+#include <set>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -70,6 +72,12 @@ class AppHealthIndex {
 // own (Scheduled, RollingOut, Failed), so they get none here.
 void app_status_event(const std::string& status, const std::string& summary, const std::string& tenant,
                       const std::string& app, Batch& batch);
+
+// `apps` (tenant, name) in the order they last changed in `batch` (the event of an app's
+// last instance to change is when it became ready, or stuck), so status events follow
+// readiness, not the alphabet. Apps without events come first, in their own order.
+std::vector<std::pair<std::string, std::string>> in_event_order(
+    const Batch& batch, const std::set<std::pair<std::string, std::string>>& apps);
 
 // The status word of one app in `state` ("" when there is no such app).
 std::string app_health_status(const ClusterState& state, const std::string& tenant, const std::string& name);

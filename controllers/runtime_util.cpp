@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "controllers/app_health.hpp"
 #include "controllers/filters.hpp"
@@ -33,19 +32,7 @@ std::string cpu_memory_text(const Resources& r) {
 void sync_app_statuses(const ClusterState& after, const std::set<std::pair<std::string, std::string>>& apps,
                        Batch& batch) {
   if (apps.empty()) return;
-  // When each app last changed in this batch: the event of its last instance to change
-  // is the moment it became ready (or stuck).
-  std::map<std::pair<std::string, std::string>, size_t> last_event;
-  for (size_t k = 0; k < batch.events.size(); ++k) {
-    const auto& e = batch.events[k];
-    if (apps.count({e.tenant, e.app})) last_event[{e.tenant, e.app}] = k;
-  }
-  std::vector<std::pair<std::string, std::string>> order(apps.begin(), apps.end());
-  std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
-    auto ix = last_event.find(x), iy = last_event.find(y);
-    size_t kx = ix == last_event.end() ? 0 : ix->second, ky = iy == last_event.end() ? 0 : iy->second;
-    return kx < ky;
-  });
+  auto order = in_event_order(batch, apps);
   // The scheduler's own rule (controllers/app_health.hpp), so the two never flip an
   // app's status back and forth during a rollout.
   AppHealthIndex health(after);

@@ -392,25 +392,10 @@ struct Work {
   // Statuses and report totals of every app the batch touched.
   void finish() {
     Readiness r(state);
-    std::set<std::string> touched;
-    for (const auto& i : out.batch.put_instances) touched.insert(app_id(i.tenant, i.app));
-    for (const auto& a : out.batch.put_apps) touched.insert(app_id(a.tenant, a.name));
-    // In the order the apps last changed in the batch (dependencies are placed before
-    // their dependents), so AppReady events follow readiness, not the alphabet.
-    std::unordered_map<std::string, size_t> last_event;
-    for (size_t k = 0; k < out.batch.events.size(); ++k) {
-      const auto& e = out.batch.events[k];
-      if (!e.app.empty()) last_event[app_id(e.tenant, e.app)] = k;
-    }
-    std::vector<std::string> order(touched.begin(), touched.end());
-    std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
-      auto ix = last_event.find(x), iy = last_event.find(y);
-      return (ix == last_event.end() ? 0 : ix->second) < (iy == last_event.end() ? 0 : iy->second);
-    });
-    for (const auto& id : order) {
-      auto slash = id.find('/');
-      set_app_status(id.substr(0, slash), id.substr(slash + 1), r);
-    }
+    std::set<std::pair<std::string, std::string>> touched;
+    for (const auto& i : out.batch.put_instances) touched.insert({i.tenant, i.app});
+    for (const auto& a : out.batch.put_apps) touched.insert({a.tenant, a.name});
+    for (const auto& [tenant, name] : in_event_order(out.batch, touched)) set_app_status(tenant, name, r);
     refresh_reports(out, state);
     // Pending instances of the reported apps as they stand at the end (an instance tried
     // twice is counted once).

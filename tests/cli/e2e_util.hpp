@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -170,6 +171,15 @@ inline nlohmann::json parsed(const RunResult& r) {
   nlohmann::json j;
   REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
   return j;
+}
+
+// The ordinals of `app`'s instances, sorted.
+inline std::vector<int> ordinals(const gaia::ClusterState& st, const std::string& app) {
+  std::vector<int> out;
+  for (const auto& i : st.snapshot.instances)
+    if (i.app == app) out.push_back(i.ordinal);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 inline std::string examples_dir() { return std::string(GAIA_SOURCE_DIR) + "/examples"; }

@@ -41,14 +41,6 @@ std::string service(int replicas, const std::string& cpu, const std::string& ext
                      extra.empty() ? "" : ", " + extra);
 }
 
-std::vector<int> ordinals(const gaia::ClusterState& st, const std::string& app) {
-  std::vector<int> out;
-  for (const auto& i : st.snapshot.instances)
-    if (i.app == app) out.push_back(i.ordinal);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 int running(const gaia::ClusterState& st, const std::string& app) {
   int n = 0;
   for (const auto& i : st.snapshot.instances)

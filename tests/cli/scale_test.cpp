@@ -26,14 +26,6 @@ void refused(const StoreCli& g, const std::vector<std::string>& args, int code, 
   CHECK(g.revision() == before);
 }
 
-std::vector<int> ordinals(const gaia::ClusterState& st, const std::string& app) {
-  std::vector<int> out;
-  for (const auto& i : st.snapshot.instances)
-    if (i.app == app) out.push_back(i.ordinal);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Every kept volume, as "<instance key> <volume> on <node>", sorted.
 std::vector<std::string> kept_volumes(const gaia::ClusterState& st) {
   std::vector<std::string> out;
