@@ -126,6 +126,11 @@ Result<Clock::time_point::duration> parse_duration(std::string_view text) {
     else return bad(fmt::format("unknown unit '{}'", unit));
     total += std::chrono::duration<double>(value * seconds);
   }
+  // Converting a double beyond the clock's range is undefined behaviour (it came out
+  // negative: "18446744073709551615d" meant a retention in the past), and no duration
+  // gaia takes means anything past a century.
+  constexpr double kMaxSeconds = 100.0 * 365 * 86400;
+  if (!(total.count() <= kMaxSeconds)) return bad("that is more than 100 years (36500d)");
   return std::chrono::duration_cast<Clock::time_point::duration>(total);
 }
 

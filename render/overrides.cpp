@@ -5,37 +5,64 @@
 
 #include <charconv>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
+#include "lib/utf8.hpp"
 #include "spec/suggest.hpp"
+#include "spec/yaml_load.hpp"
 
 namespace gaia::render {
 namespace {
 
 using nlohmann::json;
 
-// YAML 1.2 core schema forms (plus JSON's), matched on plain (unquoted) scalars only.
-const std::regex& int_re() {
-  static const std::regex re{R"([-+]?[0-9]+)"};
-  return re;
-}
-const std::regex& float_re() {
-  static const std::regex re{R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)"};
-  return re;
+// The YAML 1.2 core schema's number forms (plus JSON's), matched on plain (unquoted)
+// scalars only: integers [-+]?[0-9]+ and floats [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)
+// ([eE][-+]?[0-9]+)?. Matched by hand: std::regex recurses per character and overflows
+// the stack on a long value.
+enum class NumberForm { None, Integer, Float };
+NumberForm number_form(std::string_view t) {
+  auto digits = [&](size_t& i) {
+    size_t n = 0;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i, ++n;
+    return n;
+  };
+  size_t i = 0;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+  bool is_float = false;
+  size_t whole = digits(i), fraction = 0;
+  if (i < t.size() && t[i] == '.') {
+    is_float = true;
+    ++i;
+    fraction = digits(i);
+  }
+  if (whole == 0 && fraction == 0) return NumberForm::None;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    is_float = true;
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (digits(i) == 0) return NumberForm::None;
+  }
+  if (i != t.size()) return NumberForm::None;
+  return is_float ? NumberForm::Float : NumberForm::Integer;
 }
 
-// A number if `text` reads as one; integers that do not fit int64 become doubles.
-std::optional<json> as_number(const std::string& text) {
-  if (std::regex_match(text, int_re())) {
+// nullopt when `text` is not a number; otherwise the number, or why JSON cannot hold it.
+// Integers that do not fit int64 become doubles.
+std::optional<std::expected<json, std::string>> as_number(const std::string& text) {
+  const NumberForm form = number_form(text);
+  if (form == NumberForm::None) return std::nullopt;
+  const char* first = text.data() + (text[0] == '+' ? 1 : 0);
+  const char* last = text.data() + text.size();
+  if (form == NumberForm::Integer) {
     int64_t v = 0;
-    const char* first = text.data() + (text[0] == '+' ? 1 : 0);
-    auto [p, ec] = std::from_chars(first, text.data() + text.size(), v);
-    if (ec == std::errc() && p == text.data() + text.size()) return json(v);
-    return json(std::stod(text));
+    auto [p, ec] = std::from_chars(first, last, v);
+    if (ec == std::errc() && p == last) return json(v);
   }
-  if (std::regex_match(text, float_re())) return json(std::stod(text));
-  return std::nullopt;
+  double d = 0;
+  auto [p, ec] = std::from_chars(first, last, d);
+  if (ec == std::errc() && p == last) return json(d);
+  return std::unexpected(fmt::format("'{}' is beyond the range of a number (about 1e-308 to 1e308)", text));
 }
 
 Diagnostic yaml_error(const std::string& file, const YAML::Mark& mark, std::string message, std::string hint = {}) {
@@ -64,7 +91,13 @@ void convert(const YAML::Node& node, const std::string& file, const std::string&
       } else if (text == "null" || text == "Null" || text == "NULL" || text == "~") {
         out = nullptr;
       } else if (auto n = as_number(text)) {
-        out = *n;
+        if (*n) {
+          out = **n;
+        } else {
+          errors.push_back(yaml_error(file, node.Mark(), fmt::format("{}: {}", path, n->error()),
+                                      "use a smaller number, or quote it to make it a string"));
+          out = nullptr;
+        }
       } else if (text == ".inf" || text == "-.inf" || text == ".nan" || text == ".NaN" || text == ".Inf") {
         errors.push_back(yaml_error(file, node.Mark(), fmt::format("{}: '{}' has no JSON equivalent", path, text),
                                     "use a finite number, or quote it to make it a string"));
@@ -105,10 +138,18 @@ void convert(const YAML::Node& node, const std::string& file, const std::string&
 
 Result<json> parse_override_value(std::string_view text_view, const std::string& key) {
   const std::string text{text_view};
+  // Values are stored as JSON, which holds only UTF-8 text; a stray byte must be refused
+  // here, where the user can see it, not fail the write of the record later.
+  if (size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
+    return fail(Diagnostic{{"--set"}, key,
+                           fmt::format("the value of '{}' is not UTF-8 text (byte 0x{:02X} at offset {})", key,
+                                       static_cast<unsigned char>(text[bad]), bad),
+                           "check the terminal's or the script's encoding; values must be UTF-8"});
+  }
   if (!text.empty() && (text[0] == '{' || text[0] == '[' || text[0] == '"')) {
     try {
       return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400.
       return fail(Diagnostic{{"--set"}, key, fmt::format("value {} is not valid JSON: {}", text, e.what()),
                              "quote JSON objects for the shell: --set x='{\"a\": 1}'"});
     }
@@ -116,7 +157,10 @@ Result<json> parse_override_value(std::string_view text_view, const std::string&
   if (text == "true") return json(true);
   if (text == "false") return json(false);
   if (text == "null") return json(nullptr);
-  if (auto n = as_number(text)) return *n;
+  if (auto n = as_number(text)) {
+    if (*n) return **n;
+    return fail(Diagnostic{{"--set"}, key, n->error(), "use a smaller number, or quote it to make it a string: '\"...\"'"});
+  }
   return json(text);
 }
 
@@ -127,6 +171,12 @@ Result<json> parse_set(std::string_view arg) {
                            "write --set hdfs.replication=2"});
   }
   const std::string key{arg.substr(0, eq)};
+  if (size_t bad = invalid_utf8_offset(key); bad != std::string::npos) {
+    return fail(Diagnostic{{"--set"}, "",
+                           fmt::format("the key of --set is not UTF-8 text (byte 0x{:02X} at offset {})",
+                                       static_cast<unsigned char>(key[bad]), bad),
+                           "keys are dot-separated parameter names, e.g. hdfs.replication"});
+  }
   std::vector<std::string> segments;
   size_t start = 0;
   while (true) {
@@ -151,7 +201,13 @@ Result<json> parse_set(std::string_view arg) {
 Result<json> yaml_to_json(std::string_view text, const std::string& file) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    std::vector<YAML::Node> docs = spec::load_yaml_documents(text);
+    if (docs.size() > 1) {
+      YAML::Mark m = docs[1].Mark();
+      return fail(yaml_error(file, m, fmt::format("the file holds {} YAML documents: expected one", docs.size()),
+                             "remove the '---' separators and keep a single mapping"));
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& e) {
     return fail(yaml_error(file, e.mark, e.msg, "values files are YAML or JSON mappings"));
   }

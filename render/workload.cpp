@@ -489,7 +489,7 @@ class RoleValidator {
       Port port;
       size_t errors_before = m_diags.size();
       if (const json* name = member(p, "name"); name && name->is_string() &&
-          std::find(m_declared_ports.begin(), m_declared_ports.end(), *name) == m_declared_ports.end())
+          std::find(m_declared_ports.begin(), m_declared_ports.end(), name->get_ref<const std::string&>()) == m_declared_ports.end())
         m_declared_ports.push_back(name->get<std::string>());
       if (auto name = string_field(p, "name", field + ".name")) {
         if (std::string problem = spec::dns_label_problem(*name); !problem.empty())

@@ -2,6 +2,8 @@
 # Installs every Debian package gaia needs to build, test and benchmark.
 # Idempotent: packages already present are skipped, and apt is not touched at all
 # when nothing is missing. Must run as root (or with sudo available) on Debian bookworm.
+#   bash scripts/setup.sh          what the build, the tests and the benchmarks need
+#   bash scripts/setup.sh --fuzz   that, and clang 19 with libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 PACKAGES=(
@@ -23,6 +25,12 @@ PACKAGES=(
   # not needed by gaia and may stay stopped.
   etcd-server
 )
+# The coverage-guided fuzz build (docs/fuzzing.md) needs clang with libFuzzer; clang 19
+# is the first of Debian's clangs that compiles libstdc++ 12's <expected>. The test
+# suite's short fuzz pass does not need it: it runs the same targets built with g++.
+if [ "${1:-}" = "--fuzz" ]; then
+  PACKAGES+=(clang-19 libclang-rt-19-dev)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "spec/suggest.hpp"
+#include "spec/yaml_load.hpp"
 
 namespace gaia::spec {
 namespace {
@@ -72,7 +73,7 @@ class Parser {
     m_out.spec.priority = Priority{};
     std::vector<YAML::Node> docs;
     try {
-      docs = YAML::LoadAll(std::string(text));
+      docs = load_yaml_documents(text);
     } catch (const YAML::Exception& e) {
       Location where{m_file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};
       error(where, "", fmt::format("invalid YAML: {}", e.msg), syntax_hint(text, e.mark.line));

@@ -13,6 +13,7 @@
 #include "lib/selector.hpp"
 #include "spec/app_spec.hpp"
 #include "spec/suggest.hpp"
+#include "spec/yaml_load.hpp"
 
 namespace gaia::spec {
 namespace {
@@ -64,7 +65,7 @@ class Parser {
   Result<ClusterFile> run(std::string_view text) {
     std::vector<YAML::Node> docs;
     try {
-      docs = YAML::LoadAll(std::string(text));
+      docs = load_yaml_documents(text);
     } catch (const YAML::Exception& e) {
       error({m_file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1}, "",
             fmt::format("invalid YAML: {}", e.msg), "check the indentation and quoting around this position");

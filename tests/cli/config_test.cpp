@@ -440,3 +440,19 @@ TEST_CASE("config set of a replica count under a scale override says the overrid
   auto threads = ok(s, {"config", "set", "api.threads=9"});
   CHECK(threads.out.find("override") == std::string::npos);
 }
+
+// Found by fuzzing the override parser: a value that is not UTF-8 reached the store and
+// every write of it failed with an internal error.
+TEST_CASE("config set and submit --set refuse text that is not UTF-8, writing nothing", "[e2e][config][fuzz]") {
+  Scratch s;
+  deploy_chain(s);
+  const int64_t before = store_revision(default_store(s));
+  auto r = expect_exit(s, 2, {"config", "set", "api.threads=caf\xE9"});  // Bad arguments exit 2.
+  CHECK_THAT(r.err, Catch::Contains("not UTF-8 text (byte 0xE9"));
+  CHECK(r.err.find("internal error") == std::string::npos);
+  r = expect_exit(s, 2, {"config", "set", "api.threads=1e400"});
+  CHECK_THAT(r.err, Catch::Contains("beyond the range of a number"));
+  r = expect_exit(s, 1, {"submit", "apps/front", "--set", "threads=\xFF"});
+  CHECK_THAT(r.err, Catch::Contains("not UTF-8 text (byte 0xFF"));
+  CHECK(store_revision(default_store(s)) == before);
+}

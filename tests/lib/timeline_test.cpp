@@ -58,6 +58,18 @@ TEST_CASE("durations are sums of number and unit terms", "[timeline]") {
   CHECK(parse_duration("3w").error().front().message.find("unknown unit 'w'") != std::string::npos);
 }
 
+// Found by fuzzing (fuzz/targets/duration.cpp): "18446744073709551615d" overflowed the
+// conversion and came out negative, a retention or --since in the past.
+TEST_CASE("durations beyond a century are errors, not negative", "[timeline][fuzz]") {
+  CHECK(*parse_duration("36500d") == Duration(std::chrono::hours(24 * 36500)));
+  for (const char* huge : {"36501d", "18446744073709551615d", "99999999999999999999h1s"}) {
+    INFO(huge);
+    auto r = parse_duration(huge);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().front().message.find("more than 100 years") != std::string::npos);
+  }
+}
+
 TEST_CASE("RFC 3339 times parse with fractions and offsets", "[timeline]") {
   CHECK(*parse_rfc3339("2024-01-01T10:00:00Z") == at(2024, 1, 1, 10));
   CHECK(*parse_rfc3339("2024-01-01 10:00:00z") == at(2024, 1, 1, 10));

@@ -140,3 +140,45 @@ TEST_CASE("deep_merge properties", "[overrides]") {
              RC_ASSERT(*parsed == json(n));
            }));
 }
+
+// Found by fuzzing (fuzz/targets/overrides.cpp). Each of these crashed gaia with an
+// internal error: a value JSON cannot hold reached the store (`config set`, `submit
+// --set`), or std::stod threw on a number beyond a double.
+TEST_CASE("overrides JSON cannot hold are errors, not crashes", "[overrides][fuzz]") {
+  for (const std::string& text : {std::string("\xFF"), std::string("caf\xE9"), std::string("\"\xC0\x80\"")}) {
+    auto r = render::parse_override_value(text, "image");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error()[0].path == "image");
+  }
+  CHECK_THAT(render::parse_override_value("\xFF", "k").error()[0].message, Catch::Contains("not UTF-8"));
+  CHECK_FALSE(render::parse_set("ima\xFFge=1").has_value());
+  for (const char* number : {"1e400", "-1e400", "1e-400", "[1e309]"}) {
+    INFO(number);
+    auto r = render::parse_override_value(number, "k");
+    REQUIRE_FALSE(r.has_value());
+  }
+  CHECK_THAT(render::parse_override_value("1e400", "k").error()[0].message, Catch::Contains("beyond the range"));
+  // A long number is read without recursion (std::regex overflowed the stack on it).
+  auto long_number = render::parse_override_value(std::string(200000, '7'), "k");
+  CHECK_FALSE(long_number.has_value());
+  CHECK(render::parse_override_value(std::string(300, '7'), "k")->is_number_float());
+
+  auto values = render::yaml_to_json("a: 1e-400\nb: [1e999]\n", "v.yaml");
+  REQUIRE_FALSE(values.has_value());
+  REQUIRE(values.error().size() == 2);
+  CHECK(values.error()[0].location.line == 1);
+  CHECK(values.error()[1].location.line == 2);
+  values = render::yaml_to_json("image: \"n\xA0\"\n", "v.yaml");
+  REQUIRE_FALSE(values.has_value());
+  CHECK_THAT(values.error()[0].message, Catch::Contains("not UTF-8"));
+  values = render::yaml_to_json(std::string("v: a\0b\n", 7), "v.yaml");
+  REQUIRE_FALSE(values.has_value());
+  CHECK_THAT(values.error()[0].message, Catch::Contains("control character"));
+}
+
+TEST_CASE("a values file with several YAML documents is refused, not cut to the first", "[overrides]") {
+  auto r = render::yaml_to_json("a: 1\n---\nb: 2\n", "v.yaml");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error()[0].location.line == 3);
+  CHECK_THAT(r.error()[0].message, Catch::Contains("2 YAML documents"));
+}

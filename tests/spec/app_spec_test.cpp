@@ -333,3 +333,32 @@ TEST_CASE("load_app_spec reports an unreadable app.yaml", "[appspec]") {
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error()[0].message.starts_with("cannot read app.yaml"));
 }
+
+// Found by fuzzing (fuzz/targets/app_yaml.cpp): yaml-cpp's LoadAll never returned on a
+// stray top-level ',' and filled memory, so `gaia validate` hung on a two-byte app.yaml.
+TEST_CASE("a stray comma at the top of app.yaml is a located error, not a hang", "[appspec][fuzz]") {
+  for (const std::string text : {", ", ",", "name: a\nversion: 1.0.0\n---\n, "}) {
+    INFO(text);
+    auto ds = errors_of(text);
+    REQUIRE_FALSE(ds.empty());
+    CHECK(ds.front().location.line >= 1);
+    CHECK_THAT(ds.front().message, Catch::Contains("invalid YAML"));
+  }
+}
+
+TEST_CASE("app.yaml that is not UTF-8 or holds control characters is refused where the byte is", "[appspec][fuzz]") {
+  auto ds = errors_of("name: a\nversion: 1.0.0\ndescription: caf\xE9\n");
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].location.line == 3);
+  CHECK(ds[0].location.column == 17);
+  CHECK_THAT(ds[0].message, Catch::Contains("not UTF-8") && Catch::Contains("0xE9"));
+
+  ds = errors_of(std::string("name: a\nversion: 1.0.0\ndescription: a\0b\n", 40));
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].location.line == 3);
+  CHECK_THAT(ds[0].message, Catch::Contains("control character 0x00"));
+
+  auto ok = parse_app_yaml("name: a\nversion: 1.0.0\ndescription: \"caf\xC3\xA9 \xE2\x98\x95\"\n", "app.yaml");
+  REQUIRE(ok.has_value());
+  CHECK(ok->description == "caf\xC3\xA9 \xE2\x98\x95");
+}

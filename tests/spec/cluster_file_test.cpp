@@ -177,3 +177,15 @@ TEST_CASE("cluster file: YAML syntax errors and empty files", "[cluster_file]") 
   ds = errors_of("node_groups:\n  - {name: g, count: 3, instance_subnets: 10.0.0.0/23, capacity: {cpu: 1, memory: 1Gi}}\n");
   CHECK(ds[0].message.find("cannot hold 3 /24") != std::string::npos);
 }
+
+// Found by fuzzing (fuzz/targets/cluster_file.cpp): a stray ',' at the top level hung
+// `gaia cluster create -f` in yaml-cpp's LoadAll.
+TEST_CASE("a stray comma in a cluster file is a located error, not a hang", "[cluster-file][fuzz]") {
+  auto ds = errors_of("nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}}\n---\n, \n");
+  REQUIRE_FALSE(ds.empty());
+  CHECK_THAT(ds.front().message, Catch::Contains("invalid YAML"));
+  ds = errors_of("nodes:\n  - name: \"n\xFF\"\n");
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].location.line == 2);
+  CHECK_THAT(ds[0].message, Catch::Contains("not UTF-8"));
+}

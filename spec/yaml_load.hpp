@@ -1,0 +1,23 @@
+#pragma once
+// Loading the YAML files users write (app.yaml, cluster files, values files) into
+// yaml-cpp nodes, guarding against two things yaml-cpp 0.7 does not:
+//  - text that is not UTF-8 or holds control characters (YAML streams are printable
+//    Unicode; what is read is later stored as JSON, which cannot hold the bytes), and
+//  - inputs on which YAML::LoadAll never returns: a stray ',' at the top level ("a, b"
+//    with a leading comma, or ", " alone) makes its parser hand out empty documents
+//    forever without consuming the token, filling memory.
+// Both are reported as YAML::ParserException with the position, so callers handle them
+// like any other syntax error.
+
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace gaia::spec {
+
+// Every document of `text` (none for empty text). Throws YAML::ParserException (a
+// syntax error, non-UTF-8 text, or a token the parser cannot get past).
+std::vector<YAML::Node> load_yaml_documents(std::string_view text);
+
+}  // namespace gaia::spec
