@@ -217,6 +217,21 @@ ApplyPlan plan_apply(const ClusterState& state, const ApplyRequest& req) {
   plan.after = std::move(out.after);
   for (auto& r : out.others) plan.affected.push_back(std::move(r));
 
+  // Secret values of every app of the set, old and new: a dependent that imports a
+  // secret (a password inside a connection string) carries it in its own document, so
+  // its diff hides what its dependency declared secret too.
+  std::vector<std::string> set_secrets;
+  for (const auto& [name, keys] : req.secrets) {
+    std::vector<const json*> documents;
+    for (const auto& a : apps)
+      if (a.record.name == name) documents.push_back(&a.record.document);
+    if (const AppRecord* existing = state.find_app(req.tenant, name)) documents.push_back(&existing->document);
+    auto values = secret_values(name, keys, documents);
+    set_secrets.insert(set_secrets.end(), values.begin(), values.end());
+  }
+  std::sort(set_secrets.begin(), set_secrets.end());
+  set_secrets.erase(std::unique(set_secrets.begin(), set_secrets.end()), set_secrets.end());
+
   std::set<std::string> in_set, outputs_changed;
   for (size_t k = 0; k < apps.size(); ++k) {
     const AppRecord& rec = apps[k].record;
@@ -243,9 +258,7 @@ ApplyPlan plan_apply(const ClusterState& state, const ApplyRequest& req) {
       std::sort(c.rolling.begin(), c.rolling.end());
     }
     if (existing && c.action == "update") {
-      auto keys = req.secrets.count(rec.name) ? req.secrets.at(rec.name) : std::vector<std::string>{};
-      auto secrets = secret_values(rec.name, keys, {&existing->document, &rec.document});
-      c.changes = diff_documents(existing->document, rec.document, secrets, req.show_secrets);
+      c.changes = diff_documents(existing->document, rec.document, set_secrets, req.show_secrets);
       if (existing->workload.outputs != rec.workload.outputs) outputs_changed.insert(rec.name);
     }
     for (const auto& dep : rec.dependencies)

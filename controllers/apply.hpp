@@ -25,8 +25,9 @@ struct ApplyRequest {
   std::string source;                   // Ownership recorded on the apps this apply creates.
   std::vector<AppToDeploy> apps;        // The rendered set, dependencies first.
   std::vector<std::string> reused;      // Running apps of the tenant the set reuses.
-  // App name -> config keys its app.yaml lists under `secrets:`; their values are masked
-  // (lib/secrets.hpp).
+  // App name -> config keys its app.yaml lists under `secrets:`, for the apps of the set
+  // and the running apps of the tenant; their values are masked (lib/secrets.hpp) in
+  // every app's diff, since a dependent may carry a dependency's secret.
   std::map<std::string, std::vector<std::string>> secrets;
   // Keep secret values in the changes (still marked `secret`): `gaia diff --show-secrets`.
   bool show_secrets = false;

@@ -6,6 +6,8 @@
 
 #include "lib/hash.hpp"
 #include "ops/bundle.hpp"
+#include "ops/propagate.hpp"
+#include "ops/secrets.hpp"
 
 namespace gaia::ops {
 
@@ -82,6 +84,13 @@ Result<SetDecision> decide_set(const Workspace& ws, const SetRequest& request) {
   if (!center) return fail(center.error());
   auto set = load_apply_set(request, *source, *loaded, &*center);
   if (!set) return fail(set.error());
+  // The secret keys of the running apps outside the set too: an app of the set may
+  // import a dependency's secret, and its diff must hide it as the dependency's would.
+  const BundleReader bundles = bundle_reader(ws);
+  for (const auto& [id, a] : loaded->apps) {
+    if (a.tenant != set->request.tenant || set->request.secrets.count(a.name)) continue;
+    if (auto keys = app_secret_keys(a, bundles); keys && !keys->empty()) set->request.secrets[a.name] = *keys;
+  }
   SetDecision out;
   out.source = std::move(*source);
   out.plan = plan_apply(*loaded, set->request);

@@ -176,3 +176,33 @@ TEST_CASE("secrets: the secrets. convention needs no app, and unrelated keys sho
   CHECK(ok(s, {"config", "get", "secrets.token", "--show-secrets"}).out == "abc-token-123\n");
   CHECK(ok(s, {"events"}).out.find("abc-token-123") == std::string::npos);
 }
+
+// A dependent that imports a dependency's secret carries it in its own document; its
+// diff hid only the secrets of its own app.yaml, so the dependency's showed in clear.
+TEST_CASE("secrets: a dependent's diff hides the secret it imported from a running dependency", "[e2e][secrets]") {
+  Scratch s;
+  write_web(s);
+  auto write_front = [&](const std::string& env) {
+    write_app(s, "apps/front", "front", "1.0.0", "dependencies:\n  - name: web\n    import: [dsn]\n", "{}\n",
+              "function(config, deps, app) {\n"
+              "  roles: { front: { image: 'front:1', env: { " + env + " },\n"
+              "                    resources: { cpu: '100m', memory: '128Mi' } } },\n"
+              "  outputs: {},\n"
+              "}\n");
+  };
+  write_front("UPSTREAM: deps.web.dsn");
+  ok(s, {"cluster", "create", "--nodes", "1"});
+  ok(s, {"submit", "apps/web"});
+  ok(s, {"config", "set", "web.session_secret=hunter2-first-value"});
+  ok(s, {"submit", "apps/front"});
+
+  // Only front is in the set; web runs and is reused.
+  write_front("UPSTREAM: deps.web.dsn, MIRROR: 'mirror+' + deps.web.dsn");
+  auto diff = expect_exit(s, 2, {"diff", "-f", "apps/front"});
+  for (const auto& clear : kClear) CHECK(diff.out.find(clear) == std::string::npos);
+  CHECK(diff.out.find("spec.roles.front.env.MIRROR: (secret, added)") != std::string::npos);
+  auto diff_json = expect_exit(s, 2, {"diff", "-f", "apps/front", "-o", "json"});
+  check_masked(diff_json, "diff -o json of the dependent");
+  auto shown = expect_exit(s, 2, {"diff", "-f", "apps/front", "--show-secrets"});
+  CHECK(shown.out.find("mirror+redis://web:hunter2-first-value@cache:6379") != std::string::npos);
+}
