@@ -48,6 +48,45 @@ class DocumentStarts : public YAML::EventHandler {
   YAML::Mark m_last = YAML::Mark::null_mark();
 };
 
+// Every value a document holds, aliases followed, at most this many: an alias may refer
+// to its own anchor ("&a [*a]" is a list holding itself, and recursing into it overflowed
+// the stack), or anchors may nest so that a few lines expand to billions of values.
+constexpr size_t kMaxValues = 1'000'000;
+
+// Walks `root` as the rest of gaia will (aliases expanded) and checks what yaml-cpp does
+// not: that the expansion is finite and bounded, and that every scalar is UTF-8. yaml-cpp
+// decodes the escapes \N and \_ of double-quoted scalars to the single bytes 0x85 and
+// 0xA0 instead of their UTF-8 forms.
+void check_values(const YAML::Node& root) {
+  std::vector<YAML::Node> stack{root};
+  size_t visited = 0;
+  while (!stack.empty()) {
+    YAML::Node n = stack.back();
+    stack.pop_back();
+    if (++visited > kMaxValues) {
+      throw YAML::ParserException(
+          n.Mark(), fmt::format("its aliases expand to more than {} values (an alias inside its own anchor, or "
+                                "anchors nested to multiply); write the values out",
+                                kMaxValues));
+    }
+    if (n.IsScalar()) {
+      if (size_t bad = invalid_utf8_offset(n.Scalar()); bad != std::string_view::npos) {
+        throw YAML::ParserException(
+            n.Mark(), fmt::format("the value decodes to a byte that is not UTF-8 (0x{:02X}); yaml-cpp reads the "
+                                  "escapes \\N and \\_ that way: write \\x85 or \\xA0 instead",
+                                  static_cast<unsigned char>(n.Scalar()[bad])));
+      }
+    } else if (n.IsSequence()) {
+      for (const YAML::Node& item : n) stack.push_back(item);
+    } else if (n.IsMap()) {
+      for (const auto& kv : n) {
+        stack.push_back(kv.first);
+        stack.push_back(kv.second);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<YAML::Node> load_yaml_documents(std::string_view text) {
@@ -85,7 +124,9 @@ std::vector<YAML::Node> load_yaml_documents(std::string_view text) {
       previous = m.pos;
     }
   }
-  return YAML::LoadAll(owned);
+  std::vector<YAML::Node> docs = YAML::LoadAll(owned);
+  for (const YAML::Node& d : docs) check_values(d);
+  return docs;
 }
 
 }  // namespace gaia::spec

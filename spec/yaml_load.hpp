@@ -5,7 +5,10 @@
 //    Unicode; what is read is later stored as JSON, which cannot hold the bytes), and
 //  - inputs on which YAML::LoadAll never returns: a stray ',' at the top level ("a, b"
 //    with a leading comma, or ", " alone) makes its parser hand out empty documents
-//    forever without consuming the token, filling memory.
+//    forever without consuming the token, filling memory;
+//  - aliases that refer to their own anchor or multiply ("billion laughs"), which the
+//    code walking the nodes would follow forever; and scalars it decodes to bytes that
+//    are not UTF-8 (the escapes \N and \_).
 // Both are reported as YAML::ParserException with the position, so callers handle them
 // like any other syntax error.
 
@@ -17,7 +20,7 @@
 namespace gaia::spec {
 
 // Every document of `text` (none for empty text). Throws YAML::ParserException (a
-// syntax error, non-UTF-8 text, or a token the parser cannot get past).
+// syntax error, non-UTF-8 text, a token the parser cannot get past, runaway aliases).
 std::vector<YAML::Node> load_yaml_documents(std::string_view text);
 
 }  // namespace gaia::spec

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fuzz/check.hpp"
+#include "lib/utf8.hpp"
 #include "spec/app_spec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -29,6 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = gaia::semver::parse_version(version);
   GAIA_FUZZ_CHECK(again && gaia::semver::compare(*again, spec->version) == 0,
                   fmt::format("version {:?} does not read back", version));
+  // Everything an app record stores from app.yaml is JSON text, so UTF-8.
+  for (const std::string& text : {spec->description, spec->name})
+    GAIA_FUZZ_CHECK(gaia::invalid_utf8_offset(text) == std::string_view::npos, fmt::format("accepted text {:?} is not UTF-8", text));
+  for (const auto& list : {spec->outputs, spec->secrets})
+    for (const std::string& text : list)
+      GAIA_FUZZ_CHECK(gaia::invalid_utf8_offset(text) == std::string_view::npos,
+                      fmt::format("accepted text {:?} is not UTF-8", text));
   for (const gaia::spec::Dependency& d : spec->dependencies) {
     GAIA_FUZZ_CHECK(gaia::spec::is_dns_label(d.name), fmt::format("accepted dependency name {:?}", d.name));
     GAIA_FUZZ_CHECK(!d.alias.empty(), fmt::format("dependency {} has no alias", d.name));

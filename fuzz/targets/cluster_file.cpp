@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fuzz/check.hpp"
+#include "lib/codec.hpp"
 #include "spec/cluster_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,6 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         n.capacity.disk_bytes >= 0,
                     fmt::format("node {} has a negative capacity", n.name));
   }
+  // What cluster create stores must be writable as JSON (UTF-8 only).
+  for (const gaia::Node& n : cluster.nodes) (void)nlohmann::json(n).dump();
+  for (const gaia::Tenant& t : cluster.tenants) (void)nlohmann::json(t).dump();
   bool has_default = false;
   for (const gaia::Tenant& t : cluster.tenants) has_default = has_default || t.name == "default";
   GAIA_FUZZ_CHECK(has_default, "an accepted cluster without the default tenant");

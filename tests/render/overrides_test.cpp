@@ -2,6 +2,7 @@
 // the check that overrides name real parameters.
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <rapidcheck.h>
 
 #include "render/overrides.hpp"
@@ -181,4 +182,37 @@ TEST_CASE("a values file with several YAML documents is refused, not cut to the 
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error()[0].location.line == 3);
   CHECK_THAT(r.error()[0].message, Catch::Contains("2 YAML documents"));
+}
+
+// Found by libFuzzer (fuzz/targets/overrides.cpp): an alias inside its own anchor made
+// the conversion recurse until the stack overflowed (a segfault of `gaia submit
+// --values`), nested anchors could expand a few lines to billions of values, and
+// yaml-cpp decodes the escapes \N and \_ to bytes that are not UTF-8, which crashed the
+// store write.
+TEST_CASE("values files with runaway aliases or escapes yaml-cpp decodes wrongly are errors", "[overrides][fuzz]") {
+  for (const char* cyclic : {"a: &x [*x]\n", "a: &x {b: *x}\n"}) {
+    INFO(cyclic);
+    auto r = render::yaml_to_json(cyclic, "v.yaml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error()[0].message, Catch::Contains("aliases expand to more than"));
+  }
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c)
+    laughs += fmt::format("{}: &{} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n", c, c,
+                          fmt::arg("p", static_cast<char>(c - 1)));
+  auto r = render::yaml_to_json(laughs, "v.yaml");
+  REQUIRE_FALSE(r.has_value());
+  CHECK_THAT(r.error()[0].message, Catch::Contains("aliases expand"));
+  // Shared anchors within bounds still work.
+  auto shared = render::yaml_to_json("base: &b {cpu: 1}\nweb: *b\napi: *b\n", "v.yaml");
+  REQUIRE(shared.has_value());
+  CHECK((*shared)["api"]["cpu"] == 1);
+
+  r = render::yaml_to_json("motd: \"line\\Nnext\"\n", "v.yaml");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error()[0].location.line == 1);
+  CHECK_THAT(r.error()[0].message, Catch::Contains("write \\x85 or \\xA0"));
+  auto fine = render::yaml_to_json("motd: \"line\\x85next\\xA0\"\n", "v.yaml");
+  REQUIRE(fine.has_value());
+  CHECK((*fine)["motd"] == "line\xC2\x85next\xC2\xA0");
 }
