@@ -250,13 +250,19 @@ TEST_CASE("kubernetes: an API server restart in the middle of a submit converges
   server->restart(std::chrono::milliseconds(700));
   int code = guard.wait();
   if (code != 0) f.expect(0, {"controller", "run", "--once"});  // Converges on the next pass if the submit gave up.
-  CHECK(eventually([&] {
+  std::string not_running;  // What is still not running, to show if it never converges.
+  bool converged = eventually([&] {
     f.gaia({"controller", "run", "--once"});
     ClusterState st = load_state(f.store);
+    not_running.clear();
     for (const auto& i : st.snapshot.instances)
-      if (i.state != InstanceState::Running) return false;
-    return true;
-  }, std::chrono::milliseconds(30000)));
+      if (i.state != InstanceState::Running)
+        not_running += fmt::format("{} {} node={} reason={}\n", i.key(), nlohmann::json(i.state).dump(), i.node,
+                                   i.pending_reason);
+    return not_running.empty();
+  }, std::chrono::milliseconds(30000));
+  INFO("not running:\n" << not_running << "controller run:\n" << f.gaia({"controller", "run", "--once"}).out);
+  CHECK(converged);
   ClusterState st = load_state(f.store);
   std::map<std::string, int> pods_per_instance;
   for (const auto& p : f.live_pods()) ++pods_per_instance[label(p, "gaia.io/instance")];
