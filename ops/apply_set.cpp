@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "lib/hash.hpp"
 #include "ops/bundle.hpp"
@@ -57,9 +58,43 @@ std::string resolution_fingerprint(const ClusterState& state, const std::string&
 Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& source, const ClusterState& state,
                                 const StoreConfigSource* center, const RenderInputs* inputs) {
   const std::string& tenant = request.tenant;
-  auto running = running_apps(state, tenant);
-  auto sub = inputs ? prepare_submission(tenant, request.paths, *inputs, request.render.cache_dir, running, center)
-                    : prepare_submission(SubmitRequest{tenant, request.paths, request.render}, running, center);
+  auto prepare = [&](const InMemoryRunningApps& running) {
+    return inputs ? prepare_submission(tenant, request.paths, *inputs, request.render.cache_dir, running, center)
+                  : prepare_submission(SubmitRequest{tenant, request.paths, request.render}, running, center);
+  };
+  auto sub = prepare(running_apps(state, tenant));
+  if (!sub && request.prune) {
+    // The ranges of apps this --prune is about to delete must not hold back the set ("drop
+    // the old consumer, move its dependency up" in one apply). Resolve again without the
+    // source's apps that nothing outside the source uses: each of them is either in the
+    // new set, deployed from its spec (whose ranges then hold), or pruned. The ones an
+    // app of another source depends on are kept by the prune, so their ranges still
+    // count. Only when the set does not resolve with them: otherwise nothing changes.
+    std::set<std::string> dropped, kept;
+    std::vector<std::string> frontier;
+    for (const auto& [id, a] : state.apps) {
+      if (a.tenant != tenant) continue;
+      if (a.source == source) {
+        dropped.insert(a.name);
+      } else {
+        frontier.insert(frontier.end(), a.dependencies.begin(), a.dependencies.end());
+      }
+    }
+    while (!frontier.empty()) {
+      std::string name = std::move(frontier.back());
+      frontier.pop_back();
+      if (!dropped.erase(name)) continue;
+      kept.insert(name);
+      if (const AppRecord* a = state.find_app(tenant, name))
+        frontier.insert(frontier.end(), a->dependencies.begin(), a->dependencies.end());
+    }
+    if (!dropped.empty()) {
+      InMemoryRunningApps running;
+      for (const auto& [id, a] : state.apps)
+        if (a.tenant == tenant && !dropped.count(a.name)) running.add(running_app_of(a));
+      if (auto retry = prepare(running)) sub = std::move(retry);
+    }
+  }
   if (!sub) return fail(sub.error());
   ApplySet set;
   set.fingerprint = resolution_fingerprint(state, tenant);

@@ -105,3 +105,62 @@ TEST_CASE("shared dependencies: an update keeps a gaia scale count and says so",
   auto both = s.gaia({"--store", store, "scale", "hdfs/datanode", "--reset", "--replicas", "2"});
   CHECK(both.code == 2);
 }
+
+// The ranges of an app that `apply --prune` is about to delete held back the set: a
+// pipeline replacing its old job by a new one needing a newer hdfs was refused, naming
+// the very job it was pruning. The ranges of an app another source depends on still
+// count, since the prune keeps it.
+TEST_CASE("shared dependencies: apply --prune may move what only the pruned apps held back", "[e2e][apply][resolve]") {
+  Scratch s;
+  write_catalog(s);
+  write_app(s, "set1/oldjob", "oldjob", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
+            main_with("worker", 1));
+  write_app(s, "set2/hbase", "hbase", "2.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.2\"\n", "{}\n",
+            main_with("regionserver", 1));
+  std::string store = store_path(s);
+  ok(s, {"--store", store, "cluster", "create", "--nodes", "4", "--cpu", "8", "--memory", "32Gi"});
+  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set1", "--source", "ci"});
+  REQUIRE(load_state(store).find_app("default", "hdfs")->version == "5.1.0");
+
+  // Without --prune oldjob stays, and its ~5.1 still refuses the move.
+  auto refused = s.gaia({"--store", store, "--repo", "repo", "apply", "-f", "set2", "--source", "ci"});
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find("oldjob@1.0.0 (running) requires ~5.1") != std::string::npos);
+  CHECK(load_state(store).find_app("default", "hdfs")->version == "5.1.0");
+
+  // With --prune oldjob goes, so hdfs moves to 5.2.0 under hbase.
+  auto diff = s.gaia({"--store", store, "--repo", "repo", "diff", "-f", "set2", "--source", "ci", "--prune"});
+  INFO(diff.out << diff.err);
+  CHECK(diff.code == 2);
+  CHECK(diff.out.find("- oldjob 1.0.0  prune") != std::string::npos);
+  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set2", "--source", "ci", "--prune"});
+  auto st = load_state(store);
+  CHECK(st.find_app("default", "oldjob") == nullptr);
+  REQUIRE(st.find_app("default", "hdfs"));
+  CHECK(st.find_app("default", "hdfs")->version == "5.2.0");
+  REQUIRE(st.find_app("default", "hbase"));
+}
+
+TEST_CASE("shared dependencies: apply --prune still honours what another source's app requires", "[e2e][apply][resolve]") {
+  Scratch s;
+  write_catalog(s);
+  write_app(s, "set1/oldjob", "oldjob", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
+            main_with("worker", 1));
+  write_app(s, "set2/hbase", "hbase", "2.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.2\"\n", "{}\n",
+            main_with("regionserver", 1));
+  std::string store = store_path(s);
+  ok(s, {"--store", store, "cluster", "create", "--nodes", "4", "--cpu", "8", "--memory", "32Gi"});
+  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set1", "--source", "ci"});
+  // Another team's job, submitted by hand, runs on the same hdfs 5.1.0.
+  write_app(s, "team/report", "report", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
+            main_with("worker", 1));
+  ok(s, {"--store", store, "--repo", "repo", "submit", "team/report"});
+  int64_t before = store_revision(store);
+  auto refused = s.gaia({"--store", store, "--repo", "repo", "apply", "-f", "set2", "--source", "ci", "--prune"});
+  INFO(refused.out << refused.err);
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find("report@1.0.0 (running) requires ~5.1") != std::string::npos);
+  CHECK(store_revision(store) == before);
+  CHECK(load_state(store).find_app("default", "hdfs")->version == "5.1.0");
+  CHECK(load_state(store).find_app("default", "oldjob") != nullptr);
+}
