@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -38,8 +40,14 @@ namespace fs = std::filesystem;
 std::vector<uint8_t> g_current;
 char g_artifact[4096] = "crash-input";
 char g_corpus_file[4096] = "";  // Set while a corpus input runs: it reproduces from its own file.
+volatile sig_atomic_t g_in_run = 0;  // Whether a failure belongs to an input (or to the driver).
 
 void write_artifact_and_die(const char* why) {
+  if (!g_in_run) {
+    const char* parts[] = {"fuzz: ", why, " in the driver, outside any input\n"};
+    for (const char* p : parts) (void)!::write(2, p, std::strlen(p));
+    return;
+  }
   if (g_corpus_file[0] != '\0') {
     const char* parts[] = {"fuzz: ", why, " on the corpus input ", g_corpus_file, "\n"};
     for (const char* p : parts) (void)!::write(2, p, std::strlen(p));
@@ -59,10 +67,38 @@ void write_artifact_and_die(const char* why) {
   for (const char* p : parts) (void)!::write(2, p, std::strlen(p));
 }
 
+// Fixed names: strsignal() is not async-signal-safe.
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "a segmentation fault (SIGSEGV; a stack overflow too)";
+    case SIGABRT: return "an abort (SIGABRT: a broken invariant or a failed assertion)";
+    case SIGFPE: return "an arithmetic fault (SIGFPE)";
+    case SIGBUS: return "a bus error (SIGBUS)";
+    case SIGILL: return "an illegal instruction (SIGILL)";
+    case SIGALRM: return "an input ran past --timeout";
+    default: return "a fatal signal";
+  }
+}
+
 void on_signal(int sig) {
-  write_artifact_and_die(sig == SIGALRM ? "an input ran past --timeout" : strsignal(sig));
+  write_artifact_and_die(signal_name(sig));
   ::signal(sig == SIGALRM ? SIGABRT : sig, SIG_DFL);
   ::raise(sig == SIGALRM ? SIGABRT : sig);
+}
+
+// The handlers run on a stack of their own, so a stack overflow (unbounded recursion
+// is a typical parser bug) still leaves its input behind.
+void install_handlers() {
+  static std::vector<char> alt_stack(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = alt_stack.data();
+  ss.ss_size = alt_stack.size();
+  ::sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_ONSTACK;
+  ::sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL, SIGALRM}) ::sigaction(sig, &sa, nullptr);
 }
 
 void on_terminate() {
@@ -112,8 +148,9 @@ std::vector<std::string> read_dict(const std::string& path) {
     for (size_t i = open + 1; i < close; ++i) {
       if (line[i] == '\\' && i + 1 < close) {
         char c = line[++i];
-        if (c == 'x' && i + 2 < close) {
-          token += static_cast<char>(std::stoi(line.substr(i + 1, 2), nullptr, 16));
+        auto hex = [](char h) { return std::isxdigit(static_cast<unsigned char>(h)) != 0; };
+        if (c == 'x' && i + 2 < close && hex(line[i + 1]) && hex(line[i + 2])) {
+          token += static_cast<char>(std::strtol(line.substr(i + 1, 2).c_str(), nullptr, 16));
           i += 2;
         } else if (c == 'n') {
           token += '\n';
@@ -235,9 +272,11 @@ int usage(const char* argv0, const std::string& problem) {
 
 void run_one(const std::vector<uint8_t>& input, unsigned timeout) {
   g_current = input;
+  g_in_run = true;
   ::alarm(timeout);
   LLVMFuzzerTestOneInput(g_current.data(), g_current.size());
   ::alarm(0);
+  g_in_run = false;
 }
 
 }  // namespace
@@ -280,7 +319,7 @@ int main(int argc, char** argv) {
   fs::create_directories(o.artifact_dir);
   std::string artifact = (fs::path(o.artifact_dir) / (fs::path(argv[0]).filename().string() + "-crash")).string();
   std::snprintf(g_artifact, sizeof g_artifact, "%s", artifact.c_str());
-  for (int sig : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL, SIGALRM}) ::signal(sig, on_signal);
+  install_handlers();
   std::set_terminate(on_terminate);
 
   const auto start = std::chrono::steady_clock::now();

@@ -55,6 +55,21 @@ std::string resolution_fingerprint(const ClusterState& state, const std::string&
   return h.hex();
 }
 
+namespace {
+
+// The secret keys of the tenant's running apps outside the set too: an app of the set
+// may import a dependency's secret (a password inside a connection string), and its diff
+// must hide it as the dependency's own would. A reused dependency has no spec in the
+// plan, so its keys come from its recorded bundle.
+void add_running_secret_keys(ApplySet& set, const ClusterState& state, const BundleReader& bundles) {
+  for (const auto& [id, a] : state.apps) {
+    if (a.tenant != set.request.tenant || set.request.secrets.count(a.name)) continue;
+    if (auto keys = app_secret_keys(a, bundles); keys && !keys->empty()) set.request.secrets[a.name] = *keys;
+  }
+}
+
+}  // namespace
+
 Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& source, const ClusterState& state,
                                 const StoreConfigSource* center, const RenderInputs* inputs) {
   const std::string& tenant = request.tenant;
@@ -65,11 +80,13 @@ Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& so
   auto sub = prepare(running_apps(state, tenant));
   if (!sub && request.prune) {
     // The ranges of apps this --prune is about to delete must not hold back the set ("drop
-    // the old consumer, move its dependency up" in one apply). Resolve again without the
-    // source's apps that nothing outside the source uses: each of them is either in the
-    // new set, deployed from its spec (whose ranges then hold), or pruned. The ones an
-    // app of another source depends on are kept by the prune, so their ranges still
-    // count. Only when the set does not resolve with them: otherwise nothing changes.
+    // the old consumer, move its dependency up" in one apply). Resolve again with the
+    // source's apps that nothing outside the source uses still running (so they are
+    // reused as before where they fit) but accepting any version of their dependencies:
+    // each of them is then either deployed from its spec (whose ranges hold), reused
+    // (only if the plan still satisfies its ranges, checked below), or pruned. The ones
+    // an app of another source depends on are kept by the prune, so their ranges count.
+    // Only when the set does not resolve as it is: otherwise nothing changes.
     std::set<std::string> dropped, kept;
     std::vector<std::string> frontier;
     for (const auto& [id, a] : state.apps) {
@@ -90,9 +107,36 @@ Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& so
     }
     if (!dropped.empty()) {
       InMemoryRunningApps running;
-      for (const auto& [id, a] : state.apps)
-        if (a.tenant == tenant && !dropped.count(a.name)) running.add(running_app_of(a));
-      if (auto retry = prepare(running)) sub = std::move(retry);
+      for (const auto& [id, a] : state.apps) {
+        if (a.tenant != tenant) continue;
+        RunningApp r = running_app_of(a);
+        if (dropped.count(a.name)) {
+          // "*": any released version. Ranges are kept non-empty on purpose: an app
+          // without them has its ranges read from the repository (records older than
+          // ranges), which would bring them back.
+          r.dependency_ranges.clear();
+          for (const auto& dep : a.dependencies) r.dependency_ranges.push_back({dep, "*"});
+        }
+        running.add(std::move(r));
+      }
+      auto retry = prepare(running);
+      // A dropped app the new plan reuses keeps running as it is, so it must still get
+      // what it asked for; otherwise the first answer (the refusal) stands.
+      auto still_satisfied = [&](const spec::Plan& plan) {
+        for (const spec::PlanNode& n : plan.nodes) {
+          if (n.action != spec::Action::Reuse || !dropped.count(n.name)) continue;
+          const AppRecord* a = state.find_app(tenant, n.name);
+          if (!a) continue;
+          for (const RunningRequirement& req : a->dependency_ranges) {
+            auto range = semver::Range::parse(req.range);
+            auto dep = plan.find(req.name);
+            if (!range || !dep) continue;
+            if (!range->satisfies(plan.nodes[*dep].version)) return false;
+          }
+        }
+        return true;
+      };
+      if (retry && still_satisfied((*retry)->plan)) sub = std::move(retry);
     }
   }
   if (!sub) return fail(sub.error());
@@ -119,13 +163,7 @@ Result<SetDecision> decide_set(const Workspace& ws, const SetRequest& request) {
   if (!center) return fail(center.error());
   auto set = load_apply_set(request, *source, *loaded, &*center);
   if (!set) return fail(set.error());
-  // The secret keys of the running apps outside the set too: an app of the set may
-  // import a dependency's secret, and its diff must hide it as the dependency's would.
-  const BundleReader bundles = bundle_reader(ws);
-  for (const auto& [id, a] : loaded->apps) {
-    if (a.tenant != set->request.tenant || set->request.secrets.count(a.name)) continue;
-    if (auto keys = app_secret_keys(a, bundles); keys && !keys->empty()) set->request.secrets[a.name] = *keys;
-  }
+  add_running_secret_keys(*set, *loaded, bundle_reader(ws));
   SetDecision out;
   out.source = std::move(*source);
   out.plan = plan_apply(*loaded, set->request);
@@ -170,6 +208,8 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
   if (!center) return fail(center.error());
   auto set = load_apply_set(request, *source, *loaded, &*center);
   if (!set) return fail(set.error());
+  const BundleReader bundles = bundle_reader(ws);
+  add_running_secret_keys(*set, *loaded, bundles);
 
   Applied applied{{}, set->request.tenant, *source, *loaded, std::nullopt};
   if (options.dry_run) {
@@ -189,6 +229,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
       auto again = load_apply_set(request, *source, st, &*center, &inputs);
       if (!again) return fail(again.error());
       *set = std::move(*again);
+      add_running_secret_keys(*set, st, bundles);
     }
     applied.plan = plan_apply(st, set->request);
     attach_bundles(st, set->request.apps, set->submission->bundles, applied.plan.batch);

@@ -202,6 +202,9 @@ Result<json> yaml_to_json(std::string_view text, const std::string& file) {
   YAML::Node root;
   try {
     std::vector<YAML::Node> docs = spec::load_yaml_documents(text);
+    // Generated YAML often ends with a separator ("a: 1\n---\n"): an empty last document
+    // holds nothing to lose.
+    while (docs.size() > 1 && docs.back().IsNull()) docs.pop_back();
     if (docs.size() > 1) {
       YAML::Mark m = docs[1].Mark();
       return fail(yaml_error(file, m, fmt::format("the file holds {} YAML documents: expected one", docs.size()),

@@ -65,8 +65,8 @@ void check_values(const YAML::Node& root) {
     stack.pop_back();
     if (++visited > kMaxValues) {
       throw YAML::ParserException(
-          n.Mark(), fmt::format("its aliases expand to more than {} values (an alias inside its own anchor, or "
-                                "anchors nested to multiply); write the values out",
+          n.Mark(), fmt::format("the file holds more than {} values with its aliases expanded (an alias inside "
+                                "its own anchor, or anchors nested to multiply); write the values out",
                                 kMaxValues));
     }
     if (n.IsScalar()) {
@@ -96,8 +96,8 @@ std::vector<YAML::Node> load_yaml_documents(std::string_view text) {
         fmt::format("the text is not UTF-8 (byte 0x{:02X}); save the file as UTF-8",
                     static_cast<unsigned char>(text[bad])));
   }
-  // YAML allows no control characters but tab and line breaks; yaml-cpp does not refuse
-  // them, and turns a NUL into bytes that are not UTF-8.
+  // YAML allows no C0 control characters but tab and line breaks; yaml-cpp does not
+  // refuse them, and turns a NUL into bytes that are not UTF-8.
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {

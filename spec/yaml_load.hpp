@@ -9,8 +9,9 @@
 //  - aliases that refer to their own anchor or multiply ("billion laughs"), which the
 //    code walking the nodes would follow forever; and scalars it decodes to bytes that
 //    are not UTF-8 (the escapes \N and \_).
-// Both are reported as YAML::ParserException with the position, so callers handle them
-// like any other syntax error.
+// All are reported as YAML::ParserException with the position, so callers handle them
+// like any other syntax error. UTF-16 and UTF-32 files (which yaml-cpp would decode from
+// their byte order mark) are refused as not UTF-8: gaia reads UTF-8 only.
 
 #include <string_view>
 #include <vector>

@@ -205,4 +205,13 @@ TEST_CASE("secrets: a dependent's diff hides the secret it imported from a runni
   check_masked(diff_json, "diff -o json of the dependent");
   auto shown = expect_exit(s, 2, {"diff", "-f", "apps/front", "--show-secrets"});
   CHECK(shown.out.find("mirror+redis://web:hunter2-first-value@cache:6379") != std::string::npos);
+  // apply prints the same plan, dry run or not.
+  for (const auto& args : {std::vector<std::string>{"apply", "-f", "apps/front", "--dry-run"},
+                           std::vector<std::string>{"apply", "-f", "apps/front", "--dry-run", "-o", "json"},
+                           std::vector<std::string>{"apply", "-f", "apps/front"}}) {
+    auto r = ok(s, args);
+    INFO(r.out);
+    for (const auto& clear : kClear) CHECK(r.out.find(clear) == std::string::npos);
+    CHECK(r.out.find("MIRROR") != std::string::npos);
+  }
 }
