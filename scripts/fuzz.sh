@@ -3,8 +3,8 @@
 #   bash scripts/fuzz.sh                      every target, 1,000,000 runs each
 #   bash scripts/fuzz.sh --runs N TARGET...   the named targets (app_yaml, semver, ...)
 #   bash scripts/fuzz.sh --seconds T          each target for T seconds instead
-#   bash scripts/fuzz.sh --merge              afterwards, add the inputs that found new
-#                                             coverage to fuzz/corpus/ (minimised)
+#   bash scripts/fuzz.sh --merge              afterwards, replace fuzz/corpus/ by the
+#                                             smallest set covering it and the new finds
 # Installs clang 19 and libFuzzer when missing (scripts/setup.sh --fuzz), builds the
 # targets with AddressSanitizer and UndefinedBehaviorSanitizer into build-fuzz/ (or
 # $GAIA_FUZZ_BUILD_DIR), and runs each from its checked-in corpus. New corpus inputs go
@@ -62,7 +62,14 @@ for t in "${TARGETS[@]}"; do
   grep -E "^(#[0-9]+ +DONE|Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" \
     "$BUILD/$t.log" || true
   if [ "$MERGE" = 1 ]; then
-    "$BUILD/fuzz/fuzz_$t" -merge=1 -timeout=10 -max_len=4096 "$ROOT/fuzz/corpus/$t" "$work" 2>>"$BUILD/$t.log"
+    # The smallest set of inputs covering every feature of the old corpus and the new
+    # finds; regress-* inputs (a bug's reproducer, named) are kept whatever they cover.
+    merged="$BUILD/merged/$t"
+    rm -rf "$merged" && mkdir -p "$merged"
+    "$BUILD/fuzz/fuzz_$t" -set_cover_merge=1 -timeout=10 -max_len=4096 "$merged" "$ROOT/fuzz/corpus/$t" "$work" \
+      2>>"$BUILD/$t.log"
+    find "$ROOT/fuzz/corpus/$t" -type f ! -name 'regress-*' -delete
+    cp "$merged"/* "$ROOT/fuzz/corpus/$t/"
     echo "fuzz: $t corpus now $(ls "$ROOT/fuzz/corpus/$t" | wc -l) inputs"
   fi
 done
