@@ -300,8 +300,9 @@ TEST_CASE("wait returns when a copy ends, and times out when nothing happens", "
   fx.await_phase(spec, CopyPhase::Running);
   // The supervisor may still be writing what it reports about the start (a busy machine
   // delays it past await_phase): let those wakes pass, bounded, before timing the quiet.
-  for (int k = 0; k < 20 && fx.backend().wait(100ms); ++k) {
-  }
+  // Each wake is observed, as the controller loop does: wait() reports a change until an
+  // observation has read it, so without that it would never fall quiet.
+  for (int k = 0; k < 20 && fx.backend().wait(100ms); ++k) (void)fx.backend().observe(now_ms());
   auto t0 = std::chrono::steady_clock::now();
   CHECK_FALSE(fx.backend().wait(300ms));
   CHECK(std::chrono::steady_clock::now() - t0 >= 300ms);
