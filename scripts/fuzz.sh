@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --runs) RUNS="$2"; shift 2 ;;
     --seconds) SECONDS_EACH="$2"; shift 2 ;;
     --merge) MERGE=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
     *)
       if [[ ! " ${ALL[*]} " == *" $1 "* ]]; then
