@@ -225,6 +225,24 @@ BackendResult<Observation> KubeBackend::observe(int64_t) {
     nodes = std::move(*n);
     pods = std::move(*p);
   }
+  // A pod whose create answer was lost (an API server restart between create and bind)
+  // stays ours and unbound: the controller sees its copy starting and never starts it
+  // again, so it would wait forever. Bind it to the node gaia chose for it, which the pod
+  // carries; a bind racing a start's own is answered 409 and changes nothing.
+  for (const auto& p : pods) {
+    const json& meta = p.value("metadata", json::object());
+    if (!p.value("spec", json::object()).value("nodeName", "").empty()) continue;
+    if (meta.value("labels", json::object()).value(k_label_owner, "") != m_options.owner) continue;
+    const std::string node = meta.value("annotations", json::object()).value(k_annotation_node, "");
+    const std::string name = meta.value("name", "");
+    if (node.empty() || name.empty() || meta.contains("deletionTimestamp")) continue;
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", name}, {"namespace", m_options.namespace_name}}},
+                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    (void)m_client->create(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", m_options.namespace_name, name),
+                           binding);
+  }
   Observation obs;
   obs.inventory.emplace();
   for (const auto& n : nodes) {
