@@ -16,6 +16,7 @@
 #include "lib/timeline.hpp"
 #include "ops/center_changes.hpp"
 #include "ops/propagate.hpp"
+#include "lib/utf8.hpp"
 #include "render/overrides.hpp"
 #include "spec/suggest.hpp"
 
@@ -173,12 +174,22 @@ int run_set(const Globals& g, const ConfigArgs& a) {
   std::vector<ConfigEdit> edits;
   for (const auto& [k, text] : pairs) {
     if (a.as_string) {
+      // Stored as a JSON string, which holds only UTF-8.
+      if (std::string problem = utf8_problem(text); !problem.empty()) {
+        errors.push_back(Diagnostic{{}, k, fmt::format("the value of '{}' is {}", k, problem),
+                                    "check the terminal's or the script's encoding; values must be UTF-8"});
+        continue;
+      }
       edits.push_back(ConfigEdit{k, json(text)});
       continue;
     }
     auto v = render::parse_override_value(text, k);
     if (!v) {
-      errors.insert(errors.end(), v.error().begin(), v.error().end());
+      // The parser names --set as where the value came from; here it is this command's.
+      for (Diagnostic d : v.error()) {
+        d.location = {};
+        errors.push_back(std::move(d));
+      }
       continue;
     }
     edits.push_back(ConfigEdit{k, *v});

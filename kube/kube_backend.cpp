@@ -225,24 +225,11 @@ BackendResult<Observation> KubeBackend::observe(int64_t) {
     nodes = std::move(*n);
     pods = std::move(*p);
   }
-  // A pod whose create answer was lost (an API server restart between create and bind)
-  // stays ours and unbound: the controller sees its copy starting and never starts it
-  // again, so it would wait forever. Bind it to the node gaia chose for it, which the pod
-  // carries; a bind racing a start's own is answered 409 and changes nothing.
-  for (const auto& p : pods) {
-    const json& meta = p.value("metadata", json::object());
-    if (!p.value("spec", json::object()).value("nodeName", "").empty()) continue;
-    if (meta.value("labels", json::object()).value(k_label_owner, "") != m_options.owner) continue;
-    const std::string node = meta.value("annotations", json::object()).value(k_annotation_node, "");
-    const std::string name = meta.value("name", "");
-    if (node.empty() || name.empty() || meta.contains("deletionTimestamp")) continue;
-    json binding = {{"apiVersion", "v1"},
-                    {"kind", "Binding"},
-                    {"metadata", {{"name", name}, {"namespace", m_options.namespace_name}}},
-                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  // A pod whose create answer was lost would wait forever (pods_to_bind): bind it to the
+  // node gaia chose. A bind racing a start's own is answered 409 and changes nothing.
+  for (const auto& [name, node] : pods_to_bind(pods, m_options.owner))
     (void)m_client->create(fmt::format("/api/v1/namespaces/{}/pods/{}/binding", m_options.namespace_name, name),
-                           binding);
-  }
+                           pod_binding(name, m_options.namespace_name, node));
   Observation obs;
   obs.inventory.emplace();
   for (const auto& n : nodes) {
@@ -310,10 +297,7 @@ std::optional<BackendError> KubeBackend::start_one(const StartSpec& s, int64_t n
     return backend_error(created.error(), "creating pod " + name);
   }
   const std::string& node = s.instance.node;
-  json binding = {{"apiVersion", "v1"},
-                  {"kind", "Binding"},
-                  {"metadata", {{"name", name}, {"namespace", m_options.namespace_name}}},
-                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  const json binding = pod_binding(name, m_options.namespace_name, node);
   // A 409 on a binding means the pod is bound already (by an earlier try whose answer
   // was lost) or the write raced another; read the pod and decide on what it says.
   for (int attempt = 0;; ++attempt) {

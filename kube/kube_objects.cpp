@@ -210,6 +210,26 @@ std::vector<json> supporting_objects(const StartSpec& s, const PodOptions& o) {
   return out;
 }
 
+json pod_binding(const std::string& name, const std::string& namespace_name, const std::string& node) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Binding"},
+          {"metadata", {{"name", name}, {"namespace", namespace_name}}},
+          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+}
+
+std::vector<std::pair<std::string, std::string>> pods_to_bind(const std::vector<json>& pods, const std::string& owner) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const json& p : pods) {
+    const json& meta = p.value("metadata", json::object());
+    if (!str(p.value("spec", json::object()), "nodeName").empty() || meta.contains("deletionTimestamp")) continue;
+    if (label_of(p, k_label_owner) != owner) continue;
+    std::string node = str(meta.value("annotations", json::object()), k_annotation_node);
+    std::string name = str(meta, "name");
+    if (!node.empty() && !name.empty()) out.emplace_back(std::move(name), std::move(node));
+  }
+  return out;
+}
+
 std::optional<ObservedCopy> copy_of_pod(const json& pod) {
   std::string instance = label_of(pod, k_label_instance);
   std::string generation = label_of(pod, k_label_generation);

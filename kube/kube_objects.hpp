@@ -61,6 +61,16 @@ std::vector<nlohmann::json> supporting_objects(const StartSpec& s, const PodOpti
 
 // A pod of gaia's as a copy; nothing for a pod without gaia's labels.
 std::optional<ObservedCopy> copy_of_pod(const nlohmann::json& pod);
+
+// The Binding that places pod `name` on `node` (POSTed to the pod's binding subresource).
+nlohmann::json pod_binding(const std::string& name, const std::string& namespace_name, const std::string& node);
+
+// A pod waiting for a binding that will never come: one whose create answer was lost (an
+// API server restart between create and bind), so the controller sees its copy starting
+// and never starts it again. Of `pods`, the ones `owner` created that are unbound, not
+// being deleted, and carry the node gaia chose for them: (pod name, node).
+std::vector<std::pair<std::string, std::string>> pods_to_bind(const std::vector<nlohmann::json>& pods,
+                                                              const std::string& owner);
 InventoryNode inventory_of_node(const nlohmann::json& node);
 
 // An API timestamp (RFC 3339, lib/timeline.hpp) in milliseconds since the epoch; 0 when

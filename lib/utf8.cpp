@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include <fmt/format.h>
+
 namespace gaia {
 
 size_t invalid_utf8_offset(std::string_view text) {
@@ -36,6 +38,12 @@ size_t invalid_utf8_offset(std::string_view text) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+std::string utf8_problem(std::string_view text) {
+  const size_t bad = invalid_utf8_offset(text);
+  if (bad == std::string_view::npos) return "";
+  return fmt::format("not UTF-8 text (byte 0x{:02X} at offset {})", static_cast<unsigned char>(text[bad]), bad);
 }
 
 }  // namespace gaia

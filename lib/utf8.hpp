@@ -5,6 +5,7 @@
 // it is refused where the user typed it, with its position.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace gaia {
@@ -12,5 +13,9 @@ namespace gaia {
 // The offset of the first byte that does not belong to well-formed UTF-8 (RFC 3629: no
 // overlong forms, no surrogates, nothing above U+10FFFF), or npos when the text is valid.
 size_t invalid_utf8_offset(std::string_view text);
+
+// "" for valid UTF-8, else what is wrong and where, for a message about a value a user
+// typed: "not UTF-8 text (byte 0xE9 at offset 3)".
+std::string utf8_problem(std::string_view text);
 
 }  // namespace gaia

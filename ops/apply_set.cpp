@@ -70,6 +70,57 @@ void add_running_secret_keys(ApplySet& set, const ClusterState& state, const Bun
 
 }  // namespace
 
+std::set<std::string> prune_released(const ClusterState& state, const std::string& tenant,
+                                     const std::string& source) {
+  std::set<std::string> released;
+  std::vector<std::string> used;  // Apps another source's apps depend on, transitively.
+  for (const auto& [id, a] : state.apps) {
+    if (a.tenant != tenant) continue;
+    if (a.source == source) released.insert(a.name);
+    else used.insert(used.end(), a.dependencies.begin(), a.dependencies.end());
+  }
+  while (!used.empty()) {
+    std::string name = std::move(used.back());
+    used.pop_back();
+    if (!released.erase(name)) continue;
+    if (const AppRecord* a = state.find_app(tenant, name))
+      used.insert(used.end(), a->dependencies.begin(), a->dependencies.end());
+  }
+  return released;
+}
+
+InMemoryRunningApps running_apps_releasing(const ClusterState& state, const std::string& tenant,
+                                           const std::set<std::string>& released) {
+  InMemoryRunningApps out;
+  for (const auto& [id, a] : state.apps) {
+    if (a.tenant != tenant) continue;
+    RunningApp r = running_app_of(a);
+    if (released.count(a.name)) {
+      // Kept non-empty on purpose: an app without ranges has them read from the
+      // repository (records older than ranges), which would bring them back.
+      r.dependency_ranges.clear();
+      for (const auto& dep : a.dependencies) r.dependency_ranges.push_back({dep, "*"});
+    }
+    out.add(std::move(r));
+  }
+  return out;
+}
+
+bool released_ranges_hold(const spec::Plan& plan, const ClusterState& state, const std::string& tenant,
+                          const std::set<std::string>& released) {
+  for (const spec::PlanNode& n : plan.nodes) {
+    const AppRecord* a = n.action == spec::Action::Reuse && released.count(n.name) ? state.find_app(tenant, n.name)
+                                                                                    : nullptr;
+    if (!a) continue;
+    for (const RunningRequirement& req : a->dependency_ranges) {
+      auto range = semver::Range::parse(req.range);
+      auto dep = plan.find(req.name);
+      if (range && dep && !range->satisfies(plan.nodes[*dep].version)) return false;
+    }
+  }
+  return true;
+}
+
 Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& source, const ClusterState& state,
                                 const StoreConfigSource* center, const RenderInputs* inputs) {
   const std::string& tenant = request.tenant;
@@ -80,63 +131,12 @@ Result<ApplySet> load_apply_set(const SetRequest& request, const std::string& so
   auto sub = prepare(running_apps(state, tenant));
   if (!sub && request.prune) {
     // The ranges of apps this --prune is about to delete must not hold back the set ("drop
-    // the old consumer, move its dependency up" in one apply). Resolve again with the
-    // source's apps that nothing outside the source uses still running (so they are
-    // reused as before where they fit) but accepting any version of their dependencies:
-    // each of them is then either deployed from its spec (whose ranges hold), reused
-    // (only if the plan still satisfies its ranges, checked below), or pruned. The ones
-    // an app of another source depends on are kept by the prune, so their ranges count.
-    // Only when the set does not resolve as it is: otherwise nothing changes.
-    std::set<std::string> dropped, kept;
-    std::vector<std::string> frontier;
-    for (const auto& [id, a] : state.apps) {
-      if (a.tenant != tenant) continue;
-      if (a.source == source) {
-        dropped.insert(a.name);
-      } else {
-        frontier.insert(frontier.end(), a.dependencies.begin(), a.dependencies.end());
-      }
-    }
-    while (!frontier.empty()) {
-      std::string name = std::move(frontier.back());
-      frontier.pop_back();
-      if (!dropped.erase(name)) continue;
-      kept.insert(name);
-      if (const AppRecord* a = state.find_app(tenant, name))
-        frontier.insert(frontier.end(), a->dependencies.begin(), a->dependencies.end());
-    }
-    if (!dropped.empty()) {
-      InMemoryRunningApps running;
-      for (const auto& [id, a] : state.apps) {
-        if (a.tenant != tenant) continue;
-        RunningApp r = running_app_of(a);
-        if (dropped.count(a.name)) {
-          // "*": any released version. Ranges are kept non-empty on purpose: an app
-          // without them has its ranges read from the repository (records older than
-          // ranges), which would bring them back.
-          r.dependency_ranges.clear();
-          for (const auto& dep : a.dependencies) r.dependency_ranges.push_back({dep, "*"});
-        }
-        running.add(std::move(r));
-      }
-      auto retry = prepare(running);
-      // A dropped app the new plan reuses keeps running as it is, so it must still get
-      // what it asked for; otherwise the first answer (the refusal) stands.
-      auto still_satisfied = [&](const spec::Plan& plan) {
-        for (const spec::PlanNode& n : plan.nodes) {
-          if (n.action != spec::Action::Reuse || !dropped.count(n.name)) continue;
-          const AppRecord* a = state.find_app(tenant, n.name);
-          if (!a) continue;
-          for (const RunningRequirement& req : a->dependency_ranges) {
-            auto range = semver::Range::parse(req.range);
-            auto dep = plan.find(req.name);
-            if (!range || !dep) continue;
-            if (!range->satisfies(plan.nodes[*dep].version)) return false;
-          }
-        }
-        return true;
-      };
-      if (retry && still_satisfied((*retry)->plan)) sub = std::move(retry);
+    // the old consumer, move its dependency up" in one apply). Only when the set does not
+    // resolve as it is: otherwise nothing changes.
+    const std::set<std::string> released = prune_released(state, tenant, source);
+    if (!released.empty()) {
+      auto retry = prepare(running_apps_releasing(state, tenant, released));
+      if (retry && released_ranges_hold((*retry)->plan, state, tenant, released)) sub = std::move(retry);
     }
   }
   if (!sub) return fail(sub.error());

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,23 @@ InMemoryRunningApps running_apps(const ClusterState& state, const std::string& t
 // A digest of what resolution read from `state` (names, versions, outputs, readiness of
 // the tenant's apps): when it differs at commit time, the set is resolved again.
 std::string resolution_fingerprint(const ClusterState& state, const std::string& tenant);
+
+// What `apply --prune` lets go of when the set does not resolve as it is: the apps of
+// `source` in `tenant` that no app of another source depends on (directly or through
+// them). Each is then deployed again from its spec, reused, or pruned; the others are
+// kept by the prune, so their ranges still count.
+std::set<std::string> prune_released(const ClusterState& state, const std::string& tenant,
+                                     const std::string& source);
+
+// running_apps, with each app of `released` accepting any released version ("*") of its
+// dependencies: still a candidate for reuse where it fits, no longer holding the set back.
+InMemoryRunningApps running_apps_releasing(const ClusterState& state, const std::string& tenant,
+                                           const std::set<std::string>& released);
+
+// Whether every app of `released` that `plan` reuses (keeps running as it is) still gets
+// what its recorded ranges ask of the versions the plan chose.
+bool released_ranges_hold(const spec::Plan& plan, const ClusterState& state, const std::string& tenant,
+                          const std::set<std::string>& released);
 
 struct ApplySet {
   std::unique_ptr<Submission> submission;

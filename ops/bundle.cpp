@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "lib/hash.hpp"
+#include "lib/utf8.hpp"
 #include "render/renderer.hpp"
 #include "render/sandbox.hpp"
 
@@ -30,29 +31,6 @@ std::optional<std::string> read_file(const fs::path& p) {
   ss << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return ss.str();
-}
-
-// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-// U+10FFFF), i.e. whether it can be a JSON string as it is.
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    // Continuation bytes after the lead byte: 0 (ASCII), 1, 2 or 3; a stray
-    // continuation byte or 0xf8.. never leads.
-    size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 4;
-    if (n == 4 || i + n >= s.size()) return false;
-    uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1f) : n == 2 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; k <= n; ++k) {
-      auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3f);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
-    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 constexpr std::string_view k_b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -135,8 +113,11 @@ size_t Bundle::content_bytes() const {
 
 std::string bundle_json(const Bundle& bundle) {
   json files = json::object();
-  for (const auto& [path, content] : bundle.files)
-    files[path] = valid_utf8(content) ? json{{"text", content}} : json{{"base64", base64_encode(content)}};
+  for (const auto& [path, content] : bundle.files) {
+    // Text that is well-formed UTF-8 can be a JSON string as it is; anything else is base64.
+    const bool text = invalid_utf8_offset(content) == std::string_view::npos;
+    files[path] = text ? json{{"text", content}} : json{{"base64", base64_encode(content)}};
+  }
   json j{{"format", k_bundle_format}, {"app_dir", bundle.app_dir}, {"jpaths", bundle.jpaths}, {"files", std::move(files)}};
   return j.dump();
 }

@@ -140,10 +140,8 @@ Result<json> parse_override_value(std::string_view text_view, const std::string&
   const std::string text{text_view};
   // Values are stored as JSON, which holds only UTF-8 text; a stray byte must be refused
   // here, where the user can see it, not fail the write of the record later.
-  if (size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
-    return fail(Diagnostic{{"--set"}, key,
-                           fmt::format("the value of '{}' is not UTF-8 text (byte 0x{:02X} at offset {})", key,
-                                       static_cast<unsigned char>(text[bad]), bad),
+  if (std::string problem = utf8_problem(text); !problem.empty()) {
+    return fail(Diagnostic{{"--set"}, key, fmt::format("the value of '{}' is {}", key, problem),
                            "check the terminal's or the script's encoding; values must be UTF-8"});
   }
   if (!text.empty() && (text[0] == '{' || text[0] == '[' || text[0] == '"')) {
@@ -171,10 +169,8 @@ Result<json> parse_set(std::string_view arg) {
                            "write --set hdfs.replication=2"});
   }
   const std::string key{arg.substr(0, eq)};
-  if (size_t bad = invalid_utf8_offset(key); bad != std::string::npos) {
-    return fail(Diagnostic{{"--set"}, "",
-                           fmt::format("the key of --set is not UTF-8 text (byte 0x{:02X} at offset {})",
-                                       static_cast<unsigned char>(key[bad]), bad),
+  if (std::string problem = utf8_problem(key); !problem.empty()) {
+    return fail(Diagnostic{{"--set"}, "", fmt::format("the key of --set is {}", problem),
                            "keys are dot-separated parameter names, e.g. hdfs.replication"});
   }
   std::vector<std::string> segments;

@@ -450,6 +450,9 @@ TEST_CASE("config set and submit --set refuse text that is not UTF-8, writing no
   auto r = expect_exit(s, 2, {"config", "set", "api.threads=caf\xE9"});  // Bad arguments exit 2.
   CHECK_THAT(r.err, Catch::Contains("not UTF-8 text (byte 0xE9"));
   CHECK(r.err.find("internal error") == std::string::npos);
+  CHECK(r.err.find("--set") == std::string::npos);  // The value came from config set, not --set.
+  r = expect_exit(s, 2, {"config", "set", "--string", "api.threads=caf\xE9"});
+  CHECK_THAT(r.err, Catch::Contains("not UTF-8 text (byte 0xE9"));
   r = expect_exit(s, 2, {"config", "set", "api.threads=1e400"});
   CHECK_THAT(r.err, Catch::Contains("beyond the range of a number"));
   r = expect_exit(s, 1, {"submit", "apps/front", "--set", "threads=\xFF"});

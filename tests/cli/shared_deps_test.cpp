@@ -31,6 +31,20 @@ void write_catalog(const Scratch& s) {
             main_with("worker", 1));
 }
 
+// Two pipeline sets of source "ci": set1 holds oldjob (on hdfs ~5.1), set2 hbase (on
+// ~5.2). Applies set1, so hdfs 5.1.0 runs, and returns the store.
+std::string apply_old_set(const Scratch& s) {
+  write_catalog(s);
+  write_app(s, "set1/oldjob", "oldjob", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
+            main_with("worker", 1));
+  write_app(s, "set2/hbase", "hbase", "2.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.2\"\n", "{}\n",
+            main_with("regionserver", 1));
+  std::string store = store_path(s);
+  ok(s, {"--store", store, "cluster", "create", "--nodes", "4", "--cpu", "8", "--memory", "32Gi"});
+  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set1", "--source", "ci"});
+  return store;
+}
+
 }  // namespace
 
 TEST_CASE("shared dependencies: a submit that would roll hdfs back under hbase is refused, nothing written",
@@ -112,14 +126,7 @@ TEST_CASE("shared dependencies: an update keeps a gaia scale count and says so",
 // count, since the prune keeps it.
 TEST_CASE("shared dependencies: apply --prune may move what only the pruned apps held back", "[e2e][apply][resolve]") {
   Scratch s;
-  write_catalog(s);
-  write_app(s, "set1/oldjob", "oldjob", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
-            main_with("worker", 1));
-  write_app(s, "set2/hbase", "hbase", "2.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.2\"\n", "{}\n",
-            main_with("regionserver", 1));
-  std::string store = store_path(s);
-  ok(s, {"--store", store, "cluster", "create", "--nodes", "4", "--cpu", "8", "--memory", "32Gi"});
-  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set1", "--source", "ci"});
+  const std::string store = apply_old_set(s);
   REQUIRE(load_state(store).find_app("default", "hdfs")->version == "5.1.0");
 
   // Without --prune oldjob stays, and its ~5.1 still refuses the move.
@@ -143,14 +150,7 @@ TEST_CASE("shared dependencies: apply --prune may move what only the pruned apps
 
 TEST_CASE("shared dependencies: apply --prune still honours what another source's app requires", "[e2e][apply][resolve]") {
   Scratch s;
-  write_catalog(s);
-  write_app(s, "set1/oldjob", "oldjob", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
-            main_with("worker", 1));
-  write_app(s, "set2/hbase", "hbase", "2.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.2\"\n", "{}\n",
-            main_with("regionserver", 1));
-  std::string store = store_path(s);
-  ok(s, {"--store", store, "cluster", "create", "--nodes", "4", "--cpu", "8", "--memory", "32Gi"});
-  ok(s, {"--store", store, "--repo", "repo", "apply", "-f", "set1", "--source", "ci"});
+  const std::string store = apply_old_set(s);
   // Another team's job, submitted by hand, runs on the same hdfs 5.1.0.
   write_app(s, "team/report", "report", "1.0.0", "dependencies:\n  - name: hdfs\n    version: \"~5.1\"\n", "{}\n",
             main_with("worker", 1));

@@ -125,3 +125,29 @@ TEST_CASE("kube objects: nodes become inventory with topology, capacity and heal
   CHECK(inv.not_ready_since_ms == 1'795'514'400'000);
   CHECK(time_ms("not a time") == 0);
 }
+
+// A pod whose create answer was lost in an API server restart stayed unbound forever
+// (the controller saw its copy starting); the backend binds such pods on observe.
+TEST_CASE("kube objects: only this store's unbound pods with a chosen node are bound on observe", "[kube]") {
+  auto pod = pod_manifest(start_spec(), PodOptions{"ns", "gaia-owner", "gaia"});
+  REQUIRE(pod);
+  json bound = *pod;
+  bound["spec"]["nodeName"] = "n1";
+  json others = *pod;
+  others["metadata"]["name"] = "theirs";
+  others["metadata"]["labels"]["gaia.io/owner"] = "another-store";
+  json deleting = *pod;
+  deleting["metadata"]["name"] = "going";
+  deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  json no_node = *pod;
+  no_node["metadata"]["name"] = "nowhere";
+  no_node["metadata"]["annotations"].erase("gaia.io/node");
+  auto todo = pods_to_bind({*pod, bound, others, deleting, no_node}, "gaia-owner");
+  REQUIRE(todo.size() == 1);
+  CHECK(todo[0] == std::pair<std::string, std::string>{"web-api-2-g3", "n1"});
+
+  json binding = pod_binding("web-api-2-g3", "ns", "n1");
+  CHECK(binding["kind"] == "Binding");
+  CHECK(binding["metadata"]["namespace"] == "ns");
+  CHECK(binding["target"]["name"] == "n1");
+}
