@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "cli/context.hpp"
 #include "cli/render_flags.hpp"
+#include "lib/config_center.hpp"
+#include "ops/render_inputs.hpp"
 #include "ops/loader.hpp"
 #include "spec/plan_format.hpp"
 
@@ -23,19 +26,30 @@ struct DepsArgs {
   RenderFlags flags;
 };
 
-// The apps of the tenant running in the context's store. A store file that does not
-// exist yet (no `gaia cluster create` so far) runs nothing, so `deps` keeps working on a
-// machine without a cluster; any other failure to open the store is reported.
-Result<std::vector<RunningApp>> context_running_apps(const Globals& g) {
+// What the context's store says: the apps of the tenant running there, and its config
+// and label centers (for the `when:` of dependencies). A store file that does not exist
+// yet (no `gaia cluster create` so far) runs nothing and has empty centers, so `deps`
+// keeps working on a machine without a cluster; any other failure to open the store is
+// reported.
+struct ContextView {
+  std::vector<RunningApp> running;
+  std::optional<StoreConfigSource> centers;
+};
+Result<ContextView> context_view(const Globals& g, bool want_running) {
   auto context = resolve_context(g);
   if (!context) return fail(context.error());
   if (auto where = parse_store_location(context->store); where && where->kind == StoreLocation::Kind::File) {
     std::error_code ec;
-    if (!std::filesystem::exists(where->file, ec)) return std::vector<RunningApp>{};
+    if (!std::filesystem::exists(where->file, ec)) return ContextView{};
   }
   auto session = open_session(g);
   if (!session) return fail(session.error());
-  return (*session)->state->list(g.tenant);
+  ContextView out;
+  if (want_running) out.running = (*session)->state->list(g.tenant);
+  auto centers = StoreConfigSource::load(*(*session)->store);
+  if (!centers) return fail(centers.error());
+  out.centers = std::move(*centers);
+  return out;
 }
 
 int run_deps(const Globals& g, const DepsArgs& a) {
@@ -80,17 +94,20 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   // The running apps come from --running when given, else from the context's store, as
   // `gaia plan` and `gaia submit` read them: otherwise deps would say "deploy" for a
   // dependency that plan reuses.
-  std::vector<RunningApp> running_apps;
+  auto view = context_view(g, a.flags.running_file.empty());
+  if (!view) return report(g, view.error());
+  std::vector<RunningApp> running_apps = std::move(view->running);
   if (!a.flags.running_file.empty()) {
     auto running = ops::load_running(a.flags.running_file);
     if (!running) return report(g, running.error());
     running_apps = running->list(g.tenant);
-  } else if (auto from_store = context_running_apps(g); !from_store) {
-    return report(g, from_store.error());
-  } else {
-    running_apps = std::move(*from_store);
   }
-  auto plan = spec::resolve(root_ptrs, *repo, running_apps, g.tenant);
+  // Conditional dependencies are decided as plan and submit decide them: on the config
+  // with --set/--values over the roots and the store's centers.
+  auto inputs = ops::load_render_inputs(a.flags.settings(g));
+  if (!inputs) return report(g, inputs.error());
+  auto options = ops::chain_options(*inputs, g.tenant, view->centers ? &*view->centers : nullptr);
+  auto plan = spec::resolve(root_ptrs, *repo, running_apps, g.tenant, ops::config_evaluator(options));
   if (!plan) return report(g, plan.error());
 
   if (!a.reverse.empty()) {
@@ -150,6 +167,13 @@ void register_deps(CLI::App& app, Globals& g, int* code) {
   cmd->add_flag("--ascii", a->ascii, "Draw the tree with ASCII characters only");
   cmd->add_option("--reverse", a->reverse, "List the apps that depend on NAME (in the plan, or the whole repository)")
       ->type_name("NAME");
+  cmd->add_option("--set", a->flags.sets,
+                  "Override a parameter of the given apps: key=value; decides the `when:` of their dependencies")
+      ->type_name("KEY=VALUE");
+  cmd->add_option("--values", a->flags.values, "YAML or JSON file of parameter overrides; repeatable")->type_name("FILE");
+  cmd->add_option("--config-file", a->flags.config_file,
+                  "YAML/JSON file with config-center keys (config:) and labels (labels:)")
+      ->type_name("FILE");
   cmd->add_option("--running", a->flags.running_file,
                   "YAML/JSON list of apps to treat as running, instead of the context's apps (name, version, outputs)")
       ->type_name("FILE");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "controllers/lifecycle.hpp"
 #include "controllers/propagation.hpp"
 #include "controllers/replicas.hpp"
 #include "cli/cluster_view.hpp"
@@ -308,16 +309,19 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
       auto scaled = scale_of(r);
       roles.push_back({{"name", r.name}, {"kind", r.kind}, {"replicas", desired_replicas(*a, r)},
                        {"spec_replicas", r.replicas}, {"scale_override", scaled ? json(*scaled) : json(nullptr)},
-                       {"resources", json(r.resources)}, {"priority", r.priority.to_string()}, {"image", r.image}});
+                       {"resources", json(r.resources)}, {"limits", json(r.limit())},
+                       {"qos_class", r.burstable() ? "Burstable" : "Guaranteed"}, {"after", r.after},
+                       {"priority", r.priority.to_string()}, {"image", r.image}});
     }
     for (const auto& v : reads)
       read_list.push_back({{"kind", v.read->kind}, {"key", v.read->key}, {"value", v.value}, {"defaulted", v.read->defaulted},
                            {"revision", v.read->revision}, {"status", v.status}});
     int64_t now_ms = millis(now);
+    StartGates gates(state);
     for (const Instance* i : instances)
       inst.push_back({{"name", i->key()}, {"role", i->role}, {"node", i->node},
                       {"state", std::string(instance_state_name(i->state))}, {"address", i->address},
-                      {"reason", instance_reason(*i, now_ms)}});
+                      {"reason", instance_reason(*i, now_ms, &gates)}});
     json j = {{"name", a->name},
               {"tenant", a->tenant},
               {"version", a->version},
@@ -370,16 +374,24 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   field_lines("Dependencies", dep_lines);
   field_lines("Dependents", dependent_lines);
   Table roles({"ROLE", "KIND", "REPLICAS", "CPU", "MEMORY", "GPU", "DISK", "PRIORITY", "IMAGE"});
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides, order;
+  // A Burstable role shows REQUEST/LIMIT where the two differ.
+  auto cell = [](int64_t request, int64_t limit, auto format) {
+    return request == limit ? format(request) : fmt::format("{}/{}", format(request), format(limit));
+  };
   for (const auto& r : a->workload.roles) {
     auto scaled = scale_of(r);
+    Resources lim = r.limit();
     roles.add_row({r.name, r.kind, std::to_string(desired_replicas(*a, r)) + (scaled ? " (scaled)" : ""),
-                   format_cpu(r.resources.cpu_millis), format_bytes(r.resources.memory_bytes),
-                   std::to_string(r.resources.gpu), format_bytes(r.resources.disk_bytes), r.priority.to_string(),
+                   cell(r.resources.cpu_millis, lim.cpu_millis, format_cpu),
+                   cell(r.resources.memory_bytes, lim.memory_bytes, format_bytes), std::to_string(r.resources.gpu),
+                   cell(r.resources.disk_bytes, lim.disk_bytes, format_bytes), r.priority.to_string(),
                    r.image.empty() ? "-" : r.image});
+    if (!r.after.empty()) order.push_back(fmt::format("{} starts after {}", r.name, fmt::join(r.after, ", ")));
     if (scaled) overrides.push_back(fmt::format("{}: {} replicas (the spec says {})", r.name, *scaled, r.replicas));
   }
   section("Roles", roles);
+  if (!order.empty()) field_lines("Start order", order);
   field_lines("Scale overrides", overrides);
   std::vector<std::string> output_lines;
   if (outputs.is_object())
@@ -391,9 +403,10 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
                         v.read->defaulted ? "-" : std::to_string(v.read->revision), v.status});
   section("Config reads", read_table);
   Table inst({"NAME", "ROLE", "NODE", "STATE", "ADDRESS", "REASON"});
+  StartGates gates(state);
   for (const Instance* i : instances)
     inst.add_row({i->key(), i->role, i->node.empty() ? "-" : i->node, std::string(instance_state_name(i->state)),
-                  i->address.empty() ? "-" : i->address, instance_reason(*i, millis(now))});
+                  i->address.empty() ? "-" : i->address, instance_reason(*i, millis(now), &gates)});
   section(fmt::format("Instances ({})", inst.rows()), inst);
   print_events(events, now);
   return k_ok;
@@ -412,6 +425,7 @@ struct InstanceStatus {
 InstanceStatus instance_status(const ClusterState& state, const Instance& i, int64_t now_ms) {
   InstanceStatus s;
   if (!i.pending_reason.empty()) s.reason = i.pending_reason;
+  else if (i.state == InstanceState::Placed) s.reason = StartGates(state).reason(i);
   if (i.state != InstanceState::Failed) return s;
   if (s.reason.empty()) s.reason = i.failure.empty() ? "failed" : i.failure;
   const AppRecord* app = state.find_app(i.tenant, i.app);
@@ -476,6 +490,8 @@ int describe_instance(const Globals& g, Session& session, const ClusterState& st
   field("Address", i->address.empty() ? "<none>" : i->address);
   field("Priority", i->priority.to_string());
   field("Requests", resources_text(i->request));
+  field("Limits", i->limit ? resources_text(*i->limit) : "the requests");
+  field("QoS class", i->limit ? "Burstable" : "Guaranteed");
   if (i->reservation) field("Reservation", resources_text(*i->reservation));
   if (i->usage) field("Usage", resources_text(*i->usage) + (i->throttled ? " (cpu throttled)" : ""));
   // A restarted instance keeps its last failure; a failed one shows it as its Reason.

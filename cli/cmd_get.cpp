@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "controllers/lifecycle.hpp"
 #include "cli/cluster_view.hpp"
 #include "cli/context.hpp"
 #include "cli/interrupt.hpp"
@@ -211,10 +212,11 @@ Listing get_instances(const ClusterState& state, const GetArgs& a, const std::ve
     out.text = structured_text(items, a.output);
     return out;
   }
+  StartGates gates(state);
   for (const Instance* i : list) {
     std::vector<std::string> row = {i->key(), i->app, i->role, i->node.empty() ? "-" : i->node,
                                     std::string(instance_state_name(i->state)), i->address.empty() ? "-" : i->address,
-                                    instance_reason(*i, now_ms)};
+                                    instance_reason(*i, now_ms, &gates)};
     if (a.all_tenants) row.insert(row.begin(), i->tenant);
     if (wide) {
       std::vector<std::string> ports;

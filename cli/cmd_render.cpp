@@ -32,12 +32,15 @@ int run_render(const Globals& g, const RenderArgs& a) {
   if (!repo) return report(g, repo.error());
   auto running = ops::load_running(a.flags.running_file);
   if (!running) return report(g, running.error());
-  auto plan = spec::resolve({&*root}, *repo, running->list(g.tenant), g.tenant);
-  if (!plan) return report(g, plan.error());
   auto settings = a.flags.settings(g);
   auto inputs = ops::load_render_inputs(settings);
+  // Conditions of dependencies are decided on the config the inputs give; spec errors
+  // are still reported first.
+  auto options = inputs ? ops::chain_options(*inputs, g.tenant) : render::ChainOptions{};
+  auto plan = spec::resolve({&*root}, *repo, running->list(g.tenant), g.tenant,
+                            inputs ? ops::config_evaluator(options) : spec::ConfigEvaluator{});
+  if (!plan) return report(g, plan.error());
   if (!inputs) return report(g, inputs.error());
-  auto options = ops::chain_options(*inputs, g.tenant);
   auto cache = ops::open_render_cache(settings.cache_dir);
   auto chain = render::render_chain(*plan, options, cache.get());
   if (!chain) return report(g, chain.error());

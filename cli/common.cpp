@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include "controllers/lifecycle.hpp"
+
 #include "lib/timeline.hpp"
 #include "spec/app_spec.hpp"
 
@@ -181,8 +183,10 @@ Result<std::chrono::milliseconds> positive_duration(const std::string& flag, con
   return ms;
 }
 
-std::string instance_reason(const Instance& i, int64_t now_ms) {
+std::string instance_reason(const Instance& i, int64_t now_ms, const StartGates* gates) {
   if (!i.pending_reason.empty()) return i.pending_reason;
+  if (gates && i.state == InstanceState::Placed)
+    if (std::string why = gates->reason(i); !why.empty()) return why;
   if (i.state != InstanceState::Failed || i.failure.empty()) return "-";
   if (i.restart_at_ms > now_ms)
     return fmt::format("{}; restarts in {}s", i.failure, (i.restart_at_ms - now_ms + 999) / 1000);

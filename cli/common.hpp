@@ -13,6 +13,10 @@
 #include "lib/cluster.hpp"
 #include "lib/error.hpp"
 
+namespace gaia {
+class StartGates;  // controllers/lifecycle.hpp
+}
+
 namespace gaia::cli {
 
 // Exit codes, documented in docs/cli.md.
@@ -121,9 +125,10 @@ void register_label(CLI::App& app, Globals& g, int* code);
 void register_sim(CLI::App& app, Globals& g, int* code);
 // `gaia store check|backup|restore` (cmd_store.cpp).
 void register_store(CLI::App& app, Globals& g, int* code);
-// The REASON column of an instance: why it waits, or why it failed (with the next
-// restart when one is due), "-" when there is nothing to say.
-std::string instance_reason(const Instance& i, int64_t now_ms);
+// The REASON column of an instance: why it waits (for a node, or, when `gates` is given,
+// bound but held back by its start gates), or why it failed (with the next restart when
+// one is due), "-" when there is nothing to say.
+std::string instance_reason(const Instance& i, int64_t now_ms, const StartGates* gates = nullptr);
 
 // `gaia controller options` and its older name `gaia sim options` (cmd_sim.cpp).
 void register_controller_options(CLI::App* parent, Globals& g, int* code);

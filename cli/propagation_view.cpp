@@ -75,6 +75,9 @@ std::string format_propagation(const Globals& g, const ops::ChangeOutcome& o) {
                     : a.to_roll > 0     ? fmt::format("re-render, roll out {} instance(s)", a.to_roll)
                                         : "re-render";
     if (a.outputs_changed) e += "; outputs change";
+    if (!a.deps_added.empty()) e += fmt::format("; now depends on {}", fmt::join(a.deps_added, ", "));
+    if (!a.deps_removed.empty())
+      e += fmt::format("; no longer depends on {} (it keeps running)", fmt::join(a.deps_removed, ", "));
     return e;
   };
   // Secret values are masked (lib/secrets.hpp): the impact chain is no place to show them.
@@ -148,6 +151,8 @@ nlohmann::json propagation_json(const ops::ChangeOutcome& o) {
                     {"roles_changed", a.roles_changed},
                     {"to_roll", a.to_roll},
                     {"scale_wins", a.scale_wins},
+                    {"dependencies_added", a.deps_added},
+                    {"dependencies_removed", a.deps_removed},
                     {"old_hash", a.old_hash},
                     {"new_hash", a.new_hash}});
   }

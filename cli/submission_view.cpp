@@ -97,7 +97,12 @@ nlohmann::json outcome_json(const ops::Submission& s, const SubmitOutcome& out, 
   for (const auto& r : out.apps) apps.push_back(report_json(r, terms));
   for (const auto& r : out.others) others.push_back(report_json(r, terms));
   for (const auto& r : s.reused) reused.push_back({{"name", r.name}, {"version", r.version}, {"ready", r.ready}});
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& n : s.plan.nodes)
+    for (const auto& k : n.skipped)
+      skipped.push_back({{"app", n.name}, {"dependency", k.name}, {"when", k.condition}, {"because", k.value}});
   return {{"tenant", s.tenant},
+          {"skipped_dependencies", skipped},
           {"dry_run", view.dry_run},
           {"changed", out.changed()},
           {"apps", apps},
@@ -129,6 +134,14 @@ std::string format_outcome(const Globals& g, const ops::Submission& s, const Sub
   for (const auto& r : out.others)
     apps.add_row({r.name, r.version.empty() ? "-" : r.version, r.action, std::to_string(r.instances), app_state(r)});
   text += apps.render(table_options_for(stdout));
+  std::vector<std::string> skipped;
+  for (const auto& n : s.plan.nodes)
+    for (const auto& k : n.skipped)
+      skipped.push_back(fmt::format("  {} -> {}: when {}, and {}\n", n.name, k.name, k.condition, k.value));
+  if (!skipped.empty()) {
+    heading("dependencies left out by their conditions:");
+    for (const auto& line : skipped) text += line;
+  }
 
   auto terms = view.explain_scores && placements(out) <= 200 ? score_terms(out) : std::map<std::string, std::string>{};
   Table placed({"INSTANCE", "NODE", "ADDRESS", "SCORE", "WHY"});

@@ -71,8 +71,16 @@ bool cidr_contains(const Cidr& outer, const Cidr& inner) {
   return (outer.bytes[full] & mask) == (inner.bytes[full] & mask);
 }
 
+std::string stored_label_key(const std::string& key) {
+  if (key == "app" || key == "role" || key == "tenant" || key == "version") return "gaia.io/" + key;
+  return key;
+}
+
 bool requirement_matches(const LabelRequirement& r, const std::map<std::string, std::string>& labels) {
   auto it = labels.find(r.key);
+  // Specs call gaia's own instance labels app, role, tenant and version; instances carry
+  // them as gaia.io/<key> (users may not set the short keys, docs/spec.md 5.1).
+  if (it == labels.end()) it = labels.find(stored_label_key(r.key));
   bool has = it != labels.end();
   auto in_values = [&] { return has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end(); };
   if (r.op == "In") return in_values();
@@ -150,14 +158,14 @@ void count_term(TermState& ts, const ClusterIndex& idx, int tenant) {
   for (const auto& r : reqs) {
     if (r.op == "In") {
       for (const auto& v : r.values) {
-        int l = idx.label_id(tenant, r.key, v);
+        int l = idx.label_id(tenant, stored_label_key(r.key), v);
         if (l >= 0)
           for (int i : idx.postings[l]) visit(i);
       }
       return;
     }
     if (r.op == "Exists") {
-      if (const auto* ls = idx.label_ids_for_key(tenant, r.key))
+      if (const auto* ls = idx.label_ids_for_key(tenant, stored_label_key(r.key)))
         for (int l : *ls)
           for (int i : idx.postings[l]) visit(i);
       return;

@@ -106,6 +106,9 @@ struct GroupCtx {
 };
 
 // Whether labels satisfy one requirement / all requirements of a term.
+// The key an instance carries for a selector key: gaia.io/app for app (and role, tenant,
+// version), the key itself otherwise.
+std::string stored_label_key(const std::string& key);
 bool requirement_matches(const LabelRequirement& r, const std::map<std::string, std::string>& labels);
 bool labels_match(const std::vector<LabelRequirement>& reqs, const std::map<std::string, std::string>& labels);
 

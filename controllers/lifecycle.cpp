@@ -25,17 +25,6 @@ std::string env_name(std::string_view text) {
   return out;
 }
 
-// Apps whose every instance serves, in one pass (what a dependent waits for).
-// Apps whose dependents may start: each role serves the instances it needs
-// (controllers/app_health.hpp), so one stuck instance does not hold up the chain.
-std::unordered_set<std::string> ready_apps(const ClusterState& state) {
-  AppHealthIndex health(state);
-  std::unordered_set<std::string> out;
-  for (const auto& [id, a] : state.apps)
-    if (health.available(a)) out.insert(id);
-  return out;
-}
-
 const Role* role_of(const ClusterState& state, const Instance& i) {
   auto it = state.snapshot.roles.find(i.tenant + "/" + i.app + "/" + i.role);
   return it == state.snapshot.roles.end() ? nullptr : &it->second;
@@ -253,6 +242,35 @@ ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const
   return reconcile_with_backend_model(state, ctx, &healthy_observation);
 }
 
+// An app's dependents may start once each of its roles serves the instances it needs
+// (controllers/app_health.hpp), so one stuck instance does not hold up the chain.
+StartGates::StartGates(const ClusterState& state) : m_state(state) {
+  AppHealthIndex health(state);
+  for (const auto& [id, a] : state.apps) {
+    if (health.available(a)) m_ready_apps.insert(id);
+    // Roles serving the instances they need, only for apps where a role waits on one.
+    bool ordered = std::any_of(a.workload.roles.begin(), a.workload.roles.end(),
+                               [](const Role& r) { return !r.after.empty(); });
+    if (!ordered) continue;
+    for (const auto& r : health.roles(a))
+      if (r.serving >= r.needed) m_available_roles.insert(id + "/" + r.role);
+  }
+}
+
+std::string StartGates::reason(const Instance& i) const {
+  std::vector<std::string> waiting;
+  if (const AppRecord* a = m_state.find_app(i.tenant, i.app))
+    for (const auto& d : a->dependencies)
+      if (!m_ready_apps.count(app_id(i.tenant, d))) waiting.push_back(d);
+  if (!waiting.empty()) return fmt::format("waiting for dependency {} to be ready", fmt::join(waiting, ", "));
+  if (const Role* r = role_of(m_state, i))
+    for (const auto& before : r->after)
+      if (!m_available_roles.count(app_id(i.tenant, i.app) + "/" + before)) waiting.push_back(before);
+  if (!waiting.empty())
+    return fmt::format("waiting for role {} of app {} to be ready (after)", fmt::join(waiting, ", "), i.app);
+  return {};
+}
+
 Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   Actuation out;
   std::unordered_map<std::string, const Instance*> by_key;
@@ -263,7 +281,7 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
-  auto ready = ready_apps(state);
+  StartGates gates(state);
 
   // Bound instances that will not start at once and why, decided first: a node with one
   // of them waiting needs its leftover copies gone.
@@ -287,12 +305,8 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
                                                  elsewhere));
       continue;
     }
-    std::vector<std::string> waiting;
-    if (const AppRecord* a = state.find_app(i.tenant, i.app))
-      for (const auto& d : a->dependencies)
-        if (!ready.count(app_id(i.tenant, d))) waiting.push_back(d);
-    if (!waiting.empty()) {
-      out.held.emplace_back(i.key(), fmt::format("waiting for dependency {} to be ready", fmt::join(waiting, ", ")));
+    if (std::string why = gates.reason(i); !why.empty()) {
+      out.held.emplace_back(i.key(), std::move(why));
       continue;
     }
     room_needed.insert(i.node);

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "controllers/reconcile.hpp"
@@ -69,6 +70,22 @@ ReconcileOutcome reconcile_with_backend_model(const ClusterState& state, const C
 
 // The same with healthy_observation.
 ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const ControllerContext& ctx);
+
+// The gates a bound instance passes before it is started: every dependency of its app
+// ready, and every role it follows (`after:`) available. Built once per state, so a
+// listing of many instances asks cheaply.
+class StartGates {
+ public:
+  explicit StartGates(const ClusterState& state);
+  // Why `i` may not start yet ("waiting for dependency zk to be ready", "waiting for
+  // role namenode of app hdfs to be ready (after)"), or "" when it may.
+  std::string reason(const Instance& i) const;
+
+ private:
+  const ClusterState& m_state;
+  std::unordered_set<std::string> m_ready_apps;       // "tenant/app"
+  std::unordered_set<std::string> m_available_roles;  // "tenant/app/role", of apps using after.
+};
 
 struct Actuation {
   std::vector<StartSpec> starts;

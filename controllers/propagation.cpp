@@ -130,6 +130,9 @@ RerenderOutcome plan_rerender(const ClusterState& state, const std::vector<Reren
     AppRecord rec = *cur;
     rec.workload = r.record.workload;
     rec.document = r.record.document;
+    // A condition on a dependency may have flipped with the config (spec/condition.hpp).
+    rec.dependencies = r.record.dependencies;
+    rec.dependency_ranges = r.record.dependency_ranges;
     rec.op.clear();  // The commit stamps the operation making this change.
     bool same_roles = roles_unchanged(*cur, rec);
     size_t rolling = 0;

@@ -26,6 +26,15 @@ bool kill_before(const Instance* a, const Instance* b) {
 }
 
 
+void oom_kill(Instance& x, std::string why) {
+  x.state = InstanceState::Failed;
+  x.failure = std::move(why);
+  x.internal_failure = false;
+  x.restart_at_ms = 0;
+  x.usage.reset();
+  x.throttled = false;
+}
+
 }  // namespace
 
 ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerContext&) {
@@ -44,35 +53,54 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
     auto members = it->second;
     std::sort(members.begin(), members.end(), kill_before);
 
+    // A copy above the memory limit its role declared is killed by its cgroup, whatever
+    // its priority and however much room the node has. Roles without `limits` keep the
+    // usage model's older meaning in the sim: usage above the request shows (reclamation
+    // reports it as OverRequest) and only node pressure kills (docs/decisions.md).
+    for (const Instance* v : members) {
+      if (!v->limit || !v->usage || v->usage->memory_bytes <= v->limit->memory_bytes) continue;
+      killed.insert(v->key());
+      Instance x = *v;
+      oom_kill(x, fmt::format("out of memory: used {}, above its limit of {}", sched::format_size(v->usage->memory_bytes),
+                              sched::format_size(v->limits().memory_bytes)));
+      out.batch.instance_event(*v, "OOMKilled", fmt::format("killed: {}", x.failure), "Warning");
+      out.batch.put_instances.push_back(std::move(x));
+    }
+
     int64_t memory = 0;
-    for (const Instance* i : members) memory += used(*i).memory_bytes;
+    for (const Instance* i : members)
+      if (!killed.count(i->key())) memory += used(*i).memory_bytes;
     if (n.capacity.memory_bytes > 0 && memory > n.capacity.memory_bytes) {
       int64_t before = memory;
-      for (const Instance* v : members) {
-        if (memory <= n.capacity.memory_bytes) break;
-        if (v->priority.band != Band::Nonprod || !v->priority.preemptible) continue;
-        memory -= used(*v).memory_bytes;
-        killed.insert(v->key());
-        Instance x = *v;
-        std::string pressure = fmt::format("node {} out of memory (usage {} > capacity {})", n.name,
-                                           sched::format_size(before), sched::format_size(n.capacity.memory_bytes));
-        if (v->usage && v->usage->memory_bytes > v->request.memory_bytes) {
-          x.state = InstanceState::Failed;
-          x.failure = fmt::format("out of memory: used {} of {} requested", sched::format_size(v->usage->memory_bytes),
-                                  sched::format_size(v->request.memory_bytes));
-          x.internal_failure = false;
-          x.restart_at_ms = 0;
-          x.usage.reset();
-          x.throttled = false;
-          out.batch.instance_event(*v, "OOMKilled", fmt::format("{}; killed: {}", pressure, x.failure), "Warning");
-        } else {
-          evict_instance(x, fmt::format("killed: node {} out of memory", n.name));
-          out.batch.instance_event(*v, "Preempted",
-                         fmt::format("killed: {}; lowest-priority nonprod work goes first; back in the queue", pressure),
-                         "Warning");
+      std::string pressure = fmt::format("node {} out of memory (usage {} > capacity {})", n.name,
+                                         sched::format_size(before), sched::format_size(n.capacity.memory_bytes));
+      // Preemptible nonprod work goes first. If that is not enough, the copies of
+      // Burstable roles using more than they requested (borrowing up to their limits) go,
+      // lowest priority first: a copy within its request is never killed for pressure.
+      for (int pass = 0; pass < 2; ++pass)
+        for (const Instance* v : members) {
+          if (memory <= n.capacity.memory_bytes) break;
+          if (killed.count(v->key())) continue;
+          bool over_request = v->usage && v->usage->memory_bytes > v->request.memory_bytes;
+          bool victim = pass == 0 ? v->priority.band == Band::Nonprod && v->priority.preemptible
+                                 : v->limit.has_value() && over_request;
+          if (!victim) continue;
+          memory -= used(*v).memory_bytes;
+          killed.insert(v->key());
+          Instance x = *v;
+          if (over_request) {
+            oom_kill(x, fmt::format("out of memory: used {} of {} requested", sched::format_size(v->usage->memory_bytes),
+                                    sched::format_size(v->request.memory_bytes)));
+            out.batch.instance_event(*v, "OOMKilled", fmt::format("{}; killed: {}", pressure, x.failure), "Warning");
+          } else {
+            evict_instance(x, fmt::format("killed: node {} out of memory", n.name));
+            out.batch.instance_event(*v, "Preempted",
+                                     fmt::format("killed: {}; lowest-priority nonprod work goes first; back in the queue",
+                                                 pressure),
+                                     "Warning");
+          }
+          out.batch.put_instances.push_back(std::move(x));
         }
-        out.batch.put_instances.push_back(std::move(x));
-      }
     }
 
     int64_t cpu = 0;

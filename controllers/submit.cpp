@@ -763,6 +763,7 @@ Instance new_instance(const std::string& tenant, const std::string& app, const s
   i.role = role.name;
   i.ordinal = ordinal;
   i.request = role.resources;
+  if (role.burstable()) i.limit = role.limit();
   i.priority = role.priority;
   i.labels = role.labels;
   i.labels["gaia.io/app"] = app;

@@ -101,6 +101,9 @@ struct Instance {
   std::string node;  // "" while pending.
   InstanceState state = InstanceState::Pending;
   Resources request;
+  // The role's limits when they differ from the request (a Burstable instance); unset
+  // means "the request". Usage above it is killed (memory) or throttled (cpu).
+  std::optional<Resources> limit;
   // What the node keeps aside for this instance. Unset means "the request". Reclamation
   // may lower a prod instance's reservation below its request; non-prod scheduling fits
   // against capacity net of reservations and so may use the difference, while prod and
@@ -141,6 +144,7 @@ struct Instance {
   // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
   std::string key() const;
   Resources reserved() const { return reservation.value_or(request); }
+  Resources limits() const { return limit.value_or(request); }
   std::string dns_name() const { return key() + ".gaia"; }
 };
 

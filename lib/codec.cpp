@@ -23,6 +23,7 @@ void to_json(nlohmann::json& j, const Instance& i) {
                      {"migrations", i.migrations}};
   // Run-time fields are written only when set, so records stay small and old ones load.
   if (i.reservation) j["reservation"] = *i.reservation;
+  if (i.limit) j["limit"] = *i.limit;
   if (i.started_ms) j["started_ms"] = i.started_ms;
   if (i.restart_at_ms) j["restart_at_ms"] = i.restart_at_ms;
   if (!i.failure.empty()) j["failure"] = i.failure;
@@ -54,6 +55,8 @@ void from_json(const nlohmann::json& j, Instance& i) {
   i.migrations = j.value("migrations", d.migrations);
   if (j.contains("reservation")) i.reservation = j["reservation"].get<Resources>();
   else i.reservation.reset();
+  if (j.contains("limit")) i.limit = j["limit"].get<Resources>();
+  else i.limit.reset();
   i.started_ms = j.value("started_ms", d.started_ms);
   i.restart_at_ms = j.value("restart_at_ms", d.restart_at_ms);
   i.failure = j.value("failure", d.failure);

@@ -26,6 +26,25 @@ NLOHMANN_JSON_SERIALIZE_ENUM(AffinityTerm::Target, {{AffinityTerm::Target::Node,
                                                     {AffinityTerm::Target::Instance, "instance"}})
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Resources, cpu_millis, memory_bytes, gpu, disk_bytes)
+
+}  // namespace gaia
+
+// Role::limits: null when unset. nlohmann 3.11.2 (Debian bookworm) has no std::optional
+// support of its own.
+template <>
+struct nlohmann::adl_serializer<std::optional<gaia::Resources>> {
+  static void to_json(json& j, const std::optional<gaia::Resources>& o) {
+    if (o) j = *o;
+    else j = nullptr;
+  }
+  static void from_json(const json& j, std::optional<gaia::Resources>& o) {
+    if (j.is_null()) o.reset();
+    else o = j.get<gaia::Resources>();
+  }
+};
+
+namespace gaia {
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LabelRequirement, key, op, values)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AffinityTerm, target, match, topology, weight)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Port, name, port, protocol)
@@ -35,7 +54,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Role, name, kind, image, command
                                                 labels, node_selector, required_affinity, preferred_affinity,
                                                 required_anti_affinity, preferred_anti_affinity, ports, volumes, near,
                                                 required_subnet, required_topology, retry_times, backoff_ms,
-                                                migrate_times, min_available, health, grace_period_ms)
+                                                migrate_times, min_available, health, grace_period_ms, limits, after)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigRead, kind, key, value, revision, defaulted)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Workload, app, version, tenant, priority, roles, outputs, config, reads,
                                                 hash)

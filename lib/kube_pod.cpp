@@ -39,13 +39,18 @@ std::string negate(const std::string& op) {
   return "Exists";
 }
 
+json quantities(const Resources& q) {
+  json out = {{"cpu", format_cpu(q.cpu_millis)}, {"memory", format_bytes(q.memory_bytes)}};
+  if (q.gpu > 0) out["nvidia.com/gpu"] = std::to_string(q.gpu);
+  if (q.disk_bytes > 0) out["ephemeral-storage"] = format_bytes(q.disk_bytes);
+  return out;
+}
+
 json resources(const Role& r) {
-  json q = {{"cpu", format_cpu(r.resources.cpu_millis)}, {"memory", format_bytes(r.resources.memory_bytes)}};
-  if (r.resources.gpu > 0) q["nvidia.com/gpu"] = std::to_string(r.resources.gpu);
-  if (r.resources.disk_bytes > 0) q["ephemeral-storage"] = format_bytes(r.resources.disk_bytes);
-  // Limits equal to requests give the Guaranteed QoS class: the scheduler's
-  // reservation is what the container may use.
-  return {{"requests", q}, {"limits", q}};
+  // Limits equal to requests (no `limits` in the role) give the Guaranteed QoS class:
+  // the scheduler's reservation is what the container may use. A role with limits
+  // above its requests is Burstable, as the role says.
+  return {{"requests", quantities(r.resources)}, {"limits", quantities(r.limit())}};
 }
 
 json probe(const Role& r) {
@@ -221,6 +226,9 @@ std::string kubernetes_config_map_name(std::string_view app) { return fmt::forma
 json kubernetes_pod_template(const Role& r, const PodTemplateContext& c, std::vector<PodTemplateProblem>& problems) {
   json annotations = {{"gaia.io/hash", c.hash}, {"gaia.io/backoff-ms", std::to_string(r.backoff_ms)}};
   if (!r.required_subnet.empty()) annotations["gaia.io/subnet"] = r.required_subnet;
+  // Kubernetes has no start order between workloads; gaia's backend holds the pods back
+  // itself, and the annotation tells a plain `kubectl apply` user what was meant.
+  if (!r.after.empty()) annotations["gaia.io/after"] = fmt::format("{}", fmt::join(r.after, ","));
   json spec = {{"containers", json::array({container(r)})},
                {"priorityClassName", kubernetes_priority_class_name(r.priority)},
                {"restartPolicy", r.kind == "batch" ? "OnFailure" : "Always"},

@@ -55,6 +55,7 @@ void to_json(nlohmann::json& j, const SimCopy& c) {
   j = nlohmann::json{{"node", c.node},     {"generation", c.generation}, {"phase", c.phase},
                      {"started_ms", c.started_ms}, {"tenant", c.tenant}, {"app", c.app},
                      {"role", c.role},     {"ordinal", c.ordinal},       {"request", c.request}};
+  if (c.limit) j["limit"] = *c.limit;
   if (c.exit_code) j["exit_code"] = c.exit_code;
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (c.internal) j["internal"] = true;
@@ -70,6 +71,7 @@ void from_json(const nlohmann::json& j, SimCopy& c) {
   c.role = j.value("role", std::string{});
   c.ordinal = j.value("ordinal", 0);
   c.request = j.value("request", Resources{});
+  if (j.contains("limit")) c.limit = j["limit"].get<Resources>();
   c.exit_code = j.value("exit_code", 0);
   c.reason = j.value("reason", std::string{});
   c.internal = j.value("internal", false);
@@ -164,6 +166,7 @@ BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
         i.role = c.role;
         i.ordinal = c.ordinal;
         i.request = c.request;
+        i.limit = c.limit;
         o.usage = model->usage_of(i, now_ms);
       }
       obs.copies.push_back(std::move(o));
@@ -196,6 +199,7 @@ BackendResult<std::vector<ActionResult>> SimBackend::start(const std::vector<Sta
     c.role = i.role;
     c.ordinal = i.ordinal;
     c.request = i.request;
+    c.limit = i.limit;
     copies.push_back(std::move(c));
     changed.push_back(key);
   }

@@ -35,6 +35,7 @@ struct SimCopy {
   std::string tenant, app, role;
   int ordinal = 0;
   Resources request;
+  std::optional<Resources> limit;  // The instance's limit when it differs from the request.
   bool operator==(const SimCopy&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "lib/sim_usage.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gaia {
@@ -29,6 +30,10 @@ std::optional<Resources> SimUsageModel::usage_of(const Instance& i, int64_t now_
   Resources u = i.request;
   u.cpu_millis = std::llround(static_cast<double>(i.request.cpu_millis) * cpu);
   u.memory_bytes = std::llround(static_cast<double>(i.request.memory_bytes) * memory);
+  // A declared limit caps cpu (the cgroup throttles there), so usage never shows above
+  // it. Memory may go above: the run-time controller kills a copy that does, as the
+  // kernel would. Without declared limits the fractions apply as given (docs/cli.md).
+  if (i.limit) u.cpu_millis = std::min(u.cpu_millis, i.limit->cpu_millis);
   return u;
 }
 

@@ -72,7 +72,14 @@ struct Role {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int replicas = 1;
+  // What the scheduler reserves for one instance (the request).
   Resources resources;
+  // What one instance may use at most: the Kubernetes limit, the cgroup's cap, and the
+  // line above which the run-time controllers kill (memory) or throttle (cpu). Unset
+  // unless the role declares `limits` that differ from its requests, so a role made in
+  // code and one rendered before limits existed mean "limits equal requests"
+  // (docs/spec.md#requests-and-limits).
+  std::optional<Resources> limits;
   Priority priority;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> node_selector;
@@ -88,10 +95,17 @@ struct Role {
   int migrate_times = 3;
   int min_available = 0;
   HealthCheck health;
+  // Roles of the same app whose instances must be available before this role's start
+  // (`after:`), with the readiness gate a dependent app waits on. Sorted, no repeats.
+  std::vector<std::string> after;
   // Between the polite stop signal (SIGTERM; a pod's deletion) and the kill.
   int64_t grace_period_ms = 10'000;
 
   bool stateful() const { return !volumes.empty(); }
+  // Kubernetes' QoS class: Guaranteed when every limit equals its request, else
+  // Burstable (a role always requests cpu and memory, so never BestEffort).
+  bool burstable() const { return limits && *limits != resources; }
+  Resources limit() const { return limits.value_or(resources); }
 };
 
 // One config-center or label-center value a render used.

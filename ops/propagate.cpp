@@ -22,6 +22,83 @@ using json = nlohmann::json;
 
 std::string id_of(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
 
+// The dependencies of a re-rendered app that apply after the change.
+struct ActiveDeps {
+  std::vector<bool> flags;  // Per entry of the spec's dependencies.
+  std::vector<std::string> names;
+  std::vector<RunningRequirement> ranges;
+  std::vector<std::string> added, removed;  // Against the record, with their conditions.
+};
+
+Result<ActiveDeps> active_after_impl(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
+                                     const SpecSource& source, const StoreConfigSource& after) {
+  ActiveDeps out;
+  out.flags.assign(spec.dependencies.size(), true);
+  bool conditional = std::any_of(spec.dependencies.begin(), spec.dependencies.end(),
+                                 [](const spec::Dependency& d) { return d.when.has_value(); });
+  if (conditional) {
+    render::RenderRequest req;
+    req.spec = &spec;
+    req.options = record_render_options(app, app_snapshot(after, app));
+    if (source.unpacked) req.options.jpaths = source.unpacked->jpaths;
+    auto raw = render::evaluate_config(req);
+    if (!raw) return fail(raw.error());
+    auto flags = spec::active_dependencies(spec, raw->config);
+    if (!flags) return fail(flags.error());
+    out.flags = std::move(*flags);
+  }
+  Diagnostics errors;
+  std::set<std::string> before(app.dependencies.begin(), app.dependencies.end());
+  for (size_t k = 0; k < spec.dependencies.size(); ++k) {
+    const spec::Dependency& d = spec.dependencies[k];
+    std::string cond = d.when ? fmt::format(" (when {})", d.when->text) : "";
+    if (!out.flags[k]) {
+      if (before.count(d.name)) out.removed.push_back(d.name + cond);
+      continue;
+    }
+    out.names.push_back(d.name);
+    out.ranges.push_back({d.name, d.range.text()});
+    if (before.count(d.name)) continue;
+    // Newly applying: bound to what runs in the tenant, as resolution would reuse it.
+    // Deploying it from the repository is a submit's work, not a config change's.
+    const AppRecord* rec = state.find_app(app.tenant, d.name);
+    std::optional<semver::Version> version;
+    if (rec)
+      if (auto v = semver::parse_version(rec->version)) version = *v;
+    if (!rec || !version || !d.range.satisfies(*version)) {
+      std::string runs = rec ? fmt::format("{} {} runs there, outside the range {}", d.name, rec->version, d.range.text())
+                             : fmt::format("{} does not run there", d.name);
+      errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
+                                  fmt::format("with this change app {} ({}) depends on {}{}, and {}", app.name,
+                                              app.tenant, d.name, cond, runs),
+                                  fmt::format("deploy {} in tenant {} first (gaia submit DIR --tenant {}), then change "
+                                              "the config again; or resubmit {} with the flag set, which deploys it",
+                                              d.name, app.tenant, app.tenant, app.name)});
+      continue;
+    }
+    out.added.push_back(d.name + cond);
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+std::optional<ActiveDeps> active_after(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
+                                       const SpecSource& source, const StoreConfigSource& after, Diagnostics& errors) {
+  auto r = active_after_impl(state, app, spec, source, after);
+  if (r) return std::move(*r);
+  for (auto e : r.error()) {
+    e = source.unmap(std::move(e));
+    if (!e.message.starts_with("with this change"))
+      e.message = fmt::format("deciding the dependencies of {} ({}) for this change: {}", app.name, app.tenant, e.message);
+    errors.push_back(std::move(e));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 BundleReader bundle_reader(const Workspace& ws) {
@@ -107,9 +184,19 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
         continue;
       }
     }
+    // Conditional dependencies are decided again on the config after the change: a flag
+    // may add one (bound to the app of that name running in the tenant) or remove one
+    // (it keeps running; nothing named it).
+    auto active = active_after(state, app, *app_spec, *source, after, errors);
+    if (!active) {
+      failed.insert(id);
+      continue;
+    }
     // deps.<alias>: the outputs of each dependency as they are now (re-rendered ones new).
     json deps = json::object();
-    for (const auto& dep : app_spec->dependencies) {
+    for (size_t k = 0; k < app_spec->dependencies.size(); ++k) {
+      if (!active->flags[k]) continue;
+      const auto& dep = app_spec->dependencies[k];
       std::string dep_id = id_of(app.tenant, dep.name);
       if (auto r = new_outputs.find(dep_id); r != new_outputs.end()) deps[dep.alias] = r->second;
       else if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
@@ -139,12 +226,19 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     rr.record = app;
     rr.record.workload = rendered->workload;
     rr.record.document = rendered->document;
+    rr.record.dependencies = active->names;
+    rr.record.dependency_ranges = active->ranges;
+    report.deps_added = active->added;
+    report.deps_removed = active->removed;
     std::vector<std::string> why;
     for (const auto& c : report.reads)
       why.push_back(fmt::format("reads {} {} ({} -> {})", c.read.kind, c.read.key,
                                 out.secrets.read_text(c.read.kind, c.read.key, c.read.value),
                                 c.now ? out.secrets.read_text(c.read.kind, c.read.key, c.now->value) : "default"));
     if (!report.imports.empty()) why.push_back(fmt::format("imports {}", fmt::join(report.imports, ", ")));
+    if (!report.deps_added.empty()) why.push_back(fmt::format("now depends on {}", fmt::join(report.deps_added, ", ")));
+    if (!report.deps_removed.empty())
+      why.push_back(fmt::format("no longer depends on {}", fmt::join(report.deps_removed, ", ")));
     rr.why = fmt::format("{}", fmt::join(why, "; "));
     report.rerendered = true;
     report.new_hash = rr.record.workload.hash;

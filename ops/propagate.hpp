@@ -64,6 +64,9 @@ struct PropagatedApp {
   size_t to_roll = 0;                 // Instances the rollout will replace.
   // Roles whose new count a `gaia scale` override beats, one sentence each.
   std::vector<std::string> scale_wins;
+  // Dependencies a `when:` adds or removes with this change ("search (when
+  // search.enabled)"); a removed dependency keeps running, as nothing named it.
+  std::vector<std::string> deps_added, deps_removed;
   std::string old_hash, new_hash;
 };
 

@@ -104,4 +104,16 @@ render::RenderOptions record_render_options(const AppRecord& app, const ConfigSn
   return o;
 }
 
+spec::ConfigEvaluator config_evaluator(const render::ChainOptions& options) {
+  return [options](const spec::AppSpec& spec, bool root) -> Result<nlohmann::json> {
+    render::RenderRequest req;
+    req.spec = &spec;
+    req.options = options.base;
+    req.options.overrides = root ? options.root_overrides : nlohmann::json::object();
+    auto raw = render::evaluate_config(req);
+    if (!raw) return fail(raw.error());
+    return std::move(raw->config);
+  };
+}
+
 }  // namespace gaia::ops

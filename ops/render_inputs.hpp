@@ -23,6 +23,7 @@
 #include "ops/loader.hpp"
 #include "render/chain.hpp"
 #include "render/renderer.hpp"
+#include "spec/resolve.hpp"
 
 namespace gaia::ops {
 
@@ -86,5 +87,10 @@ render::ChainOptions chain_options(const RenderInputs& inputs, const std::string
 // inputs, with the config snapshot given (the centers as they are now), and the counts
 // `gaia scale` set (AppRecord::scale, `app.scale` in main.jsonnet).
 render::RenderOptions record_render_options(const AppRecord& app, const ConfigSnapshot& snapshot);
+
+// What the resolver asks for the `when:` of dependencies (spec/resolve.hpp): the
+// evaluated config.jsonnet of an app with the centers and file layer of `options`, and
+// the overrides only for a root (as the chain renders it).
+spec::ConfigEvaluator config_evaluator(const render::ChainOptions& options);
 
 }  // namespace gaia::ops

@@ -25,7 +25,8 @@ namespace {
 // before rendering.
 Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant, const std::vector<std::string>& dirs,
                                                        const std::vector<std::string>& repo_roots,
-                                                       const RunningApps& running) {
+                                                       const RunningApps& running,
+                                                       const spec::ConfigEvaluator& config) {
   auto s = std::make_unique<Submission>();
   s->tenant = tenant;
   auto expanded = expand_spec_paths(dirs);
@@ -42,7 +43,7 @@ Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant
   s->repo = std::move(*repo);
   std::vector<const spec::AppSpec*> roots;
   for (const auto& r : s->roots) roots.push_back(&r);
-  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant);
+  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant, config);
   if (!plan) return fail(plan.error());
   s->plan = std::move(*plan);
   return s;
@@ -80,8 +81,13 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     a.record.workload = it->second.workload;
     a.record.document = it->second.document;
     for (const auto& e : node.dependencies) a.record.dependencies.push_back(s.plan.nodes[e.node].name);
+    // Only the dependencies that apply constrain others: a range on an app that a
+    // condition left out must not hold back a submit of that app.
     if (node.spec)
-      for (const auto& d : node.spec->dependencies) a.record.dependency_ranges.push_back({d.name, d.range.text()});
+      for (const auto& d : node.spec->dependencies)
+        if (std::any_of(node.dependencies.begin(), node.dependencies.end(),
+                        [&](const spec::PlanEdge& e) { return e.alias == d.alias; }))
+          a.record.dependency_ranges.push_back({d.name, d.range.text()});
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
     bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
     a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);
@@ -108,9 +114,13 @@ Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& requ
                                                        const StoreConfigSource* center) {
   std::vector<std::string> roots;
   for (const auto& p : request.render.repo) roots.push_back(p.string());
-  auto s = resolve_submission(request.tenant, request.dirs, roots, running);
-  if (!s) return fail(s.error());
+  // The inputs are read first, as the conditions of dependencies are decided on the
+  // config they give; spec errors are still reported before theirs.
   auto inputs = load_render_inputs(request.render);
+  spec::ConfigEvaluator config;
+  if (inputs) config = config_evaluator(chain_options(*inputs, request.tenant, center));
+  auto s = resolve_submission(request.tenant, request.dirs, roots, running, config);
+  if (!s) return fail(s.error());
   if (!inputs) return fail(inputs.error());
   (*s)->inputs = std::move(*inputs);
   if (auto r = render_submission(**s, request.render.cache_dir, center); !r) return fail(r.error());
@@ -121,7 +131,8 @@ Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant
                                                        const RenderInputs& inputs,
                                                        const std::filesystem::path& cache_dir,
                                                        const RunningApps& running, const StoreConfigSource* center) {
-  auto s = resolve_submission(tenant, dirs, inputs.repo, running);
+  auto s = resolve_submission(tenant, dirs, inputs.repo, running,
+                              config_evaluator(chain_options(inputs, tenant, center)));
   if (!s) return fail(s.error());
   (*s)->inputs = inputs;
   if (auto r = render_submission(**s, cache_dir, center); !r) return fail(r.error());

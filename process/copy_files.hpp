@@ -58,7 +58,8 @@ struct CopyConfig {
   int64_t started_ms = 0;
   uint64_t log_max_bytes = 10 << 20;
   int log_keep = 1;
-  // The role's request: the limits of the copy's cgroup (process/cgroup.hpp).
+  // The role's limits (its request unless it declares limits): the caps of the copy's
+  // cgroup (process/cgroup.hpp).
   Resources resources;
   // Whether the supervisor puts the app in a cgroup of its own (ProcessOptions::cgroups).
   bool cgroup = true;

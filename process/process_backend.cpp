@@ -347,7 +347,9 @@ std::optional<BackendError> ProcessBackend::start_one(const StartSpec& spec, int
   c.grace_ms = std::max<int64_t>(spec.role.grace_period_ms, 0);
   c.address = i.address.empty() ? "127.0.0.1" : i.address;
   c.ports = i.ports;
-  c.resources = spec.role.resources;
+  // The cgroup caps the copy at the role's limits (its requests unless it declares
+  // limits); the scheduler reserved the requests.
+  c.resources = spec.role.limit();
   c.cgroup = m_options.cgroups != CgroupMode::Off;
   c.health = spec.role.health;
   if (c.health.period_s <= 0) c.health.period_s = m_options.health_period_s;

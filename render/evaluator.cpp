@@ -365,13 +365,17 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
       "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
       "  {{\n"
       "    config: config,\n"
-      "    main: local main = import {};\n"
-      "      if !std.isFunction(main) then\n"
-      "        error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + std.type(main)\n"
-      "      else main(config, deps, app),\n"
+      "    main: {}"
       "    }}\n",
       compact(in.overrides.is_object() ? in.overrides : json::object()), compact(in.deps), compact(in.app),
-      jsonnet_string_literal(config_file), jsonnet_string_literal(main_file));
+      jsonnet_string_literal(config_file),
+      in.config_only ? std::string("null,\n")
+                     : fmt::format("local main = import {};\n"
+                                   "      if !std.isFunction(main) then\n"
+                                   "        error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + "
+                                   "std.type(main)\n"
+                                   "      else main(config, deps, app),\n",
+                                   jsonnet_string_literal(main_file)));
   auto [ok, text] = vm.eval(k_wrapper, wrapper);
   if (!ok) return fail(jsonnet_error_to_diagnostic(text, app_dir, in.display_dir, ctx.phase));
   if (text.size() > in.max_output_bytes) {

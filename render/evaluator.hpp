@@ -42,6 +42,9 @@ struct EvalInput {
   const ConfigSnapshot* config = nullptr;
   unsigned max_stack = 500;
   size_t max_output_bytes = size_t{16} << 20;
+  // Evaluate config.jsonnet (with the overrides) only; main.jsonnet is not imported and
+  // the raw `main` is null. For the conditions of dependencies, decided before a render.
+  bool config_only = false;
 };
 
 struct EvalOutput {

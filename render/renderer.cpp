@@ -49,6 +49,7 @@ EvalInput make_input(const RenderRequest& req, const json& built_deps) {
   in.config = &req.options.config;
   in.max_stack = req.options.max_stack;
   in.max_output_bytes = req.options.max_output_bytes;
+  in.config_only = req.config_only;
   return in;
 }
 
@@ -151,6 +152,9 @@ Result<json> build_deps(const spec::AppSpec& spec, const json& deps) {
     Location loc = d.location.file.empty() ? Location{spec.yaml_file} : d.location;
     json imported = json::object();
     auto it = deps.is_object() ? deps.find(d.alias) : deps.end();
+    // A conditional dependency that does not apply is not resolved: main.jsonnet sees
+    // no deps.<alias> (std.objectHas(deps, 'alias') tells).
+    if (d.when && it == deps.end()) continue;
     if (!d.imports.empty() && (it == deps.end() || !it->is_object())) {
       errors.push_back(Diagnostic{loc, fmt::format("dependencies.{}", d.alias),
                                   fmt::format("no outputs of dependency '{}' ({}) were given to the render", d.alias, d.name),
@@ -210,6 +214,16 @@ Result<RawRender> evaluate(const RenderRequest& req) {
   auto deps = build_deps(*req.spec, req.deps);
   if (!deps) return std::unexpected(deps.error());
   auto out = evaluate_sandboxed(req, *deps);
+  if (!out) return std::unexpected(out.error());
+  return std::move(out->raw);
+}
+
+Result<RawRender> evaluate_config(const RenderRequest& req) {
+  if (!req.spec) throw std::invalid_argument("render::evaluate_config: no spec");
+  RenderRequest only = req;
+  only.config_only = true;
+  only.deps = json::object();
+  auto out = evaluate_sandboxed(only, json::object());
   if (!out) return std::unexpected(out.error());
   return std::move(out->raw);
 }

@@ -70,6 +70,8 @@ struct RenderRequest {
   // (the bundle holds them), so renders of one bundle unpacked in different temporary
   // folders share their cache entries. Empty: the files are hashed as they are found.
   std::string sources_key;
+  // Set by evaluate_config: config.jsonnet only.
+  bool config_only = false;
 };
 
 struct Rendered {
@@ -89,7 +91,8 @@ struct Rendered {
 std::vector<std::pair<std::string, std::filesystem::path>> app_dir_files(const std::filesystem::path& dir);
 
 // deps.<alias> objects for main.jsonnet: for each dependency of the spec, exactly the
-// outputs listed in its `import:`. Errors name a missing dependency or output.
+// outputs listed in its `import:`. Errors name a missing dependency or output; a
+// conditional dependency (`when:`) absent from `deps` is left out of deps.*.
 Result<nlohmann::json> build_deps(const spec::AppSpec& spec, const nlohmann::json& deps);
 
 // Evaluates the Jsonnet (always; no cache) in a sandboxed child process.
@@ -98,6 +101,10 @@ Result<RawRender> evaluate(const RenderRequest& req);
 // The cache key: a hash of every input known before evaluation (see render/cache.hpp).
 std::string render_input_key(const RenderRequest& req, const nlohmann::json& built_deps);
 
+// Evaluates config.jsonnet only (with the request's overrides and config snapshot; no
+// deps, no cache): the evaluated config and what it read from the centers, for the
+// conditions of the app's dependencies (spec/condition.hpp).
+Result<RawRender> evaluate_config(const RenderRequest& req);
 // Evaluates (or takes from `cache`), validates and builds the document.
 Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache = nullptr);
 

@@ -35,7 +35,7 @@ constexpr int64_t kMaxRetries = 1000;
 const std::vector<std::string> kRoleFields = {
     "kind",          "image",    "command", "env",     "replicas", "resources", "priority",
     "labels",        "node_selector", "affinity", "anti_affinity", "ports", "volumes", "near",
-    "network",       "restart",  "migration", "health", "grace_period"};
+    "network",       "restart",  "migration", "health", "grace_period", "limits", "after"};
 const std::vector<std::string> kTopologies = {"node", "rack", "switch", "zone"};
 
 // Keys gaia puts on every instance; user labels may not redefine them, so that
@@ -64,6 +64,8 @@ class RoleValidator {
     env(v, r);
     if (auto n = int_field(v, "replicas", "replicas", 0, kMaxReplicas)) r.replicas = static_cast<int>(*n);
     resources(v, r);
+    limits(v, r);
+    after(v, r);
     if (auto p = string_field(v, "priority", "priority")) {
       if (auto parsed = parse_priority(*p)) r.priority = *parsed;
       else error("priority", parsed.error(), "write BAND[:LEVEL], e.g. 'prod', 'prod:200' or 'nonprod:50'");
@@ -337,6 +339,56 @@ class RoleValidator {
     }
     if (const json* disk = member(*res, "disk"))
       if (auto b = bytes_value(*disk, "resources.disk", 0, kMaxDiskBytes)) r.resources.disk_bytes = *b;
+  }
+
+  // `limits: { cpu, memory, gpu, disk }` beside the requests in `resources`: each absent
+  // key is its request, and no limit may be below its request (Kubernetes refuses such a
+  // pod). A gpu limit must equal the request, as devices are not shared.
+  void limits(const json& v, Role& r) {
+    const json* lim = object_field(v, "limits", "limits");
+    if (!lim) return;
+    check_fields(*lim, "limits", {"cpu", "memory", "gpu", "disk"});
+    Resources out = r.resources;
+    auto check = [&](const char* key, std::optional<int64_t> value, int64_t request, auto format, int64_t& slot) {
+      if (!value) return;
+      if (*value < request)
+        error(sub("limits", key), fmt::format("{} is below the request of {}", format(*value), format(request)),
+              fmt::format("a limit is at least its request; raise limits.{0} or lower resources.{0}", key));
+      else slot = *value;
+    };
+    if (const json* cpu = member(*lim, "cpu"))
+      check("cpu", cpu_value(*cpu, "limits.cpu"), r.resources.cpu_millis, format_cpu, out.cpu_millis);
+    if (const json* mem = member(*lim, "memory"))
+      check("memory", bytes_value(*mem, "limits.memory", 1, kMaxMemoryBytes), r.resources.memory_bytes, format_bytes,
+            out.memory_bytes);
+    if (const json* disk = member(*lim, "disk"))
+      check("disk", bytes_value(*disk, "limits.disk", 0, kMaxDiskBytes), r.resources.disk_bytes, format_bytes,
+            out.disk_bytes);
+    if (const json* gpu = member(*lim, "gpu"))
+      if (auto n = int_value(*gpu, "limits.gpu", 0, kMaxGpu); n && *n != r.resources.gpu)
+        error("limits.gpu", fmt::format("{} differs from the request of {}", *n, r.resources.gpu),
+              "gpus are not shared: leave limits.gpu out, or make it equal to resources.gpu");
+    if (out != r.resources) r.limits = out;
+  }
+
+  // `after: ['zookeeper']`: roles of this app that must be available first. Names are
+  // checked here; that they exist and form no cycle is checked once all roles are read.
+  void after(const json& v, Role& r) {
+    const json* list = list_field(v, "after", "after");
+    if (!list) return;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string field = fmt::format("after[{}]", i);
+      const json& item = (*list)[i];
+      if (!item.is_string()) {
+        type_error(field, item, "a role name", "e.g. after: ['zookeeper']");
+        continue;
+      }
+      std::string name = item.get<std::string>();
+      if (name == m_role) error(field, "a role cannot wait for itself", "remove it from after");
+      else if (!seen.insert(name).second) error(field, fmt::format("'{}' is listed twice", name));
+    }
+    if (seen.size() == list->size() && !seen.count(m_role)) r.after.assign(seen.begin(), seen.end());
   }
 
   bool check_label_key(const std::string& field, const std::string& key, bool instance_label) {
@@ -733,6 +785,8 @@ Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string&
       w.roles.push_back(validator.run(it.value()));
     }
   }
+
+  check_start_order(spec, file, w.roles, diags);
 
   // Outputs are exactly what app.yaml declares: dependents import them by name, so a
   // missing one breaks them and an undeclared one could never be imported.

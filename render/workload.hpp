@@ -25,6 +25,12 @@ struct RawRender {
 Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string& tenant,
                                    const RawRender& raw);
 
+// Checks the roles' `after:` lists across the app: each names a role of the app, and
+// they form no cycle (printed as "master -> zk -> master"). Problems go to `diags`
+// located at main.jsonnet with the path "roles.<role>.after".
+void check_start_order(const spec::AppSpec& spec, const std::string& file, const std::vector<Role>& roles,
+                       Diagnostics& diags);
+
 // The canonical `apiVersion: gaia/v1` document of a validated workload, with sorted
 // keys and the content hash in metadata.hash (which it also stores into `w.hash`).
 nlohmann::json to_document(Workload& w);

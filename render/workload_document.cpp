@@ -31,6 +31,13 @@ json terms_json(const std::vector<AffinityTerm>& required, const std::vector<Aff
   return {{"required", req}, {"preferred", pref}};
 }
 
+json resources_json(const Resources& q) {
+  return {{"cpu", format_cpu(q.cpu_millis)},
+          {"memory", format_bytes(q.memory_bytes)},
+          {"gpu", q.gpu},
+          {"disk", format_bytes(q.disk_bytes)}};
+}
+
 json role_json(const Role& r) {
   json ports = json::array(), volumes = json::array();
   for (const auto& p : r.ports) ports.push_back({{"name", p.name}, {"port", p.port}, {"protocol", p.protocol}});
@@ -46,11 +53,7 @@ json role_json(const Role& r) {
       {"command", r.command},
       {"env", r.env},
       {"replicas", r.replicas},
-      {"resources",
-       {{"cpu", format_cpu(r.resources.cpu_millis)},
-        {"memory", format_bytes(r.resources.memory_bytes)},
-        {"gpu", r.resources.gpu},
-        {"disk", format_bytes(r.resources.disk_bytes)}}},
+      {"resources", resources_json(r.resources)},
       {"priority", r.priority.to_string()},
       {"labels", r.labels},
       {"node_selector", r.node_selector},
@@ -72,6 +75,8 @@ json role_json(const Role& r) {
   // Written only when it differs from the default, so documents rendered before the
   // field existed keep their content hash (and a re-apply of them is no change).
   if (r.grace_period_ms != Role{}.grace_period_ms) out["grace_period_ms"] = r.grace_period_ms;
+  if (r.burstable()) out["limits"] = resources_json(*r.limits);
+  if (!r.after.empty()) out["after"] = r.after;
   return out;
 }
 
@@ -178,6 +183,15 @@ class DocumentReader {
     return out;
   }
 
+  Resources resources(const json& res, const std::string& rp) {
+    Resources q;
+    q.cpu_millis = parsed<int64_t>(res, "cpu", rp, parse_cpu);
+    q.memory_bytes = parsed<int64_t>(res, "memory", rp, parse_bytes);
+    q.gpu = integer(res, "gpu", rp);
+    q.disk_bytes = parsed<int64_t>(res, "disk", rp, parse_bytes);
+    return q;
+  }
+
   Role role(const std::string& name, const json& r, const std::string& p) {
     Role out;
     out.name = name;
@@ -186,13 +200,11 @@ class DocumentReader {
     out.command = strings(r, "command", p);
     out.env = string_map(r, "env", p);
     out.replicas = static_cast<int>(integer(r, "replicas", p));
-    if (const json* res = get(r, "resources", p, json::value_t::object)) {
-      std::string rp = p + ".resources";
-      out.resources.cpu_millis = parsed<int64_t>(*res, "cpu", rp, parse_cpu);
-      out.resources.memory_bytes = parsed<int64_t>(*res, "memory", rp, parse_bytes);
-      out.resources.gpu = integer(*res, "gpu", rp);
-      out.resources.disk_bytes = parsed<int64_t>(*res, "disk", rp, parse_bytes);
-    }
+    if (const json* res = get(r, "resources", p, json::value_t::object)) out.resources = resources(*res, p + ".resources");
+    // Optional: documents rendered before limits and start order existed lack them.
+    if (r.contains("limits"))
+      if (const json* lim = get(r, "limits", p, json::value_t::object)) out.limits = resources(*lim, p + ".limits");
+    if (r.contains("after")) out.after = strings(r, "after", p);
     out.priority = parsed<Priority>(r, "priority", p, parse_priority);
     out.labels = string_map(r, "labels", p);
     out.node_selector = string_map(r, "node_selector", p);

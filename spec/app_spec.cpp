@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kTopFields = {"name",         "version", "description", "priority",
                                              "dependencies", "outputs", "secrets"};
-const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import"};
+const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import", "when"};
 
 // How a node is described in "expected X, found Y" messages.
 std::string describe(const YAML::Node& n) {
@@ -382,6 +382,18 @@ class Parser {
         dep.alias = *s;
       } else if (key == "import") {
         dep.imports = parse_identifier_list(v, value_loc, field_path, "output");
+      } else if (key == "when") {
+        auto s = string_value(v, field_path, value_loc, "a string (a condition such as search.enabled)");
+        if (!s) return;
+        auto c = parse_condition(*s);
+        if (!c) {
+          error(value_loc, field_path, c.error(),
+                "write a parameter of config.jsonnet (search.enabled), its negation (\"!search.enabled\") or a "
+                "comparison (\"storage.mode == hdfs\", \"storage.mode != local\")");
+          return;
+        }
+        dep.when = std::move(*c);
+        dep.when_location = value_loc;
       } else {
         error(key_loc, field_path, fmt::format("unknown field '{}'", key), unknown_field_hint(key, kDependencyFields));
       }

@@ -11,6 +11,7 @@
 
 #include "lib/error.hpp"
 #include "lib/priority.hpp"
+#include "spec/condition.hpp"
 #include "spec/semver.hpp"
 
 namespace gaia::spec {
@@ -21,6 +22,10 @@ struct Dependency {
   std::string alias;           // "as:", default: name with '-' replaced by '_'.
   std::vector<std::string> imports;  // Outputs of the dependency this app uses.
   Location location;           // Of the list item, for resolution errors.
+  // "when:": the dependency applies only while this holds on the app's evaluated config
+  // (spec/condition.hpp); unset: always.
+  std::optional<Condition> when;
+  Location when_location;      // Of the condition's text, for its errors.
 };
 
 struct AppSpec {

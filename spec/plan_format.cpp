@@ -18,6 +18,18 @@ std::string label(const PlanNode& node, std::string_view alias) {
   return out;
 }
 
+// ", when search.enabled" for an edge whose dependency is conditional (and applies).
+std::string condition_suffix(const PlanNode& parent, std::string_view alias) {
+  if (!parent.spec) return {};
+  for (const Dependency& d : parent.spec->dependencies)
+    if (d.alias == alias && d.when) return fmt::format(", when {}", d.when->text);
+  return {};
+}
+
+std::string skipped_text(const SkippedDependency& s) {
+  return fmt::format("skipped: when {}, and {}", s.condition, s.value);
+}
+
 std::string dot_quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
@@ -54,20 +66,31 @@ std::string format_plan_tree(const Plan& plan, const TreeOptions& options) {
     stack.push_back({root, 0, ""});
     while (!stack.empty()) {
       Frame& f = stack.back();
-      const auto& edges = plan.nodes[f.node].dependencies;
-      if (f.next == edges.size()) {
+      const PlanNode& parent = plan.nodes[f.node];
+      const auto& edges = parent.dependencies;
+      // The dependencies that apply, then those a condition left out.
+      size_t count = edges.size() + parent.skipped.size();
+      if (f.next == count) {
         stack.pop_back();
         continue;
       }
-      const PlanEdge& e = edges[f.next++];
-      bool last = f.next == edges.size();
-      const PlanNode& child = plan.nodes[e.node];
-      std::string line = f.prefix + (last ? elbow : tee) + label(child, e.alias);
-      if (expanded[e.node] && !child.dependencies.empty()) {
-        out += fmt::format("{} ({}, see above)\n", line, status(child));
+      size_t k = f.next++;
+      bool last = f.next == count;
+      if (k >= edges.size()) {
+        const SkippedDependency& sk = parent.skipped[k - edges.size()];
+        std::string name = sk.alias != default_alias(sk.name) ? fmt::format("{} as {}", sk.name, sk.alias) : sk.name;
+        out += fmt::format("{}{}{} ({})\n", f.prefix, last ? elbow : tee, name, skipped_text(sk));
         continue;
       }
-      out += fmt::format("{} ({})\n", line, status(child));
+      const PlanEdge& e = edges[k];
+      const PlanNode& child = plan.nodes[e.node];
+      std::string line = f.prefix + (last ? elbow : tee) + label(child, e.alias);
+      std::string cond = condition_suffix(parent, e.alias);
+      if (expanded[e.node] && (!child.dependencies.empty() || !child.skipped.empty())) {
+        out += fmt::format("{} ({}{}, see above)\n", line, status(child), cond);
+        continue;
+      }
+      out += fmt::format("{} ({}{})\n", line, status(child), cond);
       if (expanded[e.node]) continue;
       expanded[e.node] = 1;
       std::string prefix = f.prefix + (last ? blank : pipe);  // `f` dies with the push below.
@@ -102,7 +125,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
     for (const Requirement& r : n.requirers)
       requirers.push_back({{"app", plan.nodes[r.requirer].id()}, {"range", r.range.text()}, {"alias", r.alias}});
     json deps = json::array();
-    for (const PlanEdge& e : n.dependencies) deps.push_back({{"alias", e.alias}, {"app", plan.nodes[e.node].id()}});
+    for (const PlanEdge& e : n.dependencies) {
+      json d = {{"alias", e.alias}, {"app", plan.nodes[e.node].id()}};
+      if (std::string c = condition_suffix(n, e.alias); !c.empty()) d["when"] = c.substr(7);  // After ", when ".
+      deps.push_back(std::move(d));
+    }
+    json skipped = json::array();
+    for (const SkippedDependency& sk : n.skipped)
+      skipped.push_back({{"name", sk.name}, {"alias", sk.alias}, {"when", sk.condition}, {"because", sk.value}});
     nodes.push_back({
         {"name", n.name},
         {"version", n.version.to_string()},
@@ -113,6 +143,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
         {"ready", n.ready},
         {"requirers", std::move(requirers)},
         {"dependencies", std::move(deps)},
+        {"skipped", std::move(skipped)},
     });
   }
   json roots = json::array(), order = json::array();

@@ -73,8 +73,9 @@ std::string versions_text(const std::vector<std::string>& vs) { return vs.empty(
 
 class Resolver {
  public:
-  Resolver(const SpecRepository& repo, const std::vector<RunningApp>& running, const std::string& tenant)
-      : m_repo(repo), m_tenant(tenant) {
+  Resolver(const SpecRepository& repo, const std::vector<RunningApp>& running, const std::string& tenant,
+           const ConfigEvaluator& config)
+      : m_repo(repo), m_tenant(tenant), m_config(config) {
     for (const RunningApp& app : running) {
       if (app.tenant != tenant) continue;
       // A running app whose version does not parse cannot satisfy any range; it is
@@ -309,7 +310,10 @@ class Resolver {
       int n = m_order[head];
       const AppSpec* spec = spec_of(n, m_choice[n]);
       if (!spec) continue;  // Reused apps' dependencies are already running.
-      for (const Dependency& d : spec->dependencies) {
+      const Activity& act = activity(*spec, m_names[n].root == spec);
+      for (size_t k = 0; k < spec->dependencies.size(); ++k) {
+        if (!act.active[k]) continue;
+        const Dependency& d = spec->dependencies[k];
         int m = intern(d.name);
         m_reqs[m].push_back({n, &d});
         if (m_reached[m]) continue;
@@ -570,10 +574,18 @@ class Resolver {
       for (const Req& r : m_reqs[n])
         node.requirers.push_back({static_cast<size_t>(node_of[r.requirer]), r.dep->alias, r.dep->range,
                                   r.dep->imports, r.dep->location});
-      if (node.spec)
-        for (const Dependency& d : node.spec->dependencies)
+      if (node.spec) {
+        const Activity& act = activity(*node.spec, m_names[n].root == node.spec);
+        node.skipped = act.skipped;
+        for (size_t k = 0; k < node.spec->dependencies.size(); ++k) {
+          if (!act.active[k]) continue;
+          const Dependency& d = node.spec->dependencies[k];
           if (int target = node_of[m_ids.find(d.name)->second]; target >= 0)
             node.dependencies.push_back({d.alias, static_cast<size_t>(target)});
+        }
+        if (!act.errors.empty() && m_reported_conditions.insert(node.spec).second)
+          errors.insert(errors.end(), act.errors.begin(), act.errors.end());
+      }
       check_imports(n, errors);
     }
     for (int r : root_ids) plan.roots.push_back(static_cast<size_t>(node_of[r]));
@@ -582,6 +594,43 @@ class Resolver {
     plan.order = topological_order(plan);
     return plan;
   }
+
+  // Which dependencies of a spec apply, decided once per spec: its config is evaluated
+  // only when it has a conditional dependency. A spec whose conditions cannot be decided
+  // (a broken config.jsonnet, an unknown parameter) follows none of its conditional
+  // dependencies, and its errors are reported if the spec ends up in the plan.
+  struct Activity {
+    std::vector<bool> active;
+    std::vector<SkippedDependency> skipped;
+    Diagnostics errors;
+  };
+  const Activity& activity(const AppSpec& spec, bool root) {
+    auto [it, fresh] = m_activity.try_emplace(&spec);
+    Activity& a = it->second;
+    if (!fresh) return a;
+    a.active.assign(spec.dependencies.size(), true);
+    bool conditional = std::any_of(spec.dependencies.begin(), spec.dependencies.end(),
+                                   [](const Dependency& d) { return d.when.has_value(); });
+    if (!conditional || !m_config) return a;
+    auto config = m_config(spec, root);
+    if (!config) {
+      for (size_t k = 0; k < spec.dependencies.size(); ++k) a.active[k] = !spec.dependencies[k].when;
+      a.errors = config.error();
+      return a;
+    }
+    auto flags = active_dependencies(spec, *config, &a.skipped);
+    if (!flags) {
+      for (size_t k = 0; k < spec.dependencies.size(); ++k) a.active[k] = !spec.dependencies[k].when;
+      a.errors = flags.error();
+      return a;
+    }
+    a.active = std::move(*flags);
+    return a;
+  }
+
+  const ConfigEvaluator& m_config;
+  std::map<const AppSpec*, Activity> m_activity;
+  std::set<const AppSpec*> m_reported_conditions;
 
   // Iterative depth-first search: chains thousands deep must not exhaust the stack.
   static void find_cycles(const Plan& plan, Diagnostics& errors) {
@@ -679,8 +728,32 @@ class Resolver {
 }  // namespace
 
 Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
-                     const std::vector<RunningApp>& running, const std::string& tenant) {
-  return Resolver(repo, running, tenant).run(roots);
+                     const std::vector<RunningApp>& running, const std::string& tenant, const ConfigEvaluator& config) {
+  return Resolver(repo, running, tenant, config).run(roots);
+}
+
+Result<std::vector<bool>> active_dependencies(const AppSpec& spec, const nlohmann::json& config,
+                                              std::vector<SkippedDependency>* skipped) {
+  std::vector<bool> out(spec.dependencies.size(), true);
+  Diagnostics errors;
+  for (size_t k = 0; k < spec.dependencies.size(); ++k) {
+    const Dependency& d = spec.dependencies[k];
+    if (!d.when) continue;
+    std::string hint;
+    auto holds = evaluate_condition(*d.when, config, &hint);
+    if (!holds) {
+      errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
+                                  fmt::format("app {}: the condition of its dependency on {}: {}", spec.name, d.name,
+                                              holds.error()),
+                                  hint});
+      continue;
+    }
+    out[k] = *holds;
+    if (!*holds && skipped)
+      skipped->push_back({d.name, d.alias, d.when->text, condition_value_text(*d.when, config)});
+  }
+  if (!errors.empty()) return fail(std::move(errors));
+  return out;
 }
 
 std::vector<size_t> reverse_dependents(const Plan& plan, std::string_view name) {

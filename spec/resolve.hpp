@@ -10,6 +10,7 @@
 // which ranges other names see, resolution iterates to a fixpoint; ranges from versions
 // that end up not chosen play no part in the result.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,6 +41,14 @@ struct PlanEdge {
   size_t node = 0;  // Index into Plan::nodes.
 };
 
+// A dependency of a deployed app left out because its `when:` does not hold.
+struct SkippedDependency {
+  std::string name;       // The app it would depend on.
+  std::string alias;
+  std::string condition;  // As written: "search.enabled".
+  std::string value;      // What decided: "search.enabled is false".
+};
+
 struct PlanNode {
   std::string name;
   semver::Version version;
@@ -53,6 +62,7 @@ struct PlanNode {
   bool ready = true;
   std::vector<Requirement> requirers;  // In the order they were found.
   std::vector<PlanEdge> dependencies;  // In app.yaml order; empty for Reuse.
+  std::vector<SkippedDependency> skipped;  // Conditional ones that do not apply.
 
   std::string id() const { return name + "@" + version.to_string(); }
 };
@@ -68,13 +78,28 @@ struct Plan {
   std::optional<size_t> find(std::string_view name) const;
 };
 
+// The evaluated config of an app the plan deploys (config.jsonnet with the config center
+// and, for a root, the --set/--values overrides), for the `when:` of its dependencies.
+// Asked once per spec that has a conditional dependency. The resolver is pure; ops/
+// gives it one that evaluates the Jsonnet (ops::config_evaluator).
+using ConfigEvaluator = std::function<Result<nlohmann::json>(const AppSpec& spec, bool root)>;
+
 // Resolves `roots` (the specs being submitted; they are deployed as given, and the
 // pointers must outlive the plan, as must `repo`) against the repository and the running
 // apps of `tenant` (entries of other tenants are ignored). Every independent error is
 // collected: missing apps and versions, conflicting ranges, imports of undeclared
-// outputs, cycles, and broken repository entries for the names the resolution touches.
+// outputs, cycles, broken repository entries for the names the resolution touches, and
+// conditions naming what is not a parameter. A dependency whose `when:` does not hold is
+// left out (PlanNode::skipped); without `config` every conditional dependency applies.
 Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
-                     const std::vector<RunningApp>& running, const std::string& tenant);
+                     const std::vector<RunningApp>& running, const std::string& tenant,
+                     const ConfigEvaluator& config = {});
+
+// Which of `spec`'s dependencies apply on its evaluated `config`: one flag per entry of
+// spec.dependencies (true for those without `when:`), the skipped ones described in
+// `skipped`. Errors are located at the condition in app.yaml.
+Result<std::vector<bool>> active_dependencies(const AppSpec& spec, const nlohmann::json& config,
+                                              std::vector<SkippedDependency>* skipped = nullptr);
 
 // Apps that depend on `name` in a plan, directly or through others, nearest first
 // (breadth-first), as node indices. Empty when `name` is not in the plan.

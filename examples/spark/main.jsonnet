@@ -13,7 +13,10 @@ function(config, deps, app)
       SPARK_NO_DAEMONIZE: 'true',
       SPARK_HISTORY_OPTS: '-Dspark.history.fs.logDirectory=' + event_log_dir,
       HADOOP_CONF_DIR: '/opt/spark/conf',
-    },
+    } + (
+      // deps.kafka is there only while the dependency applies (streaming.enabled).
+      if std.objectHas(deps, 'kafka') then { KAFKA_BOOTSTRAP_SERVERS: deps.kafka.bootstrap_servers } else {}
+    ),
     restart: { retry_times: 3, backoff: '5s' },
   };
   {
@@ -44,7 +47,10 @@ function(config, deps, app)
         ],
         env+: { SPARK_WORKER_DIR: '/tmp/spark-work' },
         replicas: config.workers,
+        // Workers register with the master when they start: they wait for it.
+        after: ['master'],
         resources: config.worker.resources,
+        limits: config.worker.limits,
         labels: { layer: 'compute' },
         near: 'hdfs/datanode',
         anti_affinity: {

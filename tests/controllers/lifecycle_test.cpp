@@ -2,6 +2,7 @@
 // what an observation does to stored instances, and which copies get started and
 // stopped. Every case also checks that deciding again on the result changes nothing.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "controllers/lifecycle.hpp"
@@ -23,6 +24,12 @@ ObservedCopy copy_of(const Instance& i, CopyPhase phase, int exit_code = 0) {
   c.exit_code = exit_code;
   c.started_ms = kT0 - 1000;
   return c;
+}
+
+Instance& mut(ClusterState& s, const std::string& key) {
+  for (auto& i : s.snapshot.instances)
+    if (i.key() == key) return i;
+  throw std::logic_error("no instance " + key);
 }
 
 // One app "web" with role "fe" (2 instances on n1, n2) and one dependency-free app.
@@ -162,6 +169,71 @@ TEST_CASE("lifecycle: dependents start only once their dependencies serve", "[li
   CHECK(b.starts[0].instance.key() == "0.fe.api.default");
   CHECK(b.starts[0].env.at("GAIA_INSTANCE") == "0.fe.api.default");
   CHECK(b.stops.empty());
+}
+
+TEST_CASE("lifecycle: a role with after starts once the roles it follows serve", "[lifecycle][after]") {
+  test::ClusterBuilder b;
+  b.node("n1", 8000, 16);
+  b.role("default", "hdfs", "zk", res(500, 1));
+  b.role("default", "hdfs", "namenode", res(500, 1)).after = {"zk"};
+  b.role("default", "hdfs", "datanode", res(500, 1)).after = {"namenode"};
+  b.instance("default", "hdfs", "zk", 0, "n1");
+  b.instance("default", "hdfs", "zk", 1, "n1");
+  b.instance("default", "hdfs", "namenode", 0, "n1");
+  b.instance("default", "hdfs", "datanode", 0, "n1");
+  ClusterState s = test::runtime_state(b);
+  // runtime_state copies the builder's roles into the app record; min_available 2 on
+  // zk means the namenode waits for both.
+  for (auto& r : s.apps["default/hdfs"].workload.roles)
+    if (r.name == "zk") r.min_available = 2;
+  s.snapshot.roles["default/hdfs/zk"].min_available = 2;
+  for (auto& i : s.snapshot.instances) {
+    i.state = InstanceState::Placed;
+    i.generation = 1;
+  }
+  auto keys = [](const Actuation& a) {
+    std::vector<std::string> out;
+    for (const auto& st : a.starts) out.push_back(st.instance.key());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  Actuation a = plan_actuation(s, Observation{});
+  CHECK(keys(a) == std::vector<std::string>{"0.zk.hdfs.default", "1.zk.hdfs.default"});
+  REQUIRE(a.held.size() == 2);
+  for (const auto& [key, why] : a.held) {
+    if (key == "0.namenode.hdfs.default") CHECK(why == "waiting for role zk of app hdfs to be ready (after)");
+    else CHECK(why == "waiting for role namenode of app hdfs to be ready (after)");
+  }
+
+  // One zk serving is not enough for min_available 2.
+  Observation obs;
+  mut(s, "0.zk.hdfs.default").state = InstanceState::Running;
+  obs.copies.push_back(copy_of(inst(s, "0.zk.hdfs.default"), CopyPhase::Running));
+  obs.copies.push_back(copy_of(inst(s, "1.zk.hdfs.default"), CopyPhase::Starting));
+  CHECK(keys(plan_actuation(s, obs)).empty());
+
+  // Both serve: the namenode starts, the datanode still waits for it.
+  mut(s, "1.zk.hdfs.default").state = InstanceState::Running;
+  obs.copies[1].phase = CopyPhase::Running;
+  Actuation c = plan_actuation(s, obs);
+  CHECK(keys(c) == std::vector<std::string>{"0.namenode.hdfs.default"});
+  REQUIRE(c.held.size() == 1);
+  CHECK(c.held[0].first == "0.datanode.hdfs.default");
+
+  // The namenode serves: the datanode starts.
+  mut(s, "0.namenode.hdfs.default").state = InstanceState::Running;
+  obs.copies.push_back(copy_of(inst(s, "0.namenode.hdfs.default"), CopyPhase::Running));
+  CHECK(keys(plan_actuation(s, obs)) == std::vector<std::string>{"0.datanode.hdfs.default"});
+
+  // A zk copy that fails takes the role below min_available again: a namenode that
+  // restarts now waits, as it did the first time.
+  mut(s, "1.zk.hdfs.default").state = InstanceState::Failed;
+  mut(s, "0.namenode.hdfs.default").state = InstanceState::Placed;
+  mut(s, "0.namenode.hdfs.default").generation = 2;
+  Actuation d = plan_actuation(s, obs);
+  bool namenode_held = false;
+  for (const auto& [key, why] : d.held) namenode_held = namenode_held || key == "0.namenode.hdfs.default";
+  CHECK(namenode_held);
 }
 
 TEST_CASE("lifecycle: a dependent's environment lists where its dependencies serve", "[lifecycle]") {

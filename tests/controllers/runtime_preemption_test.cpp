@@ -111,6 +111,47 @@ TEST_CASE("a killed instance that uses more than it requested fails out of memor
   CHECK(count_events(r.batch, "Preempted") == 0);
 }
 
+TEST_CASE("a Burstable copy above its memory limit is killed, whatever its priority and the node's room",
+          "[runtime][preemption][limits]") {
+  ClusterBuilder b;
+  b.node("n1", 10'000, 64);
+  Role& r = b.role("default", "db", "server", res(500, 2), prio("prod"));
+  r.limits = res(1000, 3);
+  auto& i = running(b, "db", "server", 0, "n1", 0.5, 1.75);  // 3.5Gi, above the 3Gi limit.
+  i.limit = r.limits;
+  b.role("default", "db", "cache", res(500, 2), prio("prod")).limits = res(500, 4);
+  running(b, "db", "cache", 0, "n1", 0.5, 1.5).limit = res(500, 4);  // 3Gi: above request, within limit.
+  ClusterState after;
+  auto r2 = run_idempotent(&preempt_at_runtime, runtime_state(b), at(kT0), &after);
+  const auto& x = inst(after, "0.server.db.default");
+  CHECK(x.state == InstanceState::Failed);
+  CHECK(x.failure == "out of memory: used 3.5Gi, above its limit of 3Gi");
+  CHECK(count_events(r2.batch, "OOMKilled") == 1);
+  CHECK(inst(after, "0.cache.db.default").state == InstanceState::Running);
+}
+
+TEST_CASE("memory shortage: after preemptible nonprod, Burstable copies above their request go; a copy within its "
+          "request stays",
+          "[runtime][preemption][limits]") {
+  ClusterBuilder b;
+  b.node("n1", 10'000, 10);
+  b.role("default", "db", "server", res(2000, 6), prio("prod:100"));
+  b.role("default", "api", "web", res(500, 2), prio("prod:200")).limits = res(500, 6);
+  b.role("default", "low", "job", res(500, 1), prio("nonprod:10"));
+  running(b, "db", "server", 0, "n1", 0.5, 1.0);          // 6Gi, its request: Guaranteed.
+  running(b, "api", "web", 0, "n1", 0.5, 2.5).limit = res(500, 6);  // 5Gi of 2Gi requested.
+  running(b, "low", "job", 0, "n1", 0.5, 1.0);            // 1Gi: 12Gi of 10Gi in all.
+  ClusterState after;
+  auto r = run_idempotent(&preempt_at_runtime, runtime_state(b), at(kT0), &after);
+  CHECK(inst(after, "0.job.low.default").state == InstanceState::Pending);  // Preempted, back in the queue.
+  const auto& web = inst(after, "0.web.api.default");
+  CHECK(web.state == InstanceState::Failed);
+  CHECK_THAT(web.failure, Catch::Contains("out of memory: used 5Gi of 2Gi requested"));
+  CHECK(inst(after, "0.server.db.default").state == InstanceState::Running);
+  CHECK(count_events(r.batch, "Preempted") == 1);
+  CHECK(count_events(r.batch, "OOMKilled") == 1);
+}
+
 TEST_CASE("cpu shortage throttles, lowest priority first, and never kills", "[runtime][preemption]") {
   ClusterBuilder b;
   b.node("n1", 4000, 16);

@@ -78,6 +78,19 @@ TEST_CASE("usage model: a spike overrides base values until it ends", "[runtime]
   CHECK(m.next_change_ms(kT0) == 0);
 }
 
+TEST_CASE("usage model: a declared cpu limit caps cpu usage; memory may exceed it", "[runtime][sim_usage][limits]") {
+  auto b = two_roles();
+  SimUsageModel m;
+  m.rules["*"] = usage_rule(3.0, 2.0);
+  Instance i = b.s.instances[2];  // A worker: 1 cpu, 2Gi requested.
+  // Without declared limits the fractions apply as given.
+  CHECK(m.usage_of(i, kT0)->cpu_millis == 3000);
+  i.limit = res(1500, 3);
+  auto u = m.usage_of(i, kT0);
+  CHECK(u->cpu_millis == 1500);               // Throttled at the limit.
+  CHECK(u->memory_bytes == 4 * kGi);          // Above the 3Gi limit: the run-time controller kills it.
+}
+
 TEST_CASE("usage model: JSON round trip", "[runtime][sim_usage]") {
   SimUsageModel m;
   m.rules["*"] = usage_rule(0.4, 0.6);

@@ -81,6 +81,20 @@ TEST_CASE("kube_pod: the template of a service role", "[kube_pod]") {
   CHECK(c["livenessProbe"] == probe);
 }
 
+TEST_CASE("kube_pod: a Burstable role writes its limits apart from its requests; after becomes an annotation",
+          "[kube_pod][limits][after]") {
+  Role r = service_role();
+  r.limits = Resources{2000, int64_t{1} << 30, 0, int64_t{2} << 30};
+  r.after = {"db", "queue"};
+  std::vector<PodTemplateProblem> problems;
+  json t = kubernetes_pod_template(r, context(), problems);
+  CHECK(problems.empty());
+  const json& c = t["spec"]["containers"][0];
+  CHECK(c["resources"]["requests"] == json{{"cpu", "500m"}, {"memory", "512Mi"}, {"ephemeral-storage", "2Gi"}});
+  CHECK(c["resources"]["limits"] == json{{"cpu", "2"}, {"memory", "1Gi"}, {"ephemeral-storage", "2Gi"}});
+  CHECK(t["metadata"]["annotations"]["gaia.io/after"] == "db,queue");
+}
+
 TEST_CASE("kube_pod: whole seconds of grace, gpus, and batch volumes", "[kube_pod]") {
   Role r = service_role();
   r.kind = "batch";

@@ -171,7 +171,12 @@ class ManifestChecker {
     for (const char* part : {"requests", "limits"})
       for (auto& [k, q] : c["resources"][part].items())
         if (!quantity(q)) problem(m, std::string("quantity ") + k);
-    if (c["resources"]["requests"] != c["resources"]["limits"]) problem(m, "gpu needs requests == limits");
+    // The API requires a limit for every request and equal values for extended
+    // resources such as gpus; cpu, memory and ephemeral-storage limits may be higher.
+    for (auto& [k, q] : c["resources"]["requests"].items()) {
+      if (!c["resources"]["limits"].contains(k)) problem(m, "no limit for " + k);
+      else if (k == "nvidia.com/gpu" && c["resources"]["limits"][k] != q) problem(m, "gpu needs requests == limits");
+    }
     for (auto& e : c.value("env", json::array()))
       if (!e["name"].is_string() || !e["value"].is_string()) problem(m, "env");
     for (auto& vm : c.value("volumeMounts", json::array()))

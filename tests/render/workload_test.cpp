@@ -386,3 +386,82 @@ TEST_CASE("grace_period: a duration, in the document only when not the default, 
   bad["spec"]["roles"]["namenode"]["grace_period_ms"] = "soon";
   CHECK_FALSE(from_document(bad));
 }
+
+TEST_CASE("limits: absent means the requests, each key defaults to its request, none below it", "[workload][limits]") {
+  Workload plain = valid_hdfs();
+  CHECK_FALSE(role(plain, "namenode").limits);
+  CHECK_FALSE(role(plain, "namenode").burstable());
+  CHECK(role(plain, "namenode").limit() == role(plain, "namenode").resources);
+  // Documents of Guaranteed roles do not change, so their content hash stays.
+  CHECK_FALSE(to_document(plain)["spec"]["roles"]["namenode"].contains("limits"));
+
+  RawRender raw = gaia::test::hdfs_raw();
+  raw.main["roles"]["namenode"]["limits"] = {{"cpu", "4"}, {"memory", "12Gi"}};
+  auto w = validate_workload(gaia::test::hdfs_spec(), "default", raw);
+  REQUIRE(w);
+  const Role& nn = role(*w, "namenode");
+  REQUIRE(nn.burstable());
+  CHECK(nn.limits->cpu_millis == 4000);
+  CHECK(nn.limits->memory_bytes == 12LL << 30);
+  CHECK(nn.resources.cpu_millis == 2000);  // The request is untouched.
+  json doc = to_document(*w);
+  CHECK(doc["spec"]["roles"]["namenode"]["limits"]["cpu"] == "4");
+  CHECK(doc["spec"]["roles"]["namenode"]["limits"]["memory"] == "12Gi");
+  CHECK(doc["metadata"]["hash"] != to_document(plain)["metadata"]["hash"]);
+  auto back = from_document(doc);
+  REQUIRE(back);
+  CHECK(role(*back, "namenode").limits == nn.limits);
+
+  // Limits equal to the requests are no limits at all: Guaranteed, same document.
+  raw.main["roles"]["namenode"]["limits"] = {{"cpu", "2000m"}};
+  auto same = validate_workload(gaia::test::hdfs_spec(), "default", raw);
+  REQUIRE(same);
+  CHECK_FALSE(role(*same, "namenode").burstable());
+  CHECK(to_document(*same)["metadata"]["hash"] == to_document(plain)["metadata"]["hash"]);
+
+  struct Case {
+    const char* field;
+    json value;
+    const char* fragment;
+  };
+  for (const Case& c : {Case{"memory", "4Gi", "below the request of 8Gi"}, Case{"cpu", "500m", "below the request of 2"},
+                        Case{"cpu", "lots", ""}, Case{"gpu", 2, "gpus are not shared"}, Case{"memroy", "9Gi", "memory"}})
+    expect_error("namenode", std::string("/limits/") + c.field, c.value, std::string("roles.namenode.limits.") + c.field,
+                 c.fragment);
+  expect_error("namenode", "/limits", "4Gi", "roles.namenode.limits", "an object");
+  json bad = doc;
+  bad["spec"]["roles"]["namenode"]["limits"]["memory"] = "lots";
+  CHECK_FALSE(from_document(bad));
+}
+
+TEST_CASE("after: names roles of the app, no repeats, no self, no cycles", "[workload][after]") {
+  RawRender raw = gaia::test::hdfs_raw();
+  raw.main["roles"]["datanode"]["after"] = {"namenode"};
+  auto w = validate_workload(gaia::test::hdfs_spec(), "default", raw);
+  REQUIRE(w);
+  CHECK(role(*w, "datanode").after == std::vector<std::string>{"namenode"});
+  CHECK(role(*w, "namenode").after.empty());
+  json doc = to_document(*w);
+  CHECK(doc["spec"]["roles"]["datanode"]["after"] == json::array({"namenode"}));
+  CHECK_FALSE(doc["spec"]["roles"]["namenode"].contains("after"));
+  auto back = from_document(doc);
+  REQUIRE(back);
+  CHECK(role(*back, "datanode").after == std::vector<std::string>{"namenode"});
+
+  expect_error("datanode", "/after", json::array({"namenod"}), "roles.datanode.after", "did you mean 'namenode'?");
+  expect_error("datanode", "/after", json::array({"datanode"}), "roles.datanode.after[0]", "cannot wait for itself");
+  expect_error("datanode", "/after", json::array({"namenode", "namenode"}), "roles.datanode.after[1]", "listed twice");
+  expect_error("datanode", "/after", json::array({3}), "roles.datanode.after[0]", "a role name");
+  expect_error("datanode", "/after", "namenode", "roles.datanode.after", "");
+
+  // A cycle is printed in full, once, whichever role it is entered from.
+  RawRender cyc = gaia::test::hdfs_raw();
+  cyc.main["roles"]["datanode"]["after"] = {"namenode"};
+  cyc.main["roles"]["namenode"]["after"] = {"datanode"};
+  auto bad = validate_workload(gaia::test::hdfs_spec(), "default", cyc);
+  REQUIRE_FALSE(bad);
+  REQUIRE(bad.error().size() == 1);
+  CHECK(bad.error()[0].message == "app hdfs, role datanode: the start order has a cycle: datanode -> namenode -> datanode");
+  CHECK(bad.error()[0].path == "roles.datanode.after");
+  CHECK(bad.error()[0].location.file == "apps/hdfs/main.jsonnet");
+}

@@ -362,3 +362,41 @@ TEST_CASE("app.yaml that is not UTF-8 or holds control characters is refused whe
   REQUIRE(ok.has_value());
   CHECK(ok->description == "caf\xC3\xA9 \xE2\x98\x95");
 }
+
+TEST_CASE("when: a dependency's condition parses, and a broken one is located", "[appspec][when]") {
+  auto r = parse_app_yaml(R"(name: hub
+version: 1.0.0
+dependencies:
+  - name: search
+    when: search.enabled
+  - name: kafka
+    when: "!sharing.local"
+  - name: hdfs
+)",
+                          "app.yaml");
+  REQUIRE(r);
+  REQUIRE(r->dependencies[0].when);
+  CHECK(r->dependencies[0].when->key == "search.enabled");
+  CHECK(r->dependencies[0].when->op == Condition::Op::IsTrue);
+  CHECK(r->dependencies[0].when_location.line == 5);
+  CHECK(r->dependencies[0].when_location.column == 11);
+  CHECK(r->dependencies[1].when->op == Condition::Op::IsFalse);
+  CHECK_FALSE(r->dependencies[2].when);
+
+  auto ds = errors_of(R"(name: hub
+version: 1.0.0
+dependencies:
+  - name: search
+    when: "search.enabled =="
+  - name: kafka
+    when: [a]
+  - name: hdfs
+    wen: x
+)");
+  auto d = only(ds, "dependencies[0].when");
+  CHECK(d.location.line == 5);
+  CHECK_THAT(d.message, Catch::Contains("the value to compare with is missing"));
+  CHECK_THAT(d.hint, Catch::Contains("storage.mode == hdfs"));
+  CHECK_THAT(only(ds, "dependencies[1].when").message, Catch::Contains("expected a string"));
+  CHECK_THAT(only(ds, "dependencies[2].wen").hint, Catch::Contains("when"));
+}

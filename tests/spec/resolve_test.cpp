@@ -669,3 +669,70 @@ TEST_CASE("two pipelines with disjoint ranges on a library cannot flip it back a
   std::string old = errors_text(resolve_one(b, repo, {running("lib", "1.4.0"), running("a", "1.0.0")}));
   CHECK(old.find("a@1.0.0 (running) requires ^1.0") != std::string::npos);
 }
+
+TEST_CASE("conditional dependencies: only those whose when holds are resolved", "[resolve][when]") {
+  SpecRepository repo;
+  repo.add(app("search", "7.17.0"));
+  repo.add(app("kafka", "3.6.0"));
+  AppSpec root = app("hub", "1.0.0", {{"search"}, {"kafka"}, {"hdfs"}});
+  root.dependencies[0].when = parse_condition("search.enabled").value();
+  root.dependencies[0].when_location = Location{"hub/app.yaml", 4, 11};
+  root.dependencies[1].when = parse_condition("!sharing.local").value();
+  root.dependencies[2].when = parse_condition("storage == hdfs").value();  // hdfs is not in the repository.
+  std::vector<std::pair<std::string, bool>> asked;
+  nlohmann::json config = {{"search", {{"enabled", false}}}, {"sharing", {{"local", false}}}, {"storage", "local"}};
+  ConfigEvaluator eval = [&](const AppSpec& s, bool is_root) -> Result<nlohmann::json> {
+    asked.emplace_back(s.name, is_root);
+    return config;
+  };
+  auto plan = resolve({&root}, repo, {}, "default", eval);
+  REQUIRE(plan);
+  CHECK(order_of(*plan) == "kafka@3.6.0 hub@1.0.0");
+  const PlanNode& hub = node(*plan, "hub");
+  REQUIRE(hub.dependencies.size() == 1);
+  CHECK(hub.dependencies[0].alias == "kafka");
+  REQUIRE(hub.skipped.size() == 2);
+  CHECK(hub.skipped[0].name == "search");
+  CHECK(hub.skipped[0].condition == "search.enabled");
+  CHECK(hub.skipped[0].value == "search.enabled is false");
+  CHECK(hub.skipped[1].value == "storage is \"local\"");
+  // Asked once, for the root only: kafka has no conditions.
+  CHECK(asked == std::vector<std::pair<std::string, bool>>{{"hub", true}});
+  auto tree = format_plan_tree(*plan, {});
+  CHECK_THAT(tree, Catch::Contains("kafka (deploy 3.6.0, when !sharing.local)"));
+  CHECK_THAT(tree, Catch::Contains("search (skipped: when search.enabled, and search.enabled is false)"));
+  auto j = plan_to_json(*plan);
+  CHECK(j["nodes"][0]["skipped"][0]["because"] == "search.enabled is false");
+
+  // The flag on: search is resolved; the hdfs condition still keeps a missing app out.
+  config["search"]["enabled"] = true;
+  auto on = resolve({&root}, repo, {}, "default", eval);
+  REQUIRE(on);
+  CHECK(order_of(*on) == "kafka@3.6.0 search@7.17.0 hub@1.0.0");
+
+  // A condition naming what is not a parameter: a located error, and nothing resolved
+  // through it.
+  root.dependencies[0].when = parse_condition("search.enabeld").value();
+  auto bad = resolve({&root}, repo, {}, "default", eval);
+  REQUIRE_FALSE(bad);
+  REQUIRE(bad.error().size() == 1);
+  CHECK(bad.error()[0].location.line == 4);
+  CHECK(bad.error()[0].path == "dependencies[0].when");
+  CHECK_THAT(bad.error()[0].message, Catch::Contains("'search.enabeld' is not a parameter of the app's config"));
+  CHECK_THAT(bad.error()[0].hint, Catch::Contains("did you mean 'search.enabled'?"));
+
+  // A config that does not evaluate: its error, once.
+  ConfigEvaluator broken = [](const AppSpec&, bool) -> Result<nlohmann::json> {
+    return fail(Diagnostic{{"hub/config.jsonnet", 3, 1}, "", "syntax error", ""});
+  };
+  auto err = resolve({&root}, repo, {}, "default", broken);
+  REQUIRE_FALSE(err);
+  REQUIRE(err.error().size() == 1);
+  CHECK(err.error()[0].message == "syntax error");
+
+  // Without an evaluator every conditional dependency applies (and hdfs is missing).
+  root.dependencies[2].when.reset();
+  auto all = resolve({&root}, repo, {}, "default");
+  REQUIRE_FALSE(all);
+  CHECK_THAT(errors_text(all), Catch::Contains("hdfs"));
+}
