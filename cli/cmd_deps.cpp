@@ -35,7 +35,7 @@ struct ContextView {
   std::vector<RunningApp> running;
   std::optional<StoreConfigSource> centers;
 };
-Result<ContextView> context_view(const Globals& g, bool want_running) {
+Result<ContextView> context_view(const Globals& g) {
   auto context = resolve_context(g);
   if (!context) return fail(context.error());
   if (auto where = parse_store_location(context->store); where && where->kind == StoreLocation::Kind::File) {
@@ -45,7 +45,7 @@ Result<ContextView> context_view(const Globals& g, bool want_running) {
   auto session = open_session(g);
   if (!session) return fail(session.error());
   ContextView out;
-  if (want_running) out.running = (*session)->state->list(g.tenant);
+  out.running = (*session)->state->list(g.tenant);
   auto centers = StoreConfigSource::load(*(*session)->store);
   if (!centers) return fail(centers.error());
   out.centers = std::move(*centers);
@@ -94,9 +94,15 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   // The running apps come from --running when given, else from the context's store, as
   // `gaia plan` and `gaia submit` read them: otherwise deps would say "deploy" for a
   // dependency that plan reuses.
-  auto view = context_view(g, a.flags.running_file.empty());
-  if (!view) return report(g, view.error());
-  std::vector<RunningApp> running_apps = std::move(view->running);
+  // With --running the store is not opened at all (deps works offline, in CI, with an
+  // unreachable context): the conditions then see the config without the centers.
+  ContextView view;
+  if (a.flags.running_file.empty()) {
+    auto from_store = context_view(g);
+    if (!from_store) return report(g, from_store.error());
+    view = std::move(*from_store);
+  }
+  std::vector<RunningApp> running_apps = std::move(view.running);
   if (!a.flags.running_file.empty()) {
     auto running = ops::load_running(a.flags.running_file);
     if (!running) return report(g, running.error());
@@ -106,7 +112,7 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   // with --set/--values over the roots and the store's centers.
   auto inputs = ops::load_render_inputs(a.flags.settings(g));
   if (!inputs) return report(g, inputs.error());
-  auto options = ops::chain_options(*inputs, g.tenant, view->centers ? &*view->centers : nullptr);
+  auto options = ops::chain_options(*inputs, g.tenant, view.centers ? &*view.centers : nullptr);
   auto plan = spec::resolve(root_ptrs, *repo, running_apps, g.tenant, ops::config_evaluator(options));
   if (!plan) return report(g, plan.error());
 
@@ -159,6 +165,7 @@ void register_deps(CLI::App& app, Globals& g, int* code) {
       "  gaia deps examples/web\n"
       "  gaia deps examples/web --dot | dot -Tsvg > web.svg\n"
       "  gaia deps examples/web -o json\n"
+      "  gaia deps examples/spark --set streaming.enabled=true   # with a conditional dependency on\n"
       "  gaia deps --reverse zookeeper --repo examples   # who depends on zookeeper");
   auto a = std::make_shared<DepsArgs>();
   cmd->add_option("DIR", a->dirs, "App directories (or folders of them) resolved together");

@@ -178,6 +178,9 @@ function __gaia_opts
               '--dot' 'flag' 'Print the plan as a Graphviz digraph' \
               '--ascii' 'flag' 'Draw the tree with ASCII characters only' \
               '--reverse' 'text' 'List the apps that depend on NAME (in the plan, or the whole repository)' \
+              '--set' 'text' 'Override a parameter of the given apps: key=value; decides the `when:` of their dependencies' \
+              '--values' 'files' 'YAML or JSON file of parameter overrides; repeatable' \
+              '--config-file' 'files' 'YAML/JSON file with config-center keys (config:) and labels (labels:)' \
               '--running' 'files' 'YAML/JSON list of apps to treat as running, instead of the context\'s apps (name, version, outputs)' \
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \

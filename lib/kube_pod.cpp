@@ -50,7 +50,12 @@ json resources(const Role& r) {
   // Limits equal to requests (no `limits` in the role) give the Guaranteed QoS class:
   // the scheduler's reservation is what the container may use. A role with limits
   // above its requests is Burstable, as the role says.
-  return {{"requests", quantities(r.resources)}, {"limits", quantities(r.limit())}};
+  json requests = quantities(r.resources), limits = quantities(r.limit());
+  // Kubernetes takes a missing request to be the limit: a disk limit without a disk
+  // request would reserve disk gaia's scheduler counts as none.
+  if (limits.contains("ephemeral-storage") && !requests.contains("ephemeral-storage"))
+    requests["ephemeral-storage"] = "0";
+  return {{"requests", requests}, {"limits", limits}};
 }
 
 json probe(const Role& r) {

@@ -30,8 +30,24 @@ struct ActiveDeps {
   std::vector<std::string> added, removed;  // Against the record, with their conditions.
 };
 
+// Whether `from` reaches `to` through the stored dependencies of the tenant's apps.
+bool reaches(const ClusterState& state, const std::string& tenant, const std::string& from, const std::string& to) {
+  std::set<std::string> seen;
+  std::vector<std::string> stack{from};
+  while (!stack.empty()) {
+    std::string name = stack.back();
+    stack.pop_back();
+    if (name == to) return true;
+    if (!seen.insert(name).second) continue;
+    if (const AppRecord* a = state.find_app(tenant, name))
+      for (const auto& d : a->dependencies) stack.push_back(d);
+  }
+  return false;
+}
+
 Result<ActiveDeps> active_after_impl(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
-                                     const SpecSource& source, const StoreConfigSource& after) {
+                                     const SpecSource& source, const StoreConfigSource& after,
+                                     const std::set<std::string>& still_to_render) {
   ActiveDeps out;
   out.flags.assign(spec.dependencies.size(), true);
   bool conditional = std::any_of(spec.dependencies.begin(), spec.dependencies.end(),
@@ -76,6 +92,24 @@ Result<ActiveDeps> active_after_impl(const ClusterState& state, const AppRecord&
                                               d.name, app.tenant, app.tenant, app.name)});
       continue;
     }
+    // Bound now, it must not close a loop (submit refuses those too), and its outputs
+    // must be final: one this change re-renders later in the chain is not yet.
+    if (reaches(state, app.tenant, d.name, app.name)) {
+      errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
+                                  fmt::format("with this change app {} ({}) depends on {}{}, which depends on {}: "
+                                              "apps cannot depend on each other in a loop",
+                                              app.name, app.tenant, d.name, cond, app.name),
+                                  "leave the flag as it is, or change the dependencies of one of them"});
+      continue;
+    }
+    if (still_to_render.count(id_of(app.tenant, d.name))) {
+      errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
+                                  fmt::format("with this change app {} ({}) depends on {}{}, which this change "
+                                              "re-renders too, after {}",
+                                              app.name, app.tenant, d.name, cond, app.name),
+                                  fmt::format("change the keys {} reads first, then the flag of {}", d.name, app.name)});
+      continue;
+    }
     out.added.push_back(d.name + cond);
   }
   if (!errors.empty()) return fail(std::move(errors));
@@ -87,8 +121,9 @@ Result<ActiveDeps> active_after_impl(const ClusterState& state, const AppRecord&
 namespace {
 
 std::optional<ActiveDeps> active_after(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
-                                       const SpecSource& source, const StoreConfigSource& after, Diagnostics& errors) {
-  auto r = active_after_impl(state, app, spec, source, after);
+                                       const SpecSource& source, const StoreConfigSource& after,
+                                       const std::set<std::string>& still_to_render, Diagnostics& errors) {
+  auto r = active_after_impl(state, app, spec, source, after, still_to_render);
   if (r) return std::move(*r);
   for (auto e : r.error()) {
     e = source.unmap(std::move(e));
@@ -127,7 +162,11 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
   auto cache = open_render_cache(cache_dir);
   Diagnostics errors;
   std::set<std::string> failed;
-  for (const auto& id : propagation_order(state, seeds)) {
+  auto order = propagation_order(state, seeds);
+  // Apps of the chain not handled yet: a dependency a flag binds must not be one of them.
+  std::set<std::string> still_to_render(order.begin(), order.end());
+  for (const auto& id : order) {
+    still_to_render.erase(id);
     const AppRecord& app = state.apps.at(id);
     PropagatedApp report;
     report.tenant = app.tenant;
@@ -174,7 +213,10 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     }
     if (!report.direct) {
       std::vector<ImportEdge> imports;
-      for (const auto& dep : app_spec->dependencies) imports.push_back(ImportEdge{dep.name, dep.imports});
+      // The dependencies it is bound to; one a `when:` left out imports nothing.
+      for (const auto& dep : app_spec->dependencies)
+        if (std::find(app.dependencies.begin(), app.dependencies.end(), dep.name) != app.dependencies.end())
+          imports.push_back(ImportEdge{dep.name, dep.imports});
       std::map<std::string, std::pair<json, json>> same_tenant;
       for (const auto& [dep_id, change] : changed_outputs)
         if (dep_id.starts_with(app.tenant + "/")) same_tenant[dep_id.substr(app.tenant.size() + 1)] = change;
@@ -187,7 +229,7 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     // Conditional dependencies are decided again on the config after the change: a flag
     // may add one (bound to the app of that name running in the tenant) or remove one
     // (it keeps running; nothing named it).
-    auto active = active_after(state, app, *app_spec, *source, after, errors);
+    auto active = active_after(state, app, *app_spec, *source, after, still_to_render, errors);
     if (!active) {
       failed.insert(id);
       continue;

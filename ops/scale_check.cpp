@@ -1,5 +1,7 @@
 #include "ops/scale_check.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ops/loader.hpp"
@@ -38,8 +40,10 @@ Result<void> check_scale_render(const Workspace& ws, const ClusterState& state, 
   // deps.<alias>: the outputs of each dependency as it runs now, as a config change
   // re-renders a dependent whose dependencies did not change.
   nlohmann::json deps = nlohmann::json::object();
+  // Only the dependencies the app is bound to: one a `when:` left out gets no deps.<alias>.
   for (const auto& dep : spec.dependencies)
-    if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
+    if (std::find(app.dependencies.begin(), app.dependencies.end(), dep.name) != app.dependencies.end())
+      if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
   render::RenderRequest req;
   req.spec = &spec;
   req.deps = std::move(deps);

@@ -118,3 +118,21 @@ TEST_CASE("when: a condition naming no parameter is a located error", "[e2e][whe
   auto v = expect_exit(c.s, 1, {"validate", "apps/hub"});
   CHECK_THAT(v.err, Catch::Contains("'search.enabeld' is not a parameter"));
 }
+
+TEST_CASE("when: a flag that would close a dependency loop is refused and nothing is written", "[e2e][when]") {
+  Catalog c;
+  c.cli.ok({"submit", "apps/hub"});
+  // search now depends on hub, so hub depending on search would be a loop.
+  write_app(c.s, "apps/search", "search", "1.0.0", "dependencies:\n  - name: hub\noutputs: [url]\n", "{}\n",
+            "function(config, deps, app) {\n"
+            "  roles: { node: { image: 'busybox:1', resources: { cpu: '1', memory: '1Gi' } } },\n"
+            "  outputs: { url: 'http://search:9200' },\n"
+            "}\n");
+  c.cli.ok({"submit", "apps/search"});
+  int64_t before = c.cli.revision();
+  auto r = c.cli.expect(1, {"config", "set", "hub.search=true"});
+  CHECK_THAT(r.err, Catch::Contains("depends on search (when search.enabled), which depends on hub"));
+  CHECK_THAT(r.err, Catch::Contains("loop"));
+  CHECK(c.cli.revision() == before);
+  CHECK(c.hub()["dependencies"].empty());
+}

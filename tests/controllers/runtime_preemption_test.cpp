@@ -130,7 +130,7 @@ TEST_CASE("a Burstable copy above its memory limit is killed, whatever its prior
   CHECK(inst(after, "0.cache.db.default").state == InstanceState::Running);
 }
 
-TEST_CASE("memory shortage: after preemptible nonprod, Burstable copies above their request go; a copy within its "
+TEST_CASE("memory shortage: after preemptible nonprod, Burstable copies above their request go and a copy within its "
           "request stays",
           "[runtime][preemption][limits]") {
   ClusterBuilder b;

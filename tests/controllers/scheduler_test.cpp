@@ -117,6 +117,12 @@ TEST_CASE("terms name gaia's instance labels by their short keys, as specs write
   CHECK(nodes.size() == 3);
   REQUIRE(d.unschedulable.size() == 1);
   CHECK(d.unschedulable[0].reason.starts_with("0/3 nodes fit: 3 InstanceAntiAffinity"));
+  // The short key stands for gaia's label: an instance has a role, and NotIn compares
+  // with it.
+  const auto& labels = b.s.instances[0].labels;
+  CHECK_FALSE(sched::requirement_matches({"role", "DoesNotExist", {}}, labels));
+  CHECK_FALSE(sched::requirement_matches({"role", "NotIn", {"datanode"}}, labels));
+  CHECK(sched::requirement_matches({"role", "Exists", {}}, labels));
   // A node label under the short key is still the node's own.
   Node n;
   n.labels["role"] = "storage";

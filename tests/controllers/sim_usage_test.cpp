@@ -78,7 +78,7 @@ TEST_CASE("usage model: a spike overrides base values until it ends", "[runtime]
   CHECK(m.next_change_ms(kT0) == 0);
 }
 
-TEST_CASE("usage model: a declared cpu limit caps cpu usage; memory may exceed it", "[runtime][sim_usage][limits]") {
+TEST_CASE("usage model: a declared cpu limit caps cpu usage while memory may exceed it", "[runtime][sim_usage][limits]") {
   auto b = two_roles();
   SimUsageModel m;
   m.rules["*"] = usage_rule(3.0, 2.0);

@@ -7,7 +7,7 @@
 using namespace gaia;
 using nlohmann::json;
 
-TEST_CASE("codec: a role's limits and start order survive the store; older records load without them",
+TEST_CASE("codec: a role's limits and start order survive the store and older records load without them",
           "[codec][limits][after]") {
   Role r;
   r.name = "worker";

@@ -81,7 +81,7 @@ TEST_CASE("kube_pod: the template of a service role", "[kube_pod]") {
   CHECK(c["livenessProbe"] == probe);
 }
 
-TEST_CASE("kube_pod: a Burstable role writes its limits apart from its requests; after becomes an annotation",
+TEST_CASE("kube_pod: a Burstable role writes its limits apart from its requests and after becomes an annotation",
           "[kube_pod][limits][after]") {
   Role r = service_role();
   r.limits = Resources{2000, int64_t{1} << 30, 0, int64_t{2} << 30};
@@ -93,6 +93,16 @@ TEST_CASE("kube_pod: a Burstable role writes its limits apart from its requests;
   CHECK(c["resources"]["requests"] == json{{"cpu", "500m"}, {"memory", "512Mi"}, {"ephemeral-storage", "2Gi"}});
   CHECK(c["resources"]["limits"] == json{{"cpu", "2"}, {"memory", "1Gi"}, {"ephemeral-storage", "2Gi"}});
   CHECK(t["metadata"]["annotations"]["gaia.io/after"] == "db,queue");
+
+  // A disk limit without a disk request: the request is written as 0, not left for
+  // Kubernetes to default to the limit.
+  Role d = service_role();
+  d.resources.disk_bytes = 0;
+  d.limits = d.resources;
+  d.limits->disk_bytes = int64_t{1} << 30;
+  json td = kubernetes_pod_template(d, context(), problems);
+  CHECK(td["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] == "0");
+  CHECK(td["spec"]["containers"][0]["resources"]["limits"]["ephemeral-storage"] == "1Gi");
 }
 
 TEST_CASE("kube_pod: whole seconds of grace, gpus, and batch volumes", "[kube_pod]") {
