@@ -1,5 +1,7 @@
 #include "cli/progress.hpp"
 
+#include "controllers/lifecycle.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -84,6 +86,7 @@ std::string reason_label(const Waiting& w) {
   if (r.find("nodes fit") != std::string::npos) return "NoNodes";
   if (r.starts_with("preempted by")) return "Preempted";
   if (r.starts_with("waiting for dependency")) return "Dependency";
+  if (r.starts_with("waiting for role")) return "StartOrder";
   if (r.starts_with("waiting for node")) return "NodeDown";
   if (w.state != "Pending" && !w.state.empty()) return w.state;
   std::string first = r.substr(0, r.find_first_of(";:("));
@@ -107,6 +110,7 @@ std::string progress_summary(size_t running, size_t total, const std::vector<Wai
 std::string progress_summary(const ClusterState& state, const std::function<bool(const Instance&)>& keep) {
   size_t running = 0, total = 0;
   std::vector<Waiting> waiting;
+  StartGates gates(state);
   for (const auto& i : state.snapshot.instances) {
     if (keep && !keep(i)) continue;
     ++total;
@@ -114,8 +118,12 @@ std::string progress_summary(const ClusterState& state, const std::function<bool
       ++running;
       continue;
     }
-    waiting.push_back({std::string(instance_state_name(i.state)),
-                       i.pending_reason.empty() ? (i.node.empty() ? "not scheduled yet" : "starting") : i.pending_reason});
+    std::string reason = i.pending_reason;
+    if (reason.empty() && i.node.empty()) reason = "not scheduled yet";
+    // A bound instance may be held by its start gates (dependencies, `after:`).
+    if (reason.empty() && i.state == InstanceState::Placed) reason = gates.reason(i);
+    if (reason.empty()) reason = "starting";
+    waiting.push_back({std::string(instance_state_name(i.state)), std::move(reason)});
   }
   return progress_summary(running, total, waiting);
 }

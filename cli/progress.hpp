@@ -56,7 +56,7 @@ struct Waiting {
 };
 
 // The short name of a reason, for grouping: the filter that rejected the most nodes
-// ("0/6 nodes fit: 6 ResourceFit (cpu)" -> "ResourceFit"), "Dependency",
+// ("0/6 nodes fit: 6 ResourceFit (cpu)" -> "ResourceFit"), "Dependency", "StartOrder",
 // "Preempted", "NodeDown", the state for instances that are not pending, else the
 // reason's first clause.
 std::string reason_label(const Waiting& w);

@@ -45,24 +45,29 @@ bool reaches(const ClusterState& state, const std::string& tenant, const std::st
   return false;
 }
 
-Result<ActiveDeps> active_after_impl(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
-                                     const SpecSource& source, const StoreConfigSource& after,
-                                     const std::set<std::string>& still_to_render) {
-  ActiveDeps out;
-  out.flags.assign(spec.dependencies.size(), true);
+// Which dependencies of `spec` apply after the change: its config.jsonnet evaluated as
+// the app renders (the I/O), then decided by spec::active_dependencies.
+Result<std::vector<bool>> applying(const AppRecord& app, const spec::AppSpec& spec, const SpecSource& source,
+                                   const StoreConfigSource& after) {
   bool conditional = std::any_of(spec.dependencies.begin(), spec.dependencies.end(),
                                  [](const spec::Dependency& d) { return d.when.has_value(); });
-  if (conditional) {
-    render::RenderRequest req;
-    req.spec = &spec;
-    req.options = record_render_options(app, app_snapshot(after, app));
-    if (source.unpacked) req.options.jpaths = source.unpacked->jpaths;
-    auto raw = render::evaluate_config(req);
-    if (!raw) return fail(raw.error());
-    auto flags = spec::active_dependencies(spec, raw->config);
-    if (!flags) return fail(flags.error());
-    out.flags = std::move(*flags);
-  }
+  if (!conditional) return std::vector<bool>(spec.dependencies.size(), true);
+  render::RenderRequest req;
+  req.spec = &spec;
+  req.options = record_render_options(app, app_snapshot(after, app));
+  if (source.unpacked) req.options.jpaths = source.unpacked->jpaths;
+  auto raw = render::evaluate_config(req);
+  if (!raw) return fail(raw.error());
+  return spec::active_dependencies(spec, raw->config);
+}
+
+// The decision, a pure function of the state: what the app is bound to with `flags`,
+// against what it was bound to, refusing bindings to apps that do not run, are out of
+// range, close a loop, or are re-rendered later in this change.
+Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
+                                     std::vector<bool> flags, const std::set<std::string>& still_to_render) {
+  ActiveDeps out;
+  out.flags = std::move(flags);
   Diagnostics errors;
   std::set<std::string> before(app.dependencies.begin(), app.dependencies.end());
   for (size_t k = 0; k < spec.dependencies.size(); ++k) {
@@ -123,7 +128,9 @@ namespace {
 std::optional<ActiveDeps> active_after(const ClusterState& state, const AppRecord& app, const spec::AppSpec& spec,
                                        const SpecSource& source, const StoreConfigSource& after,
                                        const std::set<std::string>& still_to_render, Diagnostics& errors) {
-  auto r = active_after_impl(state, app, spec, source, after, still_to_render);
+  auto flags = applying(app, spec, source, after);
+  auto r = flags ? bind_dependencies(state, app, spec, std::move(*flags), still_to_render)
+                 : Result<ActiveDeps>(std::unexpected(flags.error()));
   if (r) return std::move(*r);
   for (auto e : r.error()) {
     e = source.unmap(std::move(e));

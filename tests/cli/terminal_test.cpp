@@ -129,6 +129,7 @@ TEST_CASE("progress: the summary groups why instances wait", "[progress]") {
   CHECK(reason_label({"Pending", "0/6 nodes fit: 6 ResourceFit (cpu)"}) == "ResourceFit");
   CHECK(reason_label({"Pending", "0/6 nodes fit: 4 NodeAffinity, 2 ResourceFit (memory)"}) == "NodeAffinity");
   CHECK(reason_label({"Pending", "waiting for dependency hdfs to be ready"}) == "Dependency");
+  CHECK(reason_label({"Placed", "waiting for role coord of app chain to be ready (after)"}) == "StartOrder");
   CHECK(reason_label({"Pending", "preempted by 0.a.b.c on n1"}) == "Preempted");
   // What blocks it now is the filter, not the preemption that started it.
   CHECK(reason_label({"Pending", "preempted by 0.a.b.c on n1; then 0/3 nodes fit: 3 ResourceFit"}) == "ResourceFit");

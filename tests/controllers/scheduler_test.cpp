@@ -22,6 +22,17 @@ AffinityTerm instance_term(const std::string& key, const std::string& value, con
   return t;
 }
 
+// Four datanodes kept apart by a required anti-affinity on three nodes: one per node,
+// and the fourth unschedulable for that reason.
+void expect_one_datanode_per_node(const Decision& d) {
+  REQUIRE(d.placements.size() == 3);
+  std::set<std::string> nodes;
+  for (const auto& p : d.placements) nodes.insert(p.node);
+  CHECK(nodes.size() == 3);
+  REQUIRE(d.unschedulable.size() == 1);
+  CHECK(d.unschedulable[0].reason.starts_with("0/3 nodes fit: 3 InstanceAntiAffinity"));
+}
+
 }  // namespace
 
 TEST_CASE("resources exhausted leaves instances pending with a reason", "[scheduler]") {
@@ -91,13 +102,7 @@ TEST_CASE("datanodes spread by required anti-affinity on node", "[scheduler]") {
   b.role("t1", "hdfs", "datanode", res(1000, 2)).required_anti_affinity = {
       instance_term("gaia.io/role", "datanode", "node")};
   for (int i = 0; i < 4; ++i) b.instance("t1", "hdfs", "datanode", i);
-  Decision d = schedule(b.s, b.pending());
-  REQUIRE(d.placements.size() == 3);
-  std::set<std::string> nodes;
-  for (const auto& p : d.placements) nodes.insert(p.node);
-  CHECK(nodes.size() == 3);
-  REQUIRE(d.unschedulable.size() == 1);
-  CHECK(d.unschedulable[0].reason.starts_with("0/3 nodes fit: 3 InstanceAntiAffinity"));
+  expect_one_datanode_per_node(schedule(b.s, b.pending()));
 }
 
 TEST_CASE("terms name gaia's instance labels by their short keys, as specs write them", "[scheduler]") {
@@ -110,13 +115,7 @@ TEST_CASE("terms name gaia's instance labels by their short keys, as specs write
   t.match.push_back({"app", "In", {"hdfs"}});
   b.role("t1", "hdfs", "datanode", res(1000, 2)).required_anti_affinity = {t};
   for (int i = 0; i < 4; ++i) b.instance("t1", "hdfs", "datanode", i);
-  Decision d = schedule(b.s, b.pending());
-  REQUIRE(d.placements.size() == 3);
-  std::set<std::string> nodes;
-  for (const auto& p : d.placements) nodes.insert(p.node);
-  CHECK(nodes.size() == 3);
-  REQUIRE(d.unschedulable.size() == 1);
-  CHECK(d.unschedulable[0].reason.starts_with("0/3 nodes fit: 3 InstanceAntiAffinity"));
+  expect_one_datanode_per_node(schedule(b.s, b.pending()));
   // The short key stands for gaia's label: an instance has a role, and NotIn compares
   // with it.
   const auto& labels = b.s.instances[0].labels;
