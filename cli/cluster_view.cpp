@@ -1,6 +1,7 @@
 #include "cli/cluster_view.hpp"
 
 #include <algorithm>
+#include <set>
 #include <fmt/format.h>
 
 #include "controllers/replicas.hpp"
@@ -20,7 +21,8 @@ std::map<std::string, NodeUsage> node_usage(const ClusterState& state) {
     for (const auto& k : n.kept_volumes) u.volume_used[k.group] += k.size_bytes;
   }
   for (const auto& i : state.snapshot.instances) {
-    for (const auto& v : i.volumes) out[v.node].volume_used[v.group] += v.size_bytes;
+    for (const auto& v : i.volumes)
+      if (!claim_binding(v)) out[v.node].volume_used[v.group] += v.size_bytes;
     if (!occupies_node(i)) continue;
     NodeUsage& u = out[i.node];
     u.allocated.cpu_millis += i.request.cpu_millis;
@@ -29,6 +31,49 @@ std::map<std::string, NodeUsage> node_usage(const ClusterState& state) {
     u.allocated.disk_bytes += i.request.disk_bytes;
     ++u.instances;
   }
+  return out;
+}
+
+std::vector<StorageClassUsage> storage_class_usage(const ClusterState& state) {
+  const Snapshot& s = state.snapshot;
+  std::vector<StorageClassUsage> out;
+  std::map<std::string, size_t> at;
+  for (auto& c : effective_storage_classes(s)) {
+    at[c.name] = out.size();
+    StorageClassUsage u;
+    u.capacity_bytes = c.kind == StorageKind::Claim ? c.capacity_bytes : 0;
+    u.cls = std::move(c);
+    out.push_back(std::move(u));
+  }
+  auto add_used = [&](const std::string& cls, int64_t bytes) {
+    if (auto it = at.find(cls); it != at.end()) out[it->second].used_bytes += bytes;
+  };
+  for (const auto& n : s.nodes) {
+    std::map<std::string, std::string> group_class;
+    std::set<size_t> offered;
+    for (const auto& g : n.volume_groups) {
+      group_class[g.name] = g.storage_class;
+      if (auto it = at.find(g.storage_class); it != at.end() && out[it->second].cls.kind == StorageKind::Local) {
+        out[it->second].capacity_bytes += g.size_bytes;
+        if (offered.insert(it->second).second) ++out[it->second].nodes;
+      }
+    }
+    for (auto& u : out) {
+      if (u.cls.kind != StorageKind::Claim) continue;
+      if (can_attach_class(n, u.cls)) ++u.nodes;
+    }
+    for (const auto& k : n.kept_volumes) add_used(group_class[k.group], k.size_bytes);
+  }
+  for (const auto& i : s.instances)
+    for (const auto& v : i.volumes) {
+      if (claim_binding(v)) {
+        add_used(v.group, v.size_bytes);
+      } else if (const Node* n = state.find_node(v.node)) {
+        for (const auto& g : n->volume_groups)
+          if (g.name == v.group) add_used(g.storage_class, v.size_bytes);
+      }
+    }
+  for (const auto& k : s.kept_claims) add_used(k.group, k.size_bytes);
   return out;
 }
 

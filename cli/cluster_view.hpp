@@ -26,6 +26,17 @@ struct NodeUsage {
 // Usage of every node by name (nodes without instances included).
 std::map<std::string, NodeUsage> node_usage(const ClusterState& state);
 
+// One storage class with what the cluster has of it and what is taken: a local class's
+// volume groups on all nodes, a claim class's pool (capacity -1: unbounded). Kept
+// volumes count as taken: they still hold data.
+struct StorageClassUsage {
+  StorageClass cls;
+  int64_t capacity_bytes = 0;
+  int64_t used_bytes = 0;
+  int nodes = 0;  // Nodes offering (local) or able to attach (claim) the class.
+};
+std::vector<StorageClassUsage> storage_class_usage(const ClusterState& state);
+
 // "8/32 (25%)" for cpu, "48Gi/128Gi (37%)" for bytes, "1/4 (25%)" for counts; "-" when
 // the capacity is zero and nothing is used.
 std::string cpu_cell(int64_t used_millis, int64_t capacity_millis);

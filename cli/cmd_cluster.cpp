@@ -229,6 +229,14 @@ int run_show(const Globals& g, const ShowArgs& a) {
       j["tenants"].push_back(std::move(tj));
     }
     j["profile"] = p;
+    j["storage_classes"] = nlohmann::json::array();
+    for (const auto& u : storage_class_usage(*state)) {
+      nlohmann::json cj = u.cls;
+      cj["capacity_bytes"] = u.capacity_bytes;
+      cj["used_bytes"] = u.used_bytes;
+      cj["nodes"] = u.nodes;
+      j["storage_classes"].push_back(std::move(cj));
+    }
     print_structured(j, a.output);
     return k_ok;
   }
@@ -267,14 +275,30 @@ int run_show(const Globals& g, const ShowArgs& a) {
                fmt::format("{}/{}", tenant_instances[tenant.name], quota_text(q.instances, std::to_string(q.instances))),
                tenant.pool_selector.empty() ? "<all nodes>" : labels_text(tenant.pool_selector)});
   }
-  std::string table = t.render(table_options_for(stdout));
-  // Indent the tenant table under its heading.
-  size_t pos = 0;
-  while (pos < table.size()) {
-    size_t nl = table.find('\n', pos);
-    fmt::print("  {}\n", table.substr(pos, nl - pos));
-    pos = nl + 1;
+  // Indent each table under its heading.
+  auto indented = [](const std::string& table) {
+    size_t pos = 0;
+    while (pos < table.size()) {
+      size_t nl = table.find('\n', pos);
+      fmt::print("  {}\n", table.substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+  };
+  indented(t.render(table_options_for(stdout)));
+  fmt::print("Storage classes:\n");
+  Table sc({"NAME", "KIND", "USED", "NODES", "DESCRIPTION"});
+  for (const auto& u : storage_class_usage(*state)) {
+    bool claim = u.cls.kind == StorageKind::Claim;
+    std::string used = claim && u.capacity_bytes < 0
+                           ? fmt::format("{}/unbounded", format_bytes_short(u.used_bytes))
+                           : bytes_cell(u.used_bytes, u.capacity_bytes);
+    std::string nodes = fmt::format("{}{}", u.nodes,
+                                    claim ? (u.cls.node_selector.empty() ? " (all)" : " (" + labels_text(u.cls.node_selector) + ")")
+                                          : "");
+    sc.add_row({u.cls.name, std::string(storage_kind_name(u.cls.kind)), used, nodes,
+                u.cls.description.empty() ? "-" : u.cls.description});
   }
+  indented(sc.render(table_options_for(stdout)));
   return k_ok;
 }
 

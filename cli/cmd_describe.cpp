@@ -502,9 +502,11 @@ int describe_instance(const Globals& g, Session& session, const ClusterState& st
   std::vector<std::string> ports;
   for (const auto& [pname, port] : i->ports) ports.push_back(fmt::format("{} -> {}", pname, port));
   field_lines("Ports", ports);
+  // A claim volume has no node: it is in its class's pool and follows the instance.
   Table vols({"VOLUME", "NODE", "GROUP", "SIZE", "IOPS"});
   for (const auto& v : i->volumes)
-    vols.add_row({v.volume, v.node, v.group, format_bytes(v.size_bytes), std::to_string(v.iops)});
+    vols.add_row({v.volume, claim_binding(v) ? "-" : v.node, claim_binding(v) ? v.group + " (claim)" : v.group,
+                  format_bytes(v.size_bytes), std::to_string(v.iops)});
   section("Volumes", vols);
   field_lines("Labels", label_lines(i->labels));
   field("Restarts", std::to_string(i->restarts));

@@ -223,8 +223,9 @@ std::string format_volumes(const Globals& g, const Decision& d) {
   std::string out;
   auto lines = [&](const std::vector<ScaleVolume>& vs, const std::string& what, bool say_earlier) {
     for (const auto& v : vs)
-      out += fmt::format("  {} volume {} of {} on {} ({} in {}){}\n", what, v.volume, v.instance, v.node,
-                         format_bytes(v.size_bytes), v.group, say_earlier && v.earlier ? ", kept earlier" : "");
+      out += fmt::format("  {} volume {} of {} {} ({}{}){}\n", what, v.volume, v.instance, volume_place(v.node, v.group),
+                         format_bytes(v.size_bytes), v.node.empty() ? "" : " in " + v.group,
+                         say_earlier && v.earlier ? ", kept earlier" : "");
   };
   lines(d.plan.deleted, red(g, stdout, "delete"), true);
   lines(d.plan.kept, yellow(g, stdout, "keep"), true);

@@ -6,6 +6,8 @@
 #include <deque>
 #include <set>
 
+#include "lib/codec.hpp"
+
 namespace gaia {
 
 namespace {
@@ -136,6 +138,18 @@ Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& 
       }
       std::erase_if(put->kept_volumes, of_app);
       kept += here;
+    }
+    // Its kept claim volumes too, from the list as earlier deletes of this batch left it.
+    {
+      auto of_app = [&](const KeptVolume& k) { return k.tenant == tenant && k.app == app; };
+      auto put = out.batch.put_settings.find(keys::k_kept_claims_setting);
+      std::vector<KeptVolume> claims = put != out.batch.put_settings.end()
+                                           ? put->second.get<std::vector<KeptVolume>>()
+                                           : state.snapshot.kept_claims;
+      if (size_t here = std::erase_if(claims, of_app); here > 0) {
+        kept += here;
+        out.batch.put_settings[keys::k_kept_claims_setting] = nlohmann::json(claims);
+      }
     }
     std::string volumes = kept == 0 ? "" : fmt::format(", {} kept volume(s) deleted", kept);
     auto& e = out.batch.event("Deleted", fmt::format("version {}, {} instance(s) removed{}{}", a->version,

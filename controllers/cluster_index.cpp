@@ -2,9 +2,20 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <numeric>
 
 namespace gaia::sched {
+
+namespace {
+
+// Pools without a size stay at INT64_MAX; a sized one may go below zero when the cluster
+// file shrank it under what is stored, which then fits nothing new.
+void take_from_pool(ClaimPool& p, int64_t bytes) {
+  if (p.free != std::numeric_limits<int64_t>::max()) p.free -= bytes;
+}
+
+}  // namespace
 
 namespace {
 
@@ -108,6 +119,13 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     for (const auto& img : n.cached_images) m_nodes_by_image[img].push_back(static_cast<int>(i));
   }
   domain_count[kTopoNode] = static_cast<int>(nodes.size());
+  for (const auto& c : sn.storage_classes)
+    if (c.kind == StorageKind::Claim)
+      claim_pools.push_back(ClaimPool{&c, c.capacity_bytes < 0 ? std::numeric_limits<int64_t>::max() : c.capacity_bytes});
+  // Claim volumes kept after a scale down hold their data in the pool, like kept local
+  // volumes in their node's group.
+  for (const auto& k : sn.kept_claims)
+    if (int p = claim_pool(k.group); p >= 0) take_from_pool(claim_pools[p], k.size_bytes);
   for (int t = kTopoSwitch; t < kTopoCount; ++t) domain_count[t] = static_cast<int>(domain_nodes[t].size());
 
   for (const auto& t : sn.tenants) {
@@ -145,6 +163,10 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     m_inst_by_key.emplace(in.key(), static_cast<int>(i));
     // Volumes outlive their instance, whatever its state: they always take space.
     for (const auto& vb : in.volumes) {
+      if (claim_binding(vb)) {
+        if (int p = claim_pool(vb.group); p >= 0) take_from_pool(claim_pools[p], vb.size_bytes);
+        continue;
+      }
       int n = node_index(vb.node);
       if (n < 0) continue;
       const auto& groups = sn.nodes[n].volume_groups;
@@ -240,13 +262,29 @@ void ClusterIndex::place(int i, int n, const std::map<std::string, int>& ports,
     if (port >= x.node->port_min && port <= x.node->port_max) ++x.ports_in_range;
   }
   const auto& groups = x.node->volume_groups;
-  for (const auto& vb : new_volumes)
+  for (const auto& vb : new_volumes) {
+    if (claim_binding(vb)) {
+      if (int p = claim_pool(vb.group); p >= 0) take_from_pool(claim_pools[p], vb.size_bytes);
+      continue;
+    }
     for (size_t g = 0; g < groups.size(); ++g)
       if (groups[g].name == vb.group) {
         x.vg_free_size[g] -= vb.size_bytes;
         x.vg_free_iops[g] -= vb.iops;
         break;
       }
+  }
+}
+
+int ClusterIndex::claim_pool(std::string_view cls) const {
+  // A handful of classes at most: a scan beats a map.
+  for (size_t p = 0; p < claim_pools.size(); ++p)
+    if (claim_pools[p].cls->name == cls) return static_cast<int>(p);
+  return -1;
+}
+
+bool ClusterIndex::can_attach(const NodeIx& n, int pool) const {
+  return can_attach_class(*n.node, *claim_pools[pool].cls);
 }
 
 void ClusterIndex::evict(int i) {

@@ -61,6 +61,12 @@ struct RoleIx {
   int running = 0;           // Members in state Running (what min_available counts).
 };
 
+// A claim storage class's shared pool (lib/cluster.hpp StorageClass).
+struct ClaimPool {
+  const StorageClass* cls = nullptr;
+  int64_t free = 0;  // Bytes left; INT64_MAX for a pool without a size.
+};
+
 struct TenantIx {
   std::string name;
   const Tenant* tenant = nullptr;  // Null: unknown tenant, no quota and no pool.
@@ -84,8 +90,13 @@ class ClusterIndex {
   const std::vector<int>* roles_by_app_role(std::string_view app_role) const;
   const std::vector<int>* nodes_with_image(std::string_view image) const;
 
+  // The pool of claim class `cls`, or -1 when `cls` is not a claim class.
+  int claim_pool(std::string_view cls) const;
+  // Whether node `n` may attach volumes of claim pool `pool` (its selector matches).
+  bool can_attach(const NodeIx& n, int pool) const;
+
   // Occupy `node` with instance `inst`, holding `ports` (host ports) and consuming
-  // `new_volumes` from the node's volume groups.
+  // `new_volumes` from the node's volume groups or, for claim volumes, their pools.
   void place(int inst, int node, const std::map<std::string, int>& ports,
              const std::vector<VolumeBinding>& new_volumes);
   // Free everything the instance holds except its volumes, which outlive it.
@@ -99,6 +110,7 @@ class ClusterIndex {
   // Nodes of each domain, per level (level kTopoNode is the identity and left empty).
   std::array<std::vector<std::vector<int>>, kTopoCount> domain_nodes;
   std::vector<std::vector<int>> postings;  // Label id -> occupying instances.
+  std::vector<ClaimPool> claim_pools;
 
  private:
   int intern_label(int tenant, const std::string& key, const std::string& value);

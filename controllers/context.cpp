@@ -118,10 +118,15 @@ void build_request(Request& rq, const ClusterIndex& idx, int inst) {
     bool bound = std::any_of(in.volumes.begin(), in.volumes.end(), [&](const VolumeBinding& b) { return b.volume == v.name; });
     if (!bound) rq.new_volumes.push_back(&v);
   }
-  if (!in.volumes.empty()) {
-    rq.sticky = true;
-    rq.sticky_name = in.volumes.front().node;
-    rq.sticky_node = idx.node_index(rq.sticky_name);
+  // Local volumes hold it to their node; claim volumes follow it wherever it goes.
+  for (const auto& b : in.volumes) {
+    if (claim_binding(b)) {
+      rq.has_claims = true;
+    } else if (!rq.sticky) {
+      rq.sticky = true;
+      rq.sticky_name = b.node;
+      rq.sticky_node = idx.node_index(rq.sticky_name);
+    }
   }
   if (!role.required_subnet.empty()) {
     rq.has_subnet = true;

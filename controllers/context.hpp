@@ -76,7 +76,8 @@ struct Request {
   std::vector<std::pair<std::string, int>> ports;  // Name -> fixed host port, or 0.
   int dynamic_ports = 0;
   std::vector<const Volume*> new_volumes;  // Role volumes it has no binding for yet.
-  bool sticky = false;    // Has volume bindings: must go to their node.
+  bool sticky = false;    // Has local volume bindings: must go to their node.
+  bool has_claims = false;  // Has claim volume bindings: only nodes that attach them.
   int sticky_node = -1;   // That node's index (-1 if the node is unknown).
   std::string sticky_name;
   bool has_subnet = false;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace gaia::sched {
 
@@ -131,13 +132,21 @@ bool check_ports(const NodeIx& n, const Request& rq, std::string* msg) {
 bool check_storage(const ClusterIndex& idx, const NodeIx& n, const Request& rq, std::string* msg) {
   if (rq.sticky) {
     for (const auto& b : rq.instance->volumes) {
-      if (b.node == n.node->name) continue;
+      if (claim_binding(b) || b.node == n.node->name) continue;
       if (msg) *msg = fmt::format("volume {} is on node {}", b.volume, b.node);
       return false;
     }
   }
+  // Claim volumes it already has follow it, to any node that can attach their class.
+  for (const auto& b : rq.instance->volumes) {
+    if (!claim_binding(b)) continue;
+    int pool = idx.claim_pool(b.group);
+    if (pool < 0 || idx.can_attach(n, pool)) continue;
+    if (msg) *msg = fmt::format("volume {} (class {}) cannot be attached here", b.volume, b.group);
+    return false;
+  }
   if (rq.new_volumes.empty()) return true;
-  return allocate_volumes(n, rq, nullptr, msg);
+  return allocate_volumes(idx, n, rq, nullptr, msg);
 }
 
 bool check_network(const Node& node, const Request& rq, std::string* msg) {
@@ -252,7 +261,7 @@ int first_dynamic_failure(const ClusterIndex& idx, const GroupCtx& g, int node, 
   // Cheapest and most selective first; each skipped when the role cannot fail it.
   if (!check_resources(n, rq, nullptr, detail)) return static_cast<int>(Filter::ResourceFit);
   if (!rq.ports.empty() && !check_ports(n, rq, nullptr)) return static_cast<int>(Filter::Ports);
-  if ((rq.sticky || !rq.new_volumes.empty()) && !check_storage(idx, n, rq, nullptr))
+  if ((rq.sticky || rq.has_claims || !rq.new_volumes.empty()) && !check_storage(idx, n, rq, nullptr))
     return static_cast<int>(Filter::Storage);
   if (!g.req_aff.empty() && !check_instance_terms(idx, g, n, false, nullptr))
     return static_cast<int>(Filter::InstanceAffinity);
@@ -304,7 +313,8 @@ bool allocate_ports(const NodeIx& n, const Request& rq, std::map<std::string, in
   return true;
 }
 
-bool allocate_volumes(const NodeIx& n, const Request& rq, std::vector<VolumeBinding>* out, std::string* msg) {
+bool allocate_volumes(const ClusterIndex& idx, const NodeIx& n, const Request& rq, std::vector<VolumeBinding>* out,
+                      std::string* msg) {
   const auto& groups = n.node->volume_groups;
   // Space promised to earlier volumes of this same instance, without allocating for the
   // usual handful of groups.
@@ -319,7 +329,27 @@ bool allocate_volumes(const NodeIx& n, const Request& rq, std::vector<VolumeBind
     taken_size = heap_size.data();
     taken_iops = heap_iops.data();
   }
-  for (const Volume* v : rq.new_volumes) {
+  for (size_t vi = 0; vi < rq.new_volumes.size(); ++vi) {
+    const Volume* v = rq.new_volumes[vi];
+    if (int pool = idx.claim_pool(v->storage_class); pool >= 0) {
+      const ClaimPool& cp = idx.claim_pools[pool];
+      if (!idx.can_attach(n, pool)) {
+        if (msg) *msg = fmt::format("volume {}: class {} cannot be attached here", v->name, v->storage_class);
+        return false;
+      }
+      // Space promised to earlier volumes of this instance in the same pool.
+      int64_t taken = 0;
+      for (size_t e = 0; e < vi; ++e)
+        if (rq.new_volumes[e]->storage_class == v->storage_class) taken += rq.new_volumes[e]->size_bytes;
+      if (cp.free != std::numeric_limits<int64_t>::max() && cp.free - taken < v->size_bytes) {
+        if (msg)
+          *msg = fmt::format("volume {} needs {} of class {}, its pool has {} free", v->name, format_size(v->size_bytes),
+                             v->storage_class, format_size(std::max<int64_t>(cp.free - taken, 0)));
+        return false;
+      }
+      if (out) out->push_back(VolumeBinding{v->name, "", v->storage_class, v->size_bytes, v->iops});
+      continue;
+    }
     int best = -1;
     int64_t largest = -1;
     for (size_t gi = 0; gi < groups.size(); ++gi) {

@@ -65,9 +65,11 @@ bool check_quota(const ClusterIndex& idx, const Request& rq, std::string* msg);
 // Host ports for the request on `node`: fixed ones as given, the others the lowest free
 // ports of the node's range. False when they do not fit.
 bool allocate_ports(const NodeIx& node, const Request& rq, std::map<std::string, int>* out);
-// Volume groups for the request's unbound volumes (best fit: the group with the least
+// Volume groups for the request's unbound local volumes (best fit: the group with the least
 // free space that suffices, so large groups stay available for large volumes).
-bool allocate_volumes(const NodeIx& node, const Request& rq, std::vector<VolumeBinding>* out, std::string* msg);
+// Claim volumes come from their class's pool instead, on nodes that can attach it.
+bool allocate_volumes(const ClusterIndex& idx, const NodeIx& node, const Request& rq, std::vector<VolumeBinding>* out,
+                      std::string* msg);
 
 // Human-readable quantities for messages: "1500m", "8Gi", "7.5Gi".
 std::string format_millis(int64_t m);

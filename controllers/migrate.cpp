@@ -34,9 +34,11 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   Instance* i = state.find_instance(key);
   if (!i) throw std::logic_error("move_instance: unknown instance " + key);
   std::string from = i->node;
-  std::vector<std::string> copied;
-  for (const auto& v : i->volumes)
+  std::vector<std::string> copied, followed;
+  for (const auto& v : i->volumes) {
     if (v.node == from && !from.empty()) copied.push_back(v.volume);
+    if (claim_binding(v)) followed.push_back(fmt::format("{} (class {})", v.volume, v.group));
+  }
   std::erase_if(i->volumes, [&](const VolumeBinding& v) { return !from.empty() && v.node == from; });
   for (const auto& v : p.volumes) i->volumes.push_back(v);
   const Node* node = state.find_node(p.node);
@@ -54,6 +56,7 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
                                 i->address.empty() ? "none" : i->address);
   if (count) msg += fmt::format("; migration {} of {}", i->migrations, migrate_limit(state, *i));
   if (!copied.empty()) msg += fmt::format("; volume {} copied from {}", fmt::join(copied, ", "), from);
+  if (!followed.empty()) msg += fmt::format("; claim volume {} attached on {}", fmt::join(followed, ", "), p.node);
   if (node)
     if (std::string near = locality_text(state, *i, *node); !near.empty()) msg += "; " + near;
   batch.put_instance(*i);
@@ -119,13 +122,16 @@ Result<MigrateOutcome> plan_migrate(const ClusterState& state, const MigrateRequ
     if (x.key() == key) t = &x;
   std::string old_node = t->node;
   std::vector<std::string> copied, dropped;
+  // Claim volumes (no node) are neither copied nor dropped: they follow the instance.
   for (const auto& v : t->volumes) {
+    if (claim_binding(v)) continue;
     const Node* n = state.find_node(v.node);
     bool dead = n && n->state == NodeState::Down;
     if (dead) dropped.push_back(v.volume);
     else if (v.node == old_node) copied.push_back(v.volume);
   }
   std::erase_if(t->volumes, [&](const VolumeBinding& v) {
+    if (claim_binding(v)) return false;
     const Node* n = state.find_node(v.node);
     return v.node == old_node || (n && n->state == NodeState::Down);
   });

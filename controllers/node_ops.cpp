@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "lib/codec.hpp"
 #include "lib/quantity.hpp"
 #include "lib/selector.hpp"
 #include "lib/topology.hpp"
@@ -136,12 +137,19 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   for (const auto& n : old_nodes)
     if (!fresh.count(n.name)) b.delete_nodes.push_back(n.name);
   if (replace) {
+    // Claim volumes are in pools outside the nodes: they survive new nodes as long as the
+    // new cluster still has their class as a claim class. Local volumes go with the nodes.
+    auto claim_survives = [&](const std::string& cls) {
+      return std::any_of(spec.storage_classes.begin(), spec.storage_classes.end(),
+                         [&](const StorageClass& c) { return c.name == cls && c.kind == StorageKind::Claim; });
+    };
     for (const auto& i : state.snapshot.instances) {
       if (i.node.empty() && i.volumes.empty()) continue;
       Instance moved = i;
       std::string node = i.node;
       displace(moved, "cluster recreated");
-      moved.volumes.clear();
+      std::erase_if(moved.volumes,
+                    [&](const VolumeBinding& v) { return !claim_binding(v) || !claim_survives(v.group); });
       b.put_instance(moved);
       if (!node.empty()) {
         b.instance_event_at(moved, node, "Displaced", fmt::format("taken off {}: the cluster was recreated", node),
@@ -162,6 +170,16 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   for (const auto& t : spec.tenants) b.put_tenants.push_back(t);
   b.profile = spec.profile;
   b.put_settings[keys::k_backend_setting] = spec.backend;
+  b.put_settings[keys::k_storage_classes_setting] = nlohmann::json(spec.storage_classes);
+  if (replace && !state.snapshot.kept_claims.empty()) {
+    std::vector<KeptVolume> kept = state.snapshot.kept_claims;
+    std::erase_if(kept, [&](const KeptVolume& k) {
+      return std::none_of(spec.storage_classes.begin(), spec.storage_classes.end(), [&](const StorageClass& c) {
+        return c.name == k.group && c.kind == StorageKind::Claim;
+      });
+    });
+    b.put_settings[keys::k_kept_claims_setting] = nlohmann::json(kept);
+  }
   retry_pending(state, out);
   return out;
 }
@@ -191,6 +209,24 @@ Result<NodeOpOutcome> decide_node_add(const ClusterState& state, const std::vect
       else
         blocks.insert(*p, n.name);
     }
+    // A cluster that declares its storage classes takes node disks only of its local
+    // classes: a volume group of another class could never be asked for.
+    if (!state.snapshot.storage_classes.empty())
+      for (const auto& g : n.volume_groups) {
+        const StorageClass* c = find_storage_class(state.snapshot, g.storage_class);
+        if (c && c->kind == StorageKind::Local) continue;
+        std::vector<std::string> local;
+        for (const auto& k : state.snapshot.storage_classes)
+          if (k.kind == StorageKind::Local) local.push_back(k.name);
+        errors.push_back(Diagnostic{
+            {}, "",
+            fmt::format("node '{}': volume group {} is of class '{}', which is {} this cluster", n.name, g.name,
+                        g.storage_class, c ? "a claim class (a network pool, not a node disk) in" : "not a class of"),
+            local.empty() ? "this cluster declares no local classes: give the nodes no volume groups"
+                          : fmt::format("its local classes are {}; recreate the cluster with the class declared "
+                                        "under storage_classes to add it",
+                                        fmt::join(local, ", "))});
+      }
   }
   if (!errors.empty()) return fail(errors);
   NodeOpOutcome out;

@@ -51,6 +51,13 @@ std::vector<PlacementViolation> placement_violations(const ClusterState& state) 
     if (role == state.snapshot.roles.end()) continue;
     auto t = tenants.find(i.tenant);
     std::string why = broken_rule(role->second, t == tenants.end() ? nullptr : t->second, *n->second);
+    // A claim volume needs a node that can attach its class (its selector, e.g. a zone).
+    for (const auto& v : i.volumes) {
+      if (!why.empty() || !claim_binding(v)) continue;
+      const StorageClass* c = find_storage_class(state.snapshot, v.group);
+      if (c && c->kind == StorageKind::Claim && !can_attach_class(*n->second, *c))
+        why = fmt::format("volume {} of class {} cannot be attached there", v.volume, v.group);
+    }
     if (why.empty()) continue;
     bool pinned = false;
     for (const auto& v : i.volumes)

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 
 #include "controllers/runtime_util.hpp"
+#include "lib/codec.hpp"
 #include "controllers/submit.hpp"
 
 namespace gaia {
@@ -56,8 +58,17 @@ class NodeEdits {
   explicit NodeEdits(const ClusterState& state) : m_state(state) {}
 
   // The node to change, or null when the state has no such node (it was removed, and
-  // the data it held went with it).
+  // the data it held went with it). The name "" stands for the claim pools: claim
+  // volumes are kept in Snapshot::kept_claims, seen here as the kept volumes of a node
+  // without a name, so keeping and giving back follow one path for both kinds.
   Node* edit(const std::string& name) {
+    if (name.empty()) {
+      if (!m_claims) {
+        m_claims.emplace();
+        m_claims->kept_volumes = m_state.snapshot.kept_claims;
+      }
+      return &*m_claims;
+    }
     if (auto it = m_nodes.find(name); it != m_nodes.end()) return &it->second;
     const Node* n = m_state.find_node(name);
     if (!n) return nullptr;
@@ -76,11 +87,14 @@ class NodeEdits {
   void put_into(Batch& b) {
     for (auto& [name, n] : m_nodes) b.put_nodes.push_back(std::move(n));
     m_nodes.clear();
+    if (m_claims) b.put_settings[keys::k_kept_claims_setting] = nlohmann::json(m_claims->kept_volumes);
+    m_claims.reset();
   }
 
  private:
   const ClusterState& m_state;
   std::map<std::string, Node> m_nodes;
+  std::optional<Node> m_claims;
 };
 
 // Removes `i`, beyond the `want` replicas of its role. Its volumes stay on their nodes as
@@ -94,14 +108,14 @@ void remove_instance(const Instance& i, int want, bool delete_volumes, NodeEdits
   for (const auto& v : i.volumes) {
     ScaleVolume sv{i.key(), v.volume, v.node, v.group, v.size_bytes, false};
     if (delete_volumes) {
-      names.push_back(fmt::format("{} on {}", v.volume, v.node));
+      names.push_back(fmt::format("{} {}", v.volume, volume_place(v.node, v.group)));
       deleted.push_back(std::move(sv));
       continue;
     }
     Node* n = nodes.edit(v.node);
     if (!n) continue;
     n->kept_volumes.push_back(KeptVolume{i.tenant, i.app, i.role, i.ordinal, v.volume, v.group, v.size_bytes, v.iops});
-    names.push_back(fmt::format("{} on {}", v.volume, v.node));
+    names.push_back(fmt::format("{} {}", v.volume, volume_place(v.node, v.group)));
     kept.push_back(std::move(sv));
   }
   std::string note;
@@ -115,11 +129,20 @@ void remove_instance(const Instance& i, int want, bool delete_volumes, NodeEdits
 // every pass of every reconcile, and most clusters keep none.
 using KeptByRole = std::unordered_map<RoleKey, std::vector<std::pair<const Node*, const KeptVolume*>>, RoleKeyHash>;
 
-KeptByRole kept_by_role(const ClusterState& state) {
+KeptByRole kept_by_role(const ClusterState& state, const Node& claims) {
   KeptByRole out;
   for (const auto& n : state.snapshot.nodes)
     for (const auto& k : n.kept_volumes) out[RoleKey{k.tenant, k.app, k.role}].push_back({&n, &k});
+  for (const auto& k : claims.kept_volumes) out[RoleKey{k.tenant, k.app, k.role}].push_back({&claims, &k});
   return out;
+}
+
+// Kept claim volumes as the kept volumes of a node named "" (see NodeEdits::edit).
+Node claims_holder(const ClusterState& state) {
+  Node n;
+  n.name.clear();
+  n.kept_volumes = state.snapshot.kept_claims;
+  return n;
 }
 
 // The kept volumes of `role` that its instance `ordinal` gets back, from `candidates`
@@ -149,6 +172,9 @@ std::vector<KeptVolume> volumes_to_reattach(const ClusterState& state, const App
   for (const auto& n : state.snapshot.nodes)
     for (const auto& k : n.kept_volumes)
       if (of_role(k, app, role)) candidates.push_back({&n, &k});
+  Node claims = claims_holder(state);
+  for (const auto& k : claims.kept_volumes)
+    if (of_role(k, app, role)) candidates.push_back({&claims, &k});
   std::vector<KeptVolume> out;
   for (const auto& [node, k] : pick_reattach(candidates, role, ordinal)) out.push_back(*k);
   return out;
@@ -162,9 +188,11 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
   std::unordered_map<RoleKey, std::vector<const Instance*>, RoleKeyHash> by_role;
   by_role.reserve(state.snapshot.roles.size());
   for (const auto& i : state.snapshot.instances) by_role[RoleKey{i.tenant, i.app, i.role}].push_back(&i);
-  bool any_kept = std::any_of(state.snapshot.nodes.begin(), state.snapshot.nodes.end(),
+  bool any_kept = !state.snapshot.kept_claims.empty() ||
+                  std::any_of(state.snapshot.nodes.begin(), state.snapshot.nodes.end(),
                               [](const Node& n) { return !n.kept_volumes.empty(); });
-  KeptByRole kept = any_kept ? kept_by_role(state) : KeptByRole{};
+  Node claims = claims_holder(state);
+  KeptByRole kept = any_kept ? kept_by_role(state, claims) : KeptByRole{};
   NodeEdits nodes(state);
   std::vector<ScaleVolume> kept_now, none;
 
@@ -199,7 +227,7 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
           for (const auto& [node, v] : pick_reattach(role_kept->second, role, k)) {
             i.volumes.push_back(VolumeBinding{v->volume, node->name, v->group, v->size_bytes, v->iops});
             nodes.drop(node->name, *v);
-            names.push_back(fmt::format("{} on {}", v->volume, node->name));
+            names.push_back(fmt::format("{} {}", v->volume, volume_place(node->name, v->group)));
           }
         std::string note = names.empty() ? "" : fmt::format("; its kept volumes are reattached: {}", fmt::join(names, ", "));
         b.instance_event(i, "ScaledUp", fmt::format("created: role {} scaled to {} replica(s){}", role.name, want, note));
@@ -244,8 +272,13 @@ ScalePlan plan_scale(const ClusterState& state, const AppRecord& app, const Role
   // deleted when asked for, else kept. The same rule the replicas controller applies
   // when it creates the instances, on the same order (nodes as the state lists them).
   std::set<std::pair<int, std::string>> given;
-  for (const auto& n : state.snapshot.nodes)
-    for (const auto& k : n.kept_volumes) {
+  std::vector<const Node*> holders;
+  for (const auto& n : state.snapshot.nodes) holders.push_back(&n);
+  Node claims = claims_holder(state);
+  holders.push_back(&claims);
+  for (const Node* holder : holders)
+    for (const auto& k : holder->kept_volumes) {
+      const Node& n = *holder;
       if (!of_role(k, app, role)) continue;
       ScaleVolume sv{instance_key(k), k.volume, n.name, k.group, k.size_bytes, true};
       bool back = k.ordinal < to && !ordinals.count(k.ordinal) && role_has_volume(role, k.volume) &&
@@ -257,8 +290,9 @@ ScalePlan plan_scale(const ClusterState& state, const AppRecord& app, const Role
       } else {
         nodes.drop(n.name, k);
         auto& e = b.event("VolumeDeleted",
-                          fmt::format("kept volume {} of {} deleted (--delete-volumes): {} freed in volume group {}",
-                                      k.volume, sv.instance, size_text(k.size_bytes), k.group));
+                          fmt::format("kept volume {} of {} deleted (--delete-volumes): {} freed in {} {}", k.volume,
+                                      sv.instance, size_text(k.size_bytes),
+                                      n.name.empty() ? "claim class" : "volume group", k.group));
         e.tenant = k.tenant;
         e.app = k.app;
         e.role = k.role;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -168,15 +169,21 @@ class Scheduler {
     return -1;
   }
 
-  void place(int inst, int node, double score) {
+  // Returns whether it took room in a sized claim pool, which every node shares.
+  bool place(int inst, int node, double score) {
     Placement p;
     p.instance = m_idx.insts[inst].inst->key();
     p.node = m_idx.nodes[node].node->name;
     p.score = score;
     allocate_ports(m_idx.nodes[node], m_g.rq, &p.ports);
-    if (!m_g.rq.new_volumes.empty()) allocate_volumes(m_idx.nodes[node], m_g.rq, &p.volumes, nullptr);
+    if (!m_g.rq.new_volumes.empty()) allocate_volumes(m_idx, m_idx.nodes[node], m_g.rq, &p.volumes, nullptr);
     m_idx.place(inst, node, p.ports, p.volumes);
+    bool pooled = std::any_of(p.volumes.begin(), p.volumes.end(), [&](const VolumeBinding& b) {
+      int pool = claim_binding(b) ? m_idx.claim_pool(b.group) : -1;
+      return pool >= 0 && m_idx.claim_pools[pool].free != std::numeric_limits<int64_t>::max();
+    });
     m_out.placements.push_back(std::move(p));
+    return pooled;
   }
 
   void run_group(const std::vector<int>& queue, size_t begin, size_t end) {
@@ -205,10 +212,12 @@ class Scheduler {
       int node = best_node(&score);
       if (node < 0 && widen_window()) node = best_node(&score);
       if (node >= 0) {
-        place(inst, node, score);
+        bool pooled = place(inst, node, score);
         m_affected.clear();
-        if (note_placed(m_g, m_idx, inst, node, &m_affected)) {
-          stale = true;  // Every node's verdict may have changed: rebuild for the next one.
+        // Every node's verdict may have changed (a term's counters, or a shared claim
+        // pool shrank): rebuild for the next one.
+        if (note_placed(m_g, m_idx, inst, node, &m_affected) || pooled) {
+          stale = true;
           continue;
         }
         ++m_epoch;

@@ -13,6 +13,7 @@
 #include "controllers/replicas.hpp"
 #include "controllers/rollout.hpp"
 #include "controllers/scheduler.hpp"
+#include "lib/codec.hpp"
 
 namespace gaia {
 
@@ -529,7 +530,11 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
     if (puts.count(i.key())) instances.push_back(i);
   state.snapshot.instances = std::move(instances);
   if (batch.profile) state.snapshot.profile = *batch.profile;
-  for (const auto& [name, value] : batch.put_settings) state.settings[name] = value;
+  for (const auto& [name, value] : batch.put_settings) {
+    state.settings[name] = value;
+    if (name == keys::k_kept_claims_setting) state.snapshot.kept_claims = value.get<std::vector<KeptVolume>>();
+    else if (name == keys::k_storage_classes_setting) state.snapshot.storage_classes = value.get<std::vector<StorageClass>>();
+  }
   state.seq += static_cast<int64_t>(batch.events.size());
   return state;
 }
@@ -625,6 +630,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       // Read the addresses in use before the loop below moves instances out.
       w.ensure_used();
       std::set<std::string> volumes_kept_on;
+      bool claims_kept = false;
       std::vector<Instance> kept;
       for (auto& i : w.state.snapshot.instances) {
         if (i.tenant != rec.tenant || i.app != rec.name) {
@@ -652,13 +658,19 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
         // (controllers/replicas.hpp): a new spec's lower count is no request to delete
         // data. `gaia scale --delete-volumes` or deleting the app removes them.
         std::vector<std::string> volumes;
-        for (const auto& v : i.volumes)
-          if (Node* n = w.state.find_node(v.node)) {
-            n->kept_volumes.push_back(
-                KeptVolume{i.tenant, i.app, i.role, i.ordinal, v.volume, v.group, v.size_bytes, v.iops});
+        for (const auto& v : i.volumes) {
+          KeptVolume k{i.tenant, i.app, i.role, i.ordinal, v.volume, v.group, v.size_bytes, v.iops};
+          if (claim_binding(v)) {
+            w.state.snapshot.kept_claims.push_back(std::move(k));
+            claims_kept = true;
+          } else if (Node* n = w.state.find_node(v.node)) {
+            n->kept_volumes.push_back(std::move(k));
             volumes_kept_on.insert(n->name);
-            volumes.push_back(fmt::format("{} on {}", v.volume, v.node));
+          } else {
+            continue;
           }
+          volumes.push_back(fmt::format("{} {}", v.volume, volume_place(v.node, v.group)));
+        }
         std::string note = volumes.empty() ? "" : fmt::format("; its volumes are kept: {}", fmt::join(volumes, ", "));
         w.event(i, "Removed",
                 want == wanted.end()
@@ -669,6 +681,8 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       }
       for (const auto& name : volumes_kept_on)
         if (const Node* n = w.state.find_node(name)) w.out.batch.put_nodes.push_back(*n);
+      if (claims_kept)
+        w.out.batch.put_settings[keys::k_kept_claims_setting] = nlohmann::json(w.state.snapshot.kept_claims);
       w.state.snapshot.instances = std::move(kept);
       w.reindex();
       std::string prefix = id + "/";
@@ -700,10 +714,13 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     }
     // (role, ordinal) of this app with kept volumes on some node, found in one pass.
     std::set<std::pair<std::string, int>> waiting_volumes;
-    if (existing)
-      for (const auto& n : w.state.snapshot.nodes)
-        for (const auto& k : n.kept_volumes)
-          if (k.tenant == rec.tenant && k.app == rec.name) waiting_volumes.insert({k.role, k.ordinal});
+    if (existing) {
+      auto note = [&](const KeptVolume& k) {
+        if (k.tenant == rec.tenant && k.app == rec.name) waiting_volumes.insert({k.role, k.ordinal});
+      };
+      for (const auto& n : w.state.snapshot.nodes) std::for_each(n.kept_volumes.begin(), n.kept_volumes.end(), note);
+      std::for_each(w.state.snapshot.kept_claims.begin(), w.state.snapshot.kept_claims.end(), note);
+    }
     Readiness readiness(w.state);
     std::vector<std::string> not_ready;
     for (const auto& d : rec.dependencies)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gaia {
 
 std::string_view node_state_name(NodeState s) {
@@ -23,6 +25,69 @@ std::string_view instance_state_name(InstanceState s) {
     case InstanceState::Terminating: return "Terminating";
   }
   return "?";
+}
+
+std::string_view storage_kind_name(StorageKind k) {
+  return k == StorageKind::Claim ? "claim" : "local";
+}
+
+std::string storage_class_name_problem(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name.size() > 253) return fmt::format("it is {} characters long, at most 253 are allowed", name.size());
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (char c : name)
+    if (!alnum(c) && c != '-' && c != '.')
+      return "use lowercase letters, digits, '-' and '.' only (a Kubernetes StorageClass name)";
+  if (!alnum(name.front()) || !alnum(name.back())) return "it must start and end with a letter or digit";
+  return "";
+}
+
+std::vector<StorageClass> default_storage_classes() {
+  return {StorageClass{"hdd", StorageKind::Local, "spinning disks on the nodes", -1, {}},
+          StorageClass{"ssd", StorageKind::Local, "solid-state disks on the nodes", -1, {}}};
+}
+
+std::vector<StorageClass> effective_storage_classes(const Snapshot& s) {
+  if (!s.storage_classes.empty()) return s.storage_classes;
+  std::vector<StorageClass> out = default_storage_classes();
+  for (const auto& n : s.nodes)
+    for (const auto& g : n.volume_groups)
+      if (std::none_of(out.begin(), out.end(), [&](const StorageClass& c) { return c.name == g.storage_class; }))
+        out.push_back(StorageClass{g.storage_class, StorageKind::Local, "", -1, {}});
+  return out;
+}
+
+const StorageClass* find_storage_class(const Snapshot& s, std::string_view name) {
+  for (const auto& c : s.storage_classes)
+    if (c.name == name) return &c;
+  if (!s.storage_classes.empty()) return nullptr;
+  // A cluster without declared classes (made before classes existed, or built in code
+  // for a what-if) has the defaults and, as local classes, whatever its nodes offer.
+  static const std::vector<StorageClass> defaults = default_storage_classes();
+  for (const auto& c : defaults)
+    if (c.name == name) return &c;
+  static const StorageClass offered{"", StorageKind::Local, "", -1, {}};
+  for (const auto& n : s.nodes)
+    for (const auto& g : n.volume_groups)
+      if (g.storage_class == name) return &offered;
+  return nullptr;
+}
+
+bool can_attach_class(const Node& n, const StorageClass& c) {
+  for (const auto& [k, v] : c.node_selector) {
+    auto it = n.labels.find(k);
+    std::string have = it != n.labels.end() ? it->second
+                       : k == "zone"        ? n.zone
+                       : k == "rack"        ? n.rack
+                       : k == "switch"      ? n.switch_
+                                            : std::string();
+    if (have != v) return false;
+  }
+  return true;
+}
+
+std::string volume_place(const std::string& node, const std::string& group) {
+  return node.empty() ? fmt::format("in claim class {}", group) : fmt::format("on {}", node);
 }
 
 std::string Instance::key() const { return fmt::format("{}.{}.{}.{}", ordinal, role, app, tenant); }

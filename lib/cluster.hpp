@@ -16,9 +16,38 @@ namespace gaia {
 enum class NodeState { Ready, Cordoned, Down };
 std::string_view node_state_name(NodeState s);
 
+// Storage classes (docs/cluster-file.md#storage-classes): the names a cluster gives its
+// kinds of storage, which volumes in specs ask for by name. A local class is disk on a
+// node: nodes offer it through volume groups of that class, a volume takes space in one
+// of them, and a stateful instance stays on the node that holds its data. A claim class
+// is storage reached over the network (a Kubernetes PersistentVolumeClaim of that
+// StorageClass, a SAN or NFS pool): it comes from a pool the whole cluster shares, any
+// node its selector matches can attach it, and the data follows its instance when the
+// instance moves, even off a node that went down.
+enum class StorageKind { Local, Claim };
+std::string_view storage_kind_name(StorageKind k);
+
+struct StorageClass {
+  std::string name;
+  StorageKind kind = StorageKind::Local;
+  std::string description;
+  // Claim classes: the pool's size (-1: unbounded) and the node labels a node needs to
+  // attach it (empty: every node). Local classes take their capacity from volume groups.
+  int64_t capacity_bytes = -1;
+  std::map<std::string, std::string> node_selector;
+  bool operator==(const StorageClass&) const = default;
+};
+
+// Why `name` cannot name a storage class ("" when it can): Kubernetes StorageClass
+// names are lowercase RFC 1123 subdomains, so gaia's are too.
+std::string storage_class_name_problem(std::string_view name);
+
+// The classes a cluster has when its cluster file declares none: hdd and ssd, local.
+std::vector<StorageClass> default_storage_classes();
+
 struct VolumeGroup {
   std::string name;
-  std::string storage_class = "hdd";  // hdd | ssd
+  std::string storage_class = "hdd";  // A local storage class of the cluster.
   int64_t size_bytes = 0;
   int64_t iops = 0;
 };
@@ -87,10 +116,13 @@ enum class InstanceState { Pending, Placed, Running, Failed, Succeeded, Terminat
 std::string_view instance_state_name(InstanceState s);
 
 // A volume held by a stateful instance: where it lives, so the instance sticks to it.
+// Where a volume's data is. A volume of a local class is on `node`, in its volume group
+// `group`; a volume of a claim class has no node (node is "") and `group` names its
+// class, whose pool holds it.
 struct VolumeBinding {
   std::string volume;  // Role volume name.
   std::string node;
-  std::string group;   // Volume group on that node.
+  std::string group;   // Volume group on that node; the class of a claim volume.
   int64_t size_bytes = 0;
   int64_t iops = 0;
 };
@@ -185,6 +217,27 @@ struct Snapshot {
   // Roles by "<tenant>/<app>/<role>", for spec-level facts (affinity, near, volumes).
   std::map<std::string, Role> roles;
   SchedulerProfile profile;
+  // The cluster's storage classes; empty means default_storage_classes().
+  std::vector<StorageClass> storage_classes;
+  // Claim volumes kept after a scale down (their instance is gone, their data is not),
+  // keyed like kept volumes on nodes; they still take room in their class's pool.
+  std::vector<KeptVolume> kept_claims;
 };
+
+// The snapshot's classes: storage_classes, or for a cluster that declares none the
+// defaults and, as local classes, any other class its volume groups offer.
+std::vector<StorageClass> effective_storage_classes(const Snapshot& s);
+// The class `name` of the snapshot's cluster, or nullptr. A cluster that declares no
+// classes has hdd and ssd, and treats any class its volume groups name as local.
+const StorageClass* find_storage_class(const Snapshot& s, std::string_view name);
+// Whether a binding holds claim storage (no node: the data follows the instance).
+inline bool claim_binding(const VolumeBinding& b) { return b.node.empty(); }
+// Whether node `n` can attach claim class `c`: every label of its selector matches, with
+// zone, rack and switch also read from the node's topology (a cluster file's subnet
+// table sets those without labels).
+bool can_attach_class(const Node& n, const StorageClass& c);
+// Where a volume's data is, for messages: "on node-3", or "in claim class gold" for a
+// claim volume (its `node` is "" and its `group` names the class).
+std::string volume_place(const std::string& node, const std::string& group);
 
 }  // namespace gaia

@@ -59,6 +59,11 @@ struct ClusterSpec {
   std::vector<Node> nodes;
   std::vector<Tenant> tenants;  // Always includes "default".
   SchedulerProfile profile;
+  // The storage classes volumes may name, as the cluster file declares them; empty when
+  // it declares none, and then the cluster has default_storage_classes() and, as local
+  // classes, whatever its nodes' volume groups offer (a Kubernetes cluster's nodes
+  // announce theirs).
+  std::vector<StorageClass> storage_classes;
   // Where instances run: "sim" or "process" (from --backend, not from cluster files).
   // A process cluster's instance subnets must be loopback.
   std::string backend = "sim";

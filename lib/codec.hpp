@@ -58,6 +58,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Role, name, kind, image, command
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigRead, kind, key, value, revision, defaulted)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Workload, app, version, tenant, priority, roles, outputs, config, reads,
                                                 hash)
+NLOHMANN_JSON_SERIALIZE_ENUM(StorageKind, {{StorageKind::Local, "local"}, {StorageKind::Claim, "claim"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StorageClass, name, kind, description, capacity_bytes, node_selector)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeGroup, name, storage_class, size_bytes, iops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KeptVolume, tenant, app, role, ordinal, volume, group, size_bytes, iops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Node, name, address, instance_subnet, capacity, port_min, port_max,

@@ -224,6 +224,10 @@ inline constexpr const char* k_backend_setting = "backend";
 // `gaia cluster create --backend kubernetes` and kept in the store, so every machine
 // and path that reaches the store names its pods alike.
 inline constexpr const char* k_kube_owner_setting = "kubernetes_owner";
+// The cluster's storage classes (a list of StorageClass), written by `cluster create`.
+inline constexpr const char* k_storage_classes_setting = "storage_classes";
+// Claim volumes kept after a scale down (a list of KeptVolume): Snapshot::kept_claims.
+inline constexpr const char* k_kept_claims_setting = "kept_claims";
 std::string setting(const std::string& name);
 }  // namespace keys
 

@@ -139,8 +139,14 @@ Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order) {
     if (!p) return fail(p.error());
     st.snapshot.profile = std::move(*p);
   } else if (key.starts_with(k_settings)) {
+    std::string name(key.substr(k_settings.size()));
     try {
-      st.settings[std::string(key.substr(k_settings.size()))] = nlohmann::json::parse(kv.value);
+      auto j = nlohmann::json::parse(kv.value);
+      // Two settings are cluster facts every decision reads, so they live in the
+      // snapshot too.
+      if (name == keys::k_storage_classes_setting) st.snapshot.storage_classes = j.get<std::vector<StorageClass>>();
+      else if (name == keys::k_kept_claims_setting) st.snapshot.kept_claims = j.get<std::vector<KeptVolume>>();
+      st.settings[name] = std::move(j);
     } catch (const std::exception& e) {
       return fail(corrupt(key, e));
     }
@@ -177,7 +183,10 @@ void apply_delete(ClusterState& st, std::string_view key) {
   } else if (key == keys::k_profile) {
     st.snapshot.profile = SchedulerProfile{};
   } else if (key.starts_with(k_settings)) {
-    st.settings.erase(std::string(key.substr(k_settings.size())));
+    std::string name(key.substr(k_settings.size()));
+    if (name == keys::k_storage_classes_setting) st.snapshot.storage_classes.clear();
+    else if (name == keys::k_kept_claims_setting) st.snapshot.kept_claims.clear();
+    st.settings.erase(name);
   } else if (key.starts_with(k_heartbeats)) {
     st.heartbeats.erase(std::string(key.substr(k_heartbeats.size())));
   }

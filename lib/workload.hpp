@@ -50,7 +50,7 @@ struct Port {
 struct Volume {
   std::string name;
   int64_t size_bytes = 0;
-  std::string storage_class = "hdd";  // hdd | ssd
+  std::string storage_class = "hdd";  // A storage class of the cluster (lib/cluster.hpp).
   int64_t iops = 0;
   std::string mount_path;
   bool operator==(const Volume&) const = default;

@@ -9,6 +9,7 @@
 #include "ops/bundle.hpp"
 #include "ops/propagate.hpp"
 #include "ops/secrets.hpp"
+#include "ops/storage_check.hpp"
 
 namespace gaia::ops {
 
@@ -164,6 +165,7 @@ Result<SetDecision> decide_set(const Workspace& ws, const SetRequest& request) {
   auto set = load_apply_set(request, *source, *loaded, &*center);
   if (!set) return fail(set.error());
   add_running_secret_keys(*set, *loaded, bundle_reader(ws));
+  if (auto ok = check_storage_classes(*loaded, set->request.apps); !ok) return fail(ok.error());
   SetDecision out;
   out.source = std::move(*source);
   out.plan = plan_apply(*loaded, set->request);
@@ -212,6 +214,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
   add_running_secret_keys(*set, *loaded, bundles);
 
   Applied applied{{}, set->request.tenant, *source, *loaded, std::nullopt};
+  if (auto ok = check_storage_classes(*loaded, set->request.apps); !ok) return fail(ok.error());
   if (options.dry_run) {
     applied.plan = plan_apply(*loaded, set->request);
     attach_bundles(*loaded, set->request.apps, set->submission->bundles, applied.plan.batch);
@@ -231,6 +234,7 @@ Result<Applied> apply_set(const Workspace& ws, const SetRequest& request, const 
       *set = std::move(*again);
       add_running_secret_keys(*set, st, bundles);
     }
+    if (auto ok = check_storage_classes(st, set->request.apps); !ok) return fail(ok.error());
     applied.plan = plan_apply(st, set->request);
     attach_bundles(st, set->request.apps, set->submission->bundles, applied.plan.batch);
     b = applied.plan.batch;

@@ -7,6 +7,7 @@
 #include "controllers/lifecycle.hpp"
 #include "controllers/rollout.hpp"
 #include "ops/bundle.hpp"
+#include "ops/storage_check.hpp"
 #include "render/chain.hpp"
 #include "spec/app_spec.hpp"
 
@@ -146,6 +147,7 @@ Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
   if (!center) return fail(center.error());
   auto sub = prepare_submission(request, ws.state, &*center);
   if (!sub) return fail(sub.error());
+  if (auto ok = check_storage_classes(*loaded, (*sub)->apps); !ok) return fail(ok.error());
   Planned out;
   out.outcome = plan_submit(*loaded, (*sub)->apps);
   // Where the submission ends once the backend starts what it binds: a plan reports an
@@ -169,6 +171,7 @@ Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
   // The decision is recomputed inside decide(): if another process commits first, the
   // submission is planned again on what it wrote, never on a stale state.
   auto done = commit_and_reconcile(ws, [&](const ClusterState& st, Batch& b) -> Result<void> {
+    if (auto ok = check_storage_classes(st, out.submission->apps); !ok) return fail(ok.error());
     out.outcome = plan_submit(st, out.submission->apps);
     attach_bundles(st, out.submission->apps, out.submission->bundles, out.outcome.batch);
     b = out.outcome.batch;

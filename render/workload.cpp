@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "lib/cluster.hpp"
 #include "lib/quantity.hpp"
 #include "render/json_fields.hpp"
 #include "spec/suggest.hpp"
@@ -598,7 +599,14 @@ class RoleValidator {
       } else {
         error(field + ".size", "missing: give the volume size", "e.g. size: '100Gi'");
       }
-      if (auto cls = one_of(vol, "class", field + ".class", {"hdd", "ssd"})) out.storage_class = *cls;
+      // Any class name: the cluster says which it has, so submit and plan check the name
+      // against it (ops::check_storage_classes); here only its form.
+      if (auto cls = string_field(vol, "class", field + ".class")) {
+        if (std::string problem = storage_class_name_problem(*cls); !problem.empty())
+          error(field + ".class", fmt::format("'{}' is not a valid storage class name: {}", *cls, problem),
+                "name a class of the cluster, e.g. class: 'ssd' (gaia cluster show lists them)");
+        else out.storage_class = *cls;
+      }
       if (auto iops = int_field(vol, "iops", field + ".iops", 0, kMaxIops)) out.iops = *iops;
       out.mount_path = "/data/" + out.name;
       if (auto mount = string_field(vol, "mount", field + ".mount")) {

@@ -20,7 +20,8 @@ namespace {
 
 using u128 = unsigned __int128;
 
-const std::vector<std::string> kTopFields = {"name", "subnet", "subnets", "nodes", "node_groups", "tenants", "scheduler"};
+const std::vector<std::string> kTopFields = {"name",    "subnet",    "subnets",        "nodes",
+                                             "node_groups", "tenants", "scheduler", "storage_classes"};
 const std::vector<std::string> kNodeFields = {"name",   "address",       "instance_subnet", "capacity",
                                               "labels", "volume_groups", "cached_images",   "ports"};
 const std::vector<std::string> kGroupFields = {"name",   "count",         "start",         "address", "instance_subnets",
@@ -33,6 +34,7 @@ const std::vector<std::string> kQuotaFields = {"cpu", "memory", "gpu", "instance
 const std::vector<std::string> kSchedulerFields = {"strategy", "weights", "percentage_of_nodes_to_score"};
 const std::vector<std::string> kWeightFields = {"allocation", "balance", "locality", "image", "affinity", "spread"};
 const std::vector<std::string> kPortFields = {"min", "max"};
+const std::vector<std::string> kStorageClassFields = {"name", "kind", "description", "capacity", "selector"};
 
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
@@ -56,6 +58,25 @@ struct Draft {
   Location location;          // Of the node's map (or its group's).
   Location address_location;  // Of its address (or the group's), for duplicate errors.
   std::string origin;         // "nodes[3]" or "node_groups[1] (datanode-7)".
+};
+
+// A volume group's storage class as written, checked once the whole file (and so its
+// storage_classes, wherever they stand) is read.
+struct ClassRef {
+  std::string name;   // The class named, or "hdd" when the volume group names none.
+  std::string group;  // The volume group's name.
+  Location location;  // Of the class value (or of the volume group when it names none).
+  std::string path;   // "nodes[0].volume_groups[1].class".
+  bool implicit = false;
+};
+
+// A class the file declares, as far as it could be read (a class with errors still
+// counts as declared, so volume groups naming it do not add errors of their own).
+struct DeclaredClass {
+  std::string name;
+  StorageKind kind = StorageKind::Local;
+  int line = 0;
+  bool valid_name = true;  // Invalid names are not offered in hints.
 };
 
 class Parser {
@@ -231,6 +252,8 @@ class Parser {
         });
       } else if (key == "scheduler") {
         parse_scheduler(v, path, where);
+      } else if (key == "storage_classes") {
+        parse_storage_classes(v, path, where);
       }
     });
     if (root.IsMap() && !any_nodes)
@@ -296,16 +319,17 @@ class Parser {
       std::map<std::string, int> names;
       each(v, p, l, "volume groups", [&](const YAML::Node& item, const std::string& ip, const Location& il) {
         VolumeGroup g;
+        std::optional<ClassRef> class_ref;
         fields(item, il, ip, kVolumeGroupFields, [&](const std::string& k, const std::string& fp, const YAML::Node& fv,
                                                      const Location& fl) {
           if (k == "name") {
             if (auto s = scalar(fv, fp, fl, "a name")) g.name = *s;
           } else if (k == "class") {
-            auto s = scalar(fv, fp, fl, "a storage class (hdd or ssd)");
-            if (s && *s != "hdd" && *s != "ssd")
-              error(fl, fp, fmt::format("unknown storage class '{}': expected hdd or ssd", *s));
-            else if (s)
+            // Checked in check_class_refs(): storage_classes may come later in the file.
+            if (auto s = scalar(fv, fp, fl, "a storage class name")) {
               g.storage_class = *s;
+              class_ref = ClassRef{*s, "", fl, fp, false};
+            }
           } else if (k == "size") {
             if (auto b = quantity(fv, fp, fl, "a size", parse_bytes, "4Ti")) g.size_bytes = *b;
           } else {
@@ -320,6 +344,11 @@ class Parser {
                 "give each volume group of a node its own name");
         }
         if (!item["size"]) error(il, ip + ".size", "missing required field 'size'", "add size: 4Ti");
+        if (!item["class"]) class_ref = ClassRef{g.storage_class, "", il, ip + ".class", true};
+        if (class_ref) {
+          class_ref->group = g.name;
+          m_class_refs.push_back(std::move(*class_ref));
+        }
         n.volume_groups.push_back(std::move(g));
       });
     } else if (key == "cached_images") {
@@ -577,8 +606,146 @@ class Parser {
     });
   }
 
+  // storage_classes: when given, exactly these classes replace the defaults (hdd, ssd).
+  void parse_storage_classes(const YAML::Node& v, const std::string& path, const Location& where) {
+    m_classes_given = true;
+    m_out.cluster.storage_classes.clear();
+    if (v.IsNull() || (v.IsSequence() && v.size() == 0)) {
+      error(where, path, "the list of storage classes is empty: a cluster needs at least one storage class",
+            "declare one, e.g. - {name: ssd, kind: local}, or drop storage_classes for the defaults hdd and ssd");
+      return;
+    }
+    if (!v.IsSequence()) m_classes_broken = true;
+    each(v, path, where, "storage classes", [&](const YAML::Node& item, const std::string& p, const Location& l) {
+      parse_storage_class(item, p, l);
+    });
+  }
+
+  void parse_storage_class(const YAML::Node& item, const std::string& path, const Location& where) {
+    StorageClass c;
+    bool named = false, valid_name = true;
+    // capacity and selector are read once the kind is known: it may come after them.
+    struct Later {
+      YAML::Node value;
+      std::string path;
+      Location location;
+    };
+    std::optional<Later> capacity, selector;
+    fields(item, where, path, kStorageClassFields, [&](const std::string& key, const std::string& p,
+                                                       const YAML::Node& v, const Location& l) {
+      if (key == "name") {
+        auto s = scalar(v, p, l, "a storage class name");
+        if (!s) return;
+        c.name = *s;
+        named = true;
+        if (std::string problem = storage_class_name_problem(*s); !problem.empty()) {
+          valid_name = false;
+          std::string better = suggest_dns_label(*s);
+          error(l, p, fmt::format("'{}' is not a valid storage class name: {}", *s, problem),
+                !better.empty() && storage_class_name_problem(better).empty()
+                    ? fmt::format("for example '{}' (names are Kubernetes StorageClass names)", better)
+                    : "names are Kubernetes StorageClass names: lowercase a-z, 0-9, '-' and '.', starting and "
+                      "ending with a letter or digit");
+        }
+      } else if (key == "kind") {
+        auto s = scalar(v, p, l, "local or claim");
+        if (!s) return;
+        if (*s == "local") {
+          c.kind = StorageKind::Local;
+        } else if (*s == "claim") {
+          c.kind = StorageKind::Claim;
+        } else {
+          error(l, p, fmt::format("unknown storage kind '{}': expected local or claim", *s),
+                "local: disks on the nodes, offered by their volume groups; claim: a network pool the whole "
+                "cluster shares");
+        }
+      } else if (key == "description") {
+        if (auto s = scalar(v, p, l, "a description (a string)")) c.description = *s;
+      } else if (key == "capacity") {
+        capacity = Later{v, p, l};
+      } else {
+        selector = Later{v, p, l};
+      }
+    });
+    if (!item.IsMap()) return;
+    if (!item["name"]) error(where, path + ".name", "missing required field 'name'", "add name: ssd");
+    std::string of_class = c.name.empty() ? "of that class" : fmt::format("of class {}", c.name);
+    if (capacity && c.kind == StorageKind::Local) {
+      error(capacity->location, capacity->path,
+            "a local class has no capacity of its own: local classes take their capacity from node volume groups",
+            fmt::format("give nodes volume_groups {}, or make it kind: claim for a network pool", of_class));
+    } else if (capacity) {
+      if (auto b = quantity(capacity->value, capacity->path, capacity->location, "a size", parse_bytes, "50Ti")) {
+        if (*b <= 0)
+          error(capacity->location, capacity->path, "a claim class's capacity must be more than 0",
+                "leave capacity out for a pool without a limit");
+        else
+          c.capacity_bytes = *b;
+      }
+    }
+    if (selector && c.kind == StorageKind::Local)
+      error(selector->location, selector->path,
+            "a local class has no selector: it is on the nodes whose volume groups offer it",
+            fmt::format("give the nodes volume_groups {}, or make it kind: claim for a network pool", of_class));
+    else if (selector)
+      c.node_selector = label_map(selector->value, selector->path, selector->location);
+    if (!named) return;
+    auto dup = std::find_if(m_declared.begin(), m_declared.end(),
+                            [&](const DeclaredClass& d) { return d.name == c.name; });
+    if (dup != m_declared.end()) {
+      error(where, path + ".name",
+            fmt::format("storage class '{}' is declared twice (first on line {})", c.name, dup->line),
+            "keep one of them, or give the other its own name");
+      return;
+    }
+    m_declared.push_back(DeclaredClass{c.name, c.kind, where.line, valid_name});
+    m_out.cluster.storage_classes.push_back(std::move(c));
+  }
+
+  // Every volume group's class must be a local class of the cluster: a declared one, or
+  // hdd or ssd when the file declares none.
+  void check_class_refs() {
+    if (m_classes_broken || (m_classes_given && m_declared.empty())) return;  // Reported already.
+    std::vector<DeclaredClass> classes = m_declared;
+    if (!m_classes_given)
+      for (const auto& c : default_storage_classes()) classes.push_back(DeclaredClass{c.name, c.kind, 0, true});
+    std::vector<std::string> local;  // The names to offer, as declared.
+    for (const auto& c : classes)
+      if (c.kind == StorageKind::Local && c.valid_name) local.push_back(c.name);
+    for (const auto& r : m_class_refs) {
+      auto c = std::find_if(classes.begin(), classes.end(), [&](const DeclaredClass& d) { return d.name == r.name; });
+      std::string group = r.group.empty() ? "the volume group" : fmt::format("volume group '{}'", r.group);
+      if (c == classes.end()) {
+        std::string has = local.empty() ? "no local storage classes" : fmt::format("{}", fmt::join(local, ", "));
+        std::string message =
+            r.implicit ? fmt::format("{} names no class and this cluster has no class '{}' (the default): it has {}",
+                                     group, r.name, has)
+                       : fmt::format("unknown storage class '{}': this cluster has {}", r.name, has);
+        std::string hint;
+        if (r.implicit)
+          hint = local.empty() ? "add class: NAME, and declare NAME as a local class under storage_classes"
+                               : fmt::format("add class: {}", local.front());
+        else if (local.empty())
+          hint = fmt::format("declare '{}' under storage_classes, e.g. - {{name: {}, kind: local}}", r.name, r.name);
+        else
+          hint = fmt::format("use one of {}, or declare '{}' under storage_classes", fmt::join(local, ", "), r.name);
+        error(r.location, r.path, std::move(message), std::move(hint));
+      } else if (c->kind != StorageKind::Local) {
+        error(r.location, r.path,
+              fmt::format("'{}' is a claim class: claim classes are network pools, not node disks, so no volume "
+                          "group can offer one",
+                          r.name),
+              local.empty() ? "declare a local class for node disks under storage_classes, e.g. - {name: local-ssd, "
+                              "kind: local}"
+                            : fmt::format("declare a local class for node disks under storage_classes, or use one of {}",
+                                          fmt::join(local, ", ")));
+      }
+    }
+  }
+
   // Addresses for nodes that gave none, topology, and the checks that span nodes.
   void finish() {
+    check_class_refs();
     bool needs_carving = false;
     for (const auto& d : m_drafts) needs_carving |= d.node.address.empty() || d.node.instance_subnet.empty();
     if (needs_carving) {
@@ -681,6 +848,9 @@ class Parser {
   TopologyTable m_table;
   std::map<std::string, int> m_subnet_lines, m_tenant_lines;
   std::vector<Location> m_tenant_locations;
+  bool m_classes_given = false, m_classes_broken = false;
+  std::vector<DeclaredClass> m_declared;
+  std::vector<ClassRef> m_class_refs;
 };
 
 }  // namespace

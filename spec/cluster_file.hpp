@@ -13,7 +13,7 @@
 //       instance_subnet: 10.200.1.0/24
 //       capacity: {cpu: 16, memory: 64Gi, gpu: 0, disk: 1Ti}
 //       labels: {role: master}
-//       volume_groups: [{name: ssd0, class: ssd, size: 2Ti, iops: 20000}]
+//       volume_groups: [{name: ssd0, class: ssd, size: 2Ti, iops: 20000}]   # a local class
 //       cached_images: [apache/hadoop:3.3.4]
 //       ports: 20000-29999
 //   node_groups:                    # `count` identical nodes named <name>-<k>
@@ -28,6 +28,16 @@
 //     strategy: spread              # spread | stack
 //     weights: {allocation: 1, balance: 1, locality: 2, image: 1, affinity: 1, spread: 1}
 //     percentage_of_nodes_to_score: 100
+//   storage_classes:                # optional; replaces the defaults hdd and ssd (both local)
+//     - {name: silver, kind: local, description: "SATA disks"}   # offered by volume groups
+//     - {name: gold, kind: claim, capacity: 50Ti, selector: {zone: z1}}   # a network pool
+//
+// Storage classes (docs/cluster-file.md#storage-classes): names are Kubernetes
+// StorageClass names (lowercase RFC 1123 subdomains), unique; kind is local (default) or
+// claim; capacity and selector are for claim classes only. Every volume group's class
+// must be a local class of the cluster; this is checked once the whole file is read, so
+// storage_classes may come before or after the nodes. A file that lists storage_classes
+// must list at least one.
 
 #include <filesystem>
 #include <string>
@@ -44,7 +54,8 @@ struct SubnetEntry {
 };
 
 struct ClusterFile {
-  ClusterSpec cluster;               // Nodes (addressed, with topology), tenants, profile.
+  ClusterSpec cluster;               // Nodes (addressed, with topology), tenants, profile,
+                                     // storage classes (left empty when the file has none).
   std::vector<SubnetEntry> subnets;  // The topology table as written.
 };
 

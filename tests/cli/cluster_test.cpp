@@ -204,6 +204,20 @@ tenants:
   - {name: ml, pool: {gpu-model: h100}}
 )"},
       {"syntax", "nodes:\n  - name: a\n   capacity: {cpu: 1}\n"},
+      {"storage", R"(nodes:
+  - name: n1
+    capacity: {cpu: 4, memory: 8Gi}
+    volume_groups:
+      - {name: v0, class: ssd, size: 1Ti}
+      - {name: v1, class: gold, size: 1Ti}
+      - {name: v2, size: 1Ti}
+storage_classes:
+  - {name: Fast_Disks, kind: local}
+  - {name: silver, capacity: 10Ti}
+  - {name: gold, kind: claim, capacity: 50Ti, selector: {zone: z1}}
+  - {name: gold, kind: claim}
+  - {name: nvme, kind: fast, speed: 3}
+)"},
   };
   for (const auto& [name, text] : files) {
     s.write(name + ".yaml", text);

@@ -145,7 +145,7 @@ TEST_CASE("each invalid field gives one diagnostic naming app, role and field", 
   // Enums.
   expect_error("namenode", "/kind", "daemon", "roles.namenode.kind", "service, batch");
   expect_error("namenode", "/ports/0/protocol", "SCTP", "roles.namenode.ports[0].protocol", "TCP, UDP");
-  expect_error("datanode", "/volumes/0/class", "nvme", "roles.datanode.volumes[0].class", "hdd, ssd");
+  expect_error("datanode", "/volumes/0/class", "NVMe", "roles.datanode.volumes[0].class", "not a valid storage class name");
   expect_error("datanode", "/anti_affinity/required/0/topology", "region",
                "roles.datanode.anti_affinity.required[0].topology", "node, rack, switch, zone");
   expect_error("namenode", "/affinity/required/0/match/0/op", "in", "roles.namenode.affinity.required[0].match[0].op",
@@ -242,7 +242,7 @@ TEST_CASE("all errors of a broken render are reported together", "[workload]") {
         "kind": "deamon", "replicas": -2, "env": { "PORT": 8080 },
         "resources": { "cpu": "lots" },
         "ports": [ { "name": "http", "port": 80 }, { "name": "http", "port": 70000, "protocol": "tcp" } ],
-        "volumes": [ { "name": "d", "size": "1Gi", "class": "flash" }, { "name": "d", "size": "1Gi" } ],
+        "volumes": [ { "name": "d", "size": "1Gi", "class": "Flash" }, { "name": "d", "size": "1Gi" } ],
         "affinity": { "preferred": [ { "target": "instance", "match_labels": { "role": "db" }, "weight": 500 } ] },
         "near": "db/primary", "network": { "subnet": "300.0.0.0/8" }, "restart": { "backoff": "soon" },
         "priority": "urgent", "helth": {}

@@ -189,3 +189,194 @@ TEST_CASE("a stray comma in a cluster file is a located error, not a hang", "[cl
   CHECK(ds[0].location.line == 2);
   CHECK_THAT(ds[0].message, Catch::Contains("not UTF-8"));
 }
+
+// Storage classes (docs/cluster-file.md#storage-classes).
+
+TEST_CASE("cluster file: the storage classes example", "[cluster_file]") {
+  auto f = spec::load_cluster_file(std::string(GAIA_SOURCE_DIR) + "/examples/clusters/storage-classes.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  CHECK(f->cluster.nodes.size() == 6);
+  REQUIRE(f->cluster.storage_classes.size() == 3);
+  CHECK(f->cluster.storage_classes[0].name == "silver");
+  CHECK(f->cluster.storage_classes[1].name == "local-nvme");
+  const StorageClass& gold = f->cluster.storage_classes[2];
+  CHECK(gold.name == "gold");
+  CHECK(gold.kind == StorageKind::Claim);
+  CHECK(gold.capacity_bytes == 50LL << 40);
+  CHECK(gold.node_selector == std::map<std::string, std::string>{{"zone", "z1"}});
+  const Node& fast = node(*f, "fast-2");
+  CHECK(fast.rack == "r1");
+  CHECK(fast.zone == "z1");
+  REQUIRE(fast.volume_groups.size() == 2);
+  CHECK(fast.volume_groups[0].storage_class == "local-nvme");
+  CHECK(fast.volume_groups[1].storage_class == "silver");
+  CHECK(node(*f, "bulk-3").volume_groups[1].storage_class == "silver");
+  CHECK(node(*f, "bulk-3").zone == "z2");
+}
+
+TEST_CASE("cluster file: storage classes are read with their kinds, capacity and selector", "[cluster_file]") {
+  auto f = spec::parse_cluster_file(R"(
+storage_classes:
+  - {name: silver, kind: local, description: "SATA disks"}
+  - {name: local-nvme}
+  - {name: gold, kind: claim, capacity: 50Ti, selector: {zone: z1}, description: "Ceph RBD"}
+  - {name: nfs.shared, kind: claim}
+nodes:
+  - {name: a, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, class: silver, size: 1Ti}]}
+)",
+                                    "c.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  // Exactly the declared classes, in order: the defaults are gone.
+  const auto& cs = f->cluster.storage_classes;
+  REQUIRE(cs.size() == 4);
+  CHECK(cs[0] == StorageClass{"silver", StorageKind::Local, "SATA disks", -1, {}});
+  CHECK(cs[1] == StorageClass{"local-nvme", StorageKind::Local, "", -1, {}});
+  // The selector matches no node (node a has no zone): allowed, nodes can come later.
+  CHECK(cs[2] == StorageClass{"gold", StorageKind::Claim, "Ceph RBD", 50LL << 40, {{"zone", "z1"}}});
+  CHECK(cs[3] == StorageClass{"nfs.shared", StorageKind::Claim, "", -1, {}});
+}
+
+TEST_CASE("cluster file: without storage_classes the cluster has hdd and ssd", "[cluster_file]") {
+  auto f = spec::parse_cluster_file(R"(
+nodes:
+  - {name: a, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, class: ssd, size: 1Ti}, {name: w, size: 1Ti}]}
+)",
+                                    "c.yaml");
+  INFO((f ? "" : dump(f.error())));
+  REQUIRE(f.has_value());
+  // Left as ClusterSpec has it when a file declares none (empty: the defaults).
+  CHECK((f->cluster.storage_classes.empty() || f->cluster.storage_classes == default_storage_classes()));
+  CHECK(node(*f, "a").volume_groups[1].storage_class == "hdd");
+  // Only those two are valid there, and the error says so in the new form.
+  auto ds = errors_of(R"(nodes:
+  - name: a
+    capacity: {cpu: 1, memory: 1Gi}
+    volume_groups: [{name: v, class: sdd, size: 1Ti}]
+)");
+  INFO(dump(ds));
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].location.line == 4);
+  CHECK(ds[0].location.column == 38);
+  CHECK(ds[0].path == "nodes[0].volume_groups[0].class");
+  CHECK(ds[0].message == "unknown storage class 'sdd': this cluster has hdd, ssd");
+  CHECK(ds[0].hint == "use one of hdd, ssd, or declare 'sdd' under storage_classes");
+}
+
+TEST_CASE("cluster file: volume groups may name declared local classes before or after storage_classes",
+          "[cluster_file]") {
+  const std::string classes = R"(storage_classes:
+  - {name: silver}
+  - {name: local-nvme, kind: local}
+)";
+  const std::string nodes = R"(nodes:
+  - name: a
+    capacity: {cpu: 1, memory: 1Gi}
+    volume_groups: [{name: v, class: local-nvme, size: 1Ti}, {name: w, class: silver, size: 2Ti}]
+node_groups:
+  - name: g
+    count: 2
+    capacity: {cpu: 1, memory: 1Gi}
+    volume_groups: [{name: v, class: silver, size: 1Ti}]
+)";
+  for (const std::string& text : {classes + nodes, nodes + classes}) {
+    auto f = spec::parse_cluster_file(text, "c.yaml");
+    INFO(text << (f ? "" : dump(f.error())));
+    REQUIRE(f.has_value());
+    CHECK(node(*f, "a").volume_groups[0].storage_class == "local-nvme");
+    CHECK(node(*f, "a").volume_groups[1].storage_class == "silver");
+    CHECK(node(*f, "g-2").volume_groups[0].storage_class == "silver");
+    REQUIRE(f->cluster.storage_classes.size() == 2);
+  }
+}
+
+TEST_CASE("cluster file: a volume group naming an unknown or claim class", "[cluster_file]") {
+  auto ds = errors_of(R"(nodes:
+  - name: a
+    capacity: {cpu: 1, memory: 1Gi}
+    volume_groups:
+      - {name: v0, class: ssd, size: 1Ti}
+      - {name: v1, class: gold, size: 1Ti}
+      - {name: v2, size: 1Ti}
+node_groups:
+  - {name: g, count: 3, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, class: nvme, size: 1Ti}]}
+storage_classes:
+  - {name: silver, kind: local}
+  - {name: gold, kind: claim, capacity: 5Ti}
+  - {name: local-nvme}
+)");
+  INFO(dump(ds));
+  // ssd is no class here: the declared local classes are listed, in declaration order.
+  CHECK(has_error(ds, 5, 27, "unknown storage class 'ssd': this cluster has silver, local-nvme"));
+  // A claim class is a network pool, not a node's disk.
+  CHECK(has_error(ds, 6, 27, "'gold' is a claim class: claim classes are network pools, not node disks"));
+  // No class means hdd, which this cluster does not have.
+  CHECK(has_error(ds, 7, 9, "names no class and this cluster has no class 'hdd'"));
+  // A group's volume group is reported once, not once per node.
+  CHECK(std::count_if(ds.begin(), ds.end(), [](const Diagnostic& d) {
+          return d.message.find("'nvme'") != std::string::npos;
+        }) == 1);
+  CHECK(has_error(ds, 9, 91, "unknown storage class 'nvme'"));
+  CHECK(ds.size() == 4);
+  auto unknown = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& d) { return d.location.line == 5; });
+  REQUIRE(unknown != ds.end());
+  CHECK(unknown->hint == "use one of silver, local-nvme, or declare 'ssd' under storage_classes");
+  auto claim = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& d) { return d.location.line == 6; });
+  REQUIRE(claim != ds.end());
+  CHECK_THAT(claim->hint, Catch::Contains("declare a local class for node disks"));
+}
+
+TEST_CASE("cluster file: storage class errors", "[cluster_file]") {
+  auto ds = errors_of(R"(storage_classes:
+  - {name: Gold_Pool, kind: claim}
+  - {name: silver, capacity: 10Ti, selector: {zone: z1}}
+  - {name: gold, kind: claim, capacity: lots}
+  - {name: gold, kind: local}
+  - {name: nvme, kind: fast, speed: 3}
+  - {kind: claim}
+  - {name: -edge-}
+nodes:
+  - {name: a, capacity: {cpu: 1, memory: 1Gi}}
+)");
+  INFO(dump(ds));
+  CHECK(has_error(ds, 2, 12, "'Gold_Pool' is not a valid storage class name"));
+  CHECK(has_error(ds, 3, 30, "local classes take their capacity from node volume groups"));
+  CHECK(has_error(ds, 3, 46, "a local class has no selector"));
+  CHECK(has_error(ds, 4, 41, "lots"));
+  CHECK(has_error(ds, 5, 5, "storage class 'gold' is declared twice (first on line 4)"));
+  CHECK(has_error(ds, 6, 24, "unknown storage kind 'fast': expected local or claim"));
+  CHECK(has_error(ds, 6, 30, "unknown field 'speed'"));
+  CHECK(has_error(ds, 7, 5, "missing required field 'name'"));
+  CHECK(has_error(ds, 8, 12, "'-edge-' is not a valid storage class name: it must start and end"));
+  CHECK(ds.size() == 9);
+  auto speed = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& d) { return d.path == "storage_classes[4].speed"; });
+  REQUIRE(speed != ds.end());
+  CHECK(speed->hint == "known fields are: name, kind, description, capacity, selector");
+  // Too long for a Kubernetes name.
+  ds = errors_of("storage_classes: [{name: " + std::string(254, 'a') + "}]\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
+  REQUIRE(ds.size() == 1);
+  CHECK_THAT(ds[0].message, Catch::Contains("at most 253"));
+  // 253 characters with dots is fine.
+  std::string longest = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+                        std::string(61, 'd');
+  REQUIRE(longest.size() == 253);
+  auto f = spec::parse_cluster_file("storage_classes: [{name: " + longest + "}]\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n", "c.yaml");
+  INFO((f ? "" : dump(f.error())));
+  CHECK(f.has_value());
+}
+
+TEST_CASE("cluster file: an empty storage_classes is an error", "[cluster_file]") {
+  for (const char* empty : {"storage_classes: []\n", "storage_classes:\n"}) {
+    auto ds = errors_of(std::string(empty) + "nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, size: 1Ti}]}\n");
+    INFO(dump(ds));
+    // One error: the volume group's class is not also reported.
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].location.line == 1);
+    CHECK(ds[0].path == "storage_classes");
+    CHECK_THAT(ds[0].message, Catch::Contains("a cluster needs at least one storage class"));
+  }
+  auto ds = errors_of("storage_classes: {name: ssd}\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
+  REQUIRE(ds.size() == 1);
+  CHECK_THAT(ds[0].message, Catch::Contains("expected a list of storage classes"));
+}
