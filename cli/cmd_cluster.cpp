@@ -98,6 +98,12 @@ int run_create(const Globals& g, CLI::App* cmd, const CreateArgs& a) {
     }
     if (spec.nodes.empty())
       return report_error(g, "the API server has no nodes", "join nodes to the cluster first (kubectl get nodes)");
+    // Its StorageClasses become gaia's claim classes, beside the nodes' local classes.
+    std::string note;
+    auto classes = kube_storage_classes(*context, **kb, spec.nodes, &note);
+    if (!classes) return report(g, classes.error());
+    spec.storage_classes = std::move(*classes);
+    if (!note.empty()) kube_summary += "; " + note;
     ensure_default_tenant(spec.tenants);
   } else if (!a.file.empty()) {
     // Node-shape flags describe generated nodes; with a file they would be ignored.

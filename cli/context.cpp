@@ -16,6 +16,7 @@
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
 #include "kube/kube_backend.hpp"
+#include "kube/kube_objects.hpp"
 #include "kube/kubeconfig.hpp"
 #include "lib/hash.hpp"
 #include "process/process_backend.hpp"
@@ -207,6 +208,19 @@ Result<std::string> check_kube_backend(const ContextEntry& context, Backend& bac
                            "check the kubeconfig's server, certificate-authority and credentials (kubectl --kubeconfig "
                            "FILE get nodes uses the same)"});
   return *summary;
+}
+
+Result<std::vector<StorageClass>> kube_storage_classes(const ContextEntry& context, Backend& backend,
+                                                       const std::vector<Node>& nodes, std::string* note) {
+  auto* kb = dynamic_cast<kube::KubeBackend*>(&backend);
+  if (!kb) return fail(Diagnostic{{}, "", "not a kubernetes backend", ""});
+  auto objects = kb->storage_class_objects(note);
+  if (!objects)
+    return fail(Diagnostic{{context.kube.kubeconfig}, "",
+                           fmt::format("context {}: reading the cluster's storage classes: {}", context.name,
+                                       objects.error().message),
+                           "kubectl get storageclasses reads the same list; try again once the API server answers"});
+  return kube::storage_classes_of(*objects, nodes);
 }
 
 std::filesystem::path run_dir_of(const std::string& store) {

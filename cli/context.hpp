@@ -114,6 +114,11 @@ std::filesystem::path self_executable();
 // plugin, a context that does not exist are errors naming the file), its pods labelled
 // with `owner` (kube_owner_of). Contacts nothing.
 Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context, const std::string& owner);
+// The storage classes of the kubernetes backend's cluster (kube::storage_classes_of):
+// the nodes' local classes and its StorageClass objects as claim classes. `note` says
+// when the store may not list StorageClasses.
+Result<std::vector<StorageClass>> kube_storage_classes(const ContextEntry& context, Backend& backend,
+                                                       const std::vector<Node>& nodes, std::string* note);
 // The owner id of the kubernetes cluster in `store` (settings/kubernetes_owner), or a
 // new one ("gaia-" and 16 random hex digits) when the store has none yet.
 Result<std::string> kube_owner_of(Store& store);

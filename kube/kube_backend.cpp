@@ -194,6 +194,16 @@ BackendResult<std::vector<json>> KubeBackend::list(const std::string& path, std:
   return items;
 }
 
+BackendResult<std::vector<json>> KubeBackend::storage_class_objects(std::string* note) {
+  auto got = list("/apis/storage.k8s.io/v1/storageclasses", nullptr);
+  if (!got && (got.error().code == BackendErrc::Rejected || got.error().code == BackendErrc::NotFound)) {
+    // Forbidden: the cluster's volumes still work through the classes its nodes offer.
+    if (note) *note = fmt::format("storage classes not read ({}): only the nodes' local classes are known", got.error().message);
+    return std::vector<json>{};
+  }
+  return got;
+}
+
 void KubeBackend::start_informers() {
   if (m_pods) return;
   m_pods = std::make_unique<Informer>();

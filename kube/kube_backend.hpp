@@ -64,6 +64,10 @@ class KubeBackend : public Backend {
   // pods in its namespace: what `gaia context add` and `cluster create` check first.
   BackendResult<std::string> check();
 
+  // The cluster's StorageClass objects (storage.k8s.io/v1), for storage_classes_of().
+  // A store without the right to list them (RBAC) gets none, and says so in `note`.
+  BackendResult<std::vector<nlohmann::json>> storage_class_objects(std::string* note);
+
  private:
   struct Informer;
   BackendResult<std::vector<nlohmann::json>> list(const std::string& path, std::string* resource_version);

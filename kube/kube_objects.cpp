@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <map>
+#include <set>
 
 #include "lib/hash.hpp"
 #include "lib/quantity.hpp"
@@ -355,6 +357,47 @@ InventoryNode inventory_of_node(const json& node) {
 int64_t time_ms(const std::string& text) {
   auto t = parse_rfc3339(text);
   return t ? std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count() : 0;
+}
+
+std::vector<StorageClass> storage_classes_of(const std::vector<json>& storage_classes, const std::vector<Node>& nodes) {
+  std::vector<StorageClass> out;
+  std::set<std::string> seen;
+  for (const auto& n : nodes)
+    for (const auto& g : n.volume_groups)
+      if (seen.insert(g.storage_class).second)
+        out.push_back(StorageClass{g.storage_class, StorageKind::Local, "node disks (gaia.io/volume-groups)", -1, {}});
+  std::vector<StorageClass> claims;
+  for (const auto& sc : storage_classes) {
+    std::string name = str(sc.value("metadata", json::object()), "name");
+    if (name.empty() || seen.count(name) || !storage_class_name_problem(name).empty()) continue;
+    StorageClass c{name, StorageKind::Claim, "", -1, {}};
+    if (std::string provisioner = str(sc, "provisioner"); !provisioner.empty())
+      c.description = "provisioner " + provisioner;
+    // One topology term whose every expression names a single value is a selector gaia
+    // can check; anything wider is left to Kubernetes.
+    const json& topologies = sc.value("allowedTopologies", json::array());
+    if (topologies.is_array() && topologies.size() == 1) {
+      std::map<std::string, std::string> selector;
+      bool simple = true;
+      for (const auto& e : topologies[0].value("matchLabelExpressions", json::array())) {
+        const json& values = e.value("values", json::array());
+        if (!values.is_array() || values.size() != 1 || !values[0].is_string()) {
+          simple = false;
+          break;
+        }
+        std::string key = str(e, "key");
+        // gaia's nodes carry the zone under its short key too (inventory_of_node).
+        if (key == "topology.kubernetes.io/zone" || key == "failure-domain.beta.kubernetes.io/zone") key = "zone";
+        selector[key] = values[0].get<std::string>();
+      }
+      if (simple) c.node_selector = std::move(selector);
+    }
+    claims.push_back(std::move(c));
+  }
+  std::sort(claims.begin(), claims.end(), [](const StorageClass& a, const StorageClass& b) { return a.name < b.name; });
+  out.insert(out.end(), claims.begin(), claims.end());
+  if (claims.empty()) return {};  // Only what the nodes offer: the defaults say the same.
+  return out;
 }
 
 }  // namespace gaia::kube

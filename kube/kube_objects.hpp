@@ -73,6 +73,17 @@ std::vector<std::pair<std::string, std::string>> pods_to_bind(const std::vector<
                                                               const std::string& owner);
 InventoryNode inventory_of_node(const nlohmann::json& node);
 
+// The storage classes of a Kubernetes cluster, for `gaia cluster create --backend
+// kubernetes`: every class its nodes offer through the gaia.io/volume-groups annotation
+// is local (node disks gaia places volumes on); every other StorageClass object
+// (storage.k8s.io/v1) is a claim class, unbounded, attachable where its
+// allowedTopologies say when they name one value per label (else everywhere, and
+// Kubernetes itself keeps the volume's pod where the volume can go). Local classes come
+// first, in node order; claim classes in name order. Empty when the cluster has neither,
+// so it keeps the defaults.
+std::vector<StorageClass> storage_classes_of(const std::vector<nlohmann::json>& storage_classes,
+                                             const std::vector<Node>& nodes);
+
 // An API timestamp (RFC 3339, lib/timeline.hpp) in milliseconds since the epoch; 0 when
 // absent or unparsable, which the callers read as "unknown".
 int64_t time_ms(const std::string& text);

@@ -26,6 +26,8 @@ const std::vector<ResourceInfo>& resource_table() {
        true, true, true, {"status"}},
       {"scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", "priorityclasses", false,
        false, false, {}},
+      {"storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", "storageclasses", false, false, false,
+       {}},
   };
   return table;
 }

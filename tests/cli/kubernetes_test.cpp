@@ -333,3 +333,88 @@ TEST_CASE("kubernetes: a wrong token and a wrong certificate authority are clear
   CHECK(r.code == 0);
   CHECK(r.out.find("Kubernetes v1.28") != std::string::npos);
 }
+
+TEST_CASE("kubernetes: StorageClasses are claim classes, and a claim volume follows its pod to another zone's node",
+          "[kubernetes][e2e][storage]") {
+  KubeFixture f(6);
+  // A StorageClass of this test's own (StorageClasses are cluster-wide), reachable
+  // from zone-1 only; removed at the end, also on a real cluster.
+  std::string gold = "gaia-gold-" + f.cluster->namespace_name();
+  json sc = {{"apiVersion", "storage.k8s.io/v1"},
+             {"kind", "StorageClass"},
+             {"metadata", {{"name", gold}}},
+             {"provisioner", "example.com/ceph"},
+             {"allowedTopologies",
+              json::array({{{"matchLabelExpressions",
+                             json::array({{{"key", "topology.kubernetes.io/zone"}, {"values", {"zone-1"}}}})}}})}};
+  REQUIRE(f.cluster->client().create("/apis/storage.k8s.io/v1/storageclasses", sc));
+  struct Cleanup {
+    standin::TestCluster& c;
+    std::string name;
+    ~Cleanup() { (void)c.client().remove("/apis/storage.k8s.io/v1/storageclasses/" + name); }
+  } cleanup{*f.cluster, gold};
+
+  f.expect(0, {"cluster", "create", "--backend", "kubernetes"});
+  auto shown = json::parse(f.expect(0, {"cluster", "show", "-o", "json"}).out);
+  std::map<std::string, json> classes;
+  for (const auto& c : shown["storage_classes"]) classes[c["name"]] = c;
+  REQUIRE(classes.count(gold));
+  CHECK(classes[gold]["kind"] == "claim");
+  CHECK(classes[gold]["node_selector"] == json{{"zone", "zone-1"}});
+  CHECK(classes[gold]["nodes"] == 2);  // Nodes 1 and 4 of six in three zones.
+  CHECK(classes["ssd"]["kind"] == "local");
+
+  write_app(f.s, "apps/ledger", "ledger", "1.0.0", "", "{}\n",
+            "function(config, deps, app) {\n"
+            "  roles: { db: { image: 'postgres:16', resources: { cpu: '1', memory: '1Gi' },\n"
+            "    volumes: [{ name: 'data', size: '10Gi', class: '" + gold + "', mount: '/data' }] } },\n"
+            "  outputs: {},\n"
+            "}\n");
+  f.expect(0, {"submit", "apps/ledger", "--wait", "--timeout", "60s"});
+  ClusterState st = load_state(f.store);
+  const Instance* i = st.find_instance("0.db.ledger.default");
+  REQUIRE(i);
+  REQUIRE(i->volumes.size() == 1);
+  CHECK(i->volumes[0].node.empty());
+  CHECK(i->volumes[0].group == gold);
+  std::string first = i->node;
+  CHECK((first == f.cluster->node_name(1) || first == f.cluster->node_name(4)));
+  // The claim asks Kubernetes for the StorageClass by its name, as given.
+  auto claims = f.cluster->client().get(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims",
+                                                    f.cluster->namespace_name()));
+  REQUIRE(claims);
+  int of_gold = 0;
+  for (const auto& c : (*claims)["items"]) of_gold += c["spec"].value("storageClassName", "") == gold;
+  CHECK(of_gold == 1);
+
+  // Its node stops being Ready: the instance is placed, with its claim, on the other
+  // zone-1 node (the only other node that can attach it). It starts there only once its
+  // old pod is gone, since a volume is never attached to two pods: here, when the node's
+  // kubelet comes back and finishes the old pod (a real cluster waits the same way, or
+  // for `kubectl delete pod --force`).
+  f.expect(0, {"controller", "options", "--heartbeat-timeout", "1s"});
+  REQUIRE(f.cluster->kubelet().set_node_ready(first, false));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    ClusterState now = load_state(f.store);
+    const Instance* moved = now.find_instance("0.db.ledger.default");
+    return moved && !moved->node.empty() && moved->node != first && moved->volumes.size() == 1 &&
+           moved->volumes[0].group == gold;
+  }));
+  REQUIRE(f.cluster->kubelet().set_node_ready(first, true));
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    ClusterState now = load_state(f.store);
+    const Instance* moved = now.find_instance("0.db.ledger.default");
+    return moved && moved->state == InstanceState::Running;
+  }));
+  ClusterState after = load_state(f.store);
+  const Instance* moved = after.find_instance("0.db.ledger.default");
+  REQUIRE(moved);
+  INFO(fmt::format("{} {} on {} ({})\n{}", moved->key(), instance_state_name(moved->state), moved->node,
+                   moved->pending_reason, f.gaia({"events", "--app", "ledger"}).out));
+  REQUIRE(moved->state == InstanceState::Running);
+  std::string second = moved->node;
+  CHECK((second == f.cluster->node_name(1) || second == f.cluster->node_name(4)));
+}

@@ -151,3 +151,48 @@ TEST_CASE("kube objects: only this store's unbound pods with a chosen node are b
   CHECK(binding["metadata"]["namespace"] == "ns");
   CHECK(binding["target"]["name"] == "n1");
 }
+
+TEST_CASE("kube objects: storage classes are the nodes' local classes and the StorageClass objects as claims",
+          "[kube][storage]") {
+  Node a;
+  a.name = "a";
+  a.volume_groups = {VolumeGroup{"ssd", "ssd", 1LL << 40, 0}, VolumeGroup{"local-nvme", "local-nvme", 1LL << 40, 0}};
+  Node b;
+  b.name = "b";
+  b.volume_groups = {VolumeGroup{"ssd", "ssd", 1LL << 40, 0}};
+  auto sc = [](const std::string& name, nlohmann::json topologies = nullptr) {
+    nlohmann::json o = {{"apiVersion", "storage.k8s.io/v1"},
+                        {"kind", "StorageClass"},
+                        {"metadata", {{"name", name}}},
+                        {"provisioner", "rbd.csi.ceph.com"}};
+    if (!topologies.is_null()) o["allowedTopologies"] = topologies;
+    return o;
+  };
+  std::vector<nlohmann::json> objects = {
+      sc("standard"),
+      sc("gold", nlohmann::json::array(
+                     {{{"matchLabelExpressions", {{{"key", "topology.kubernetes.io/zone"}, {"values", {"z1"}}}}}}})),
+      // Two zones: wider than a selector, left to Kubernetes.
+      sc("silver", nlohmann::json::array(
+                       {{{"matchLabelExpressions", {{{"key", "topology.kubernetes.io/zone"}, {"values", {"z1", "z2"}}}}}}})),
+      // A StorageClass of a class the nodes offer stays local.
+      sc("ssd"),
+      sc("Not_Valid"),
+  };
+  auto classes = kube::storage_classes_of(objects, {a, b});
+  REQUIRE(classes.size() == 5);
+  CHECK(classes[0].name == "ssd");
+  CHECK(classes[0].kind == StorageKind::Local);
+  CHECK(classes[1].name == "local-nvme");
+  CHECK(classes[1].kind == StorageKind::Local);
+  CHECK(classes[2].name == "gold");
+  CHECK(classes[2].kind == StorageKind::Claim);
+  CHECK(classes[2].capacity_bytes == -1);
+  CHECK(classes[2].node_selector == std::map<std::string, std::string>{{"zone", "z1"}});
+  CHECK(classes[2].description == "provisioner rbd.csi.ceph.com");
+  CHECK(classes[3].name == "silver");
+  CHECK(classes[3].node_selector.empty());
+  CHECK(classes[4].name == "standard");
+  // No StorageClass objects: the defaults and what the nodes offer.
+  CHECK(kube::storage_classes_of({}, {a, b}).empty());
+}
