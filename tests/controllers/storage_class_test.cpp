@@ -47,6 +47,17 @@ int64_t pool_used(const ClusterState& s, const std::string& cls) {
   return used;
 }
 
+// Fails the node of 0.db.db.default and lets the controllers settle: the node it was on,
+// and the state afterwards.
+std::pair<std::string, ClusterState> fail_its_node(const ClusterState& s) {
+  const Instance* i = s.find_instance("0.db.db.default");
+  REQUIRE(i);
+  std::string node = i->node;
+  auto down = decide_node_fail(s, node, false);
+  REQUIRE(down);
+  return {node, settle(apply_batch(s, down->batch))};
+}
+
 }  // namespace
 
 TEST_CASE("storage classes: a cluster without declared classes has hdd, ssd and what its nodes offer", "[storage]") {
@@ -160,11 +171,7 @@ TEST_CASE("storage classes: an instance with a claim volume moves off a down nod
   REQUIRE(i->volumes.size() == 1);
   CHECK(i->volumes[0].node.empty());
   CHECK(i->volumes[0].group == "gold");
-  std::string first = i->node;
-
-  auto down = decide_node_fail(s, first, false);
-  REQUIRE(down);
-  ClusterState after = settle(apply_batch(s, down->batch));
+  auto [first, after] = fail_its_node(s);
   const Instance* moved = after.find_instance("0.db.db.default");
   REQUIRE(moved);
   // A local volume would hold it until the node recovers; the claim goes with it.
@@ -178,12 +185,7 @@ TEST_CASE("storage classes: an instance with a claim volume moves off a down nod
 
 TEST_CASE("storage classes: a local volume still holds its instance to a down node", "[storage][migration]") {
   ClusterState s = deploy(fixture_cluster(3), {fixture_app("db", {claim_db(1, 10 * kGi, "hdd")})});
-  const Instance* i = s.find_instance("0.db.db.default");
-  REQUIRE(i);
-  std::string first = i->node;
-  auto down = decide_node_fail(s, first, false);
-  REQUIRE(down);
-  ClusterState after = settle(apply_batch(s, down->batch));
+  auto [first, after] = fail_its_node(s);
   const Instance* held = after.find_instance("0.db.db.default");
   REQUIRE(held);
   CHECK(held->state != InstanceState::Running);
