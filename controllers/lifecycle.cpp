@@ -134,14 +134,18 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
         }
         if (current->phase == CopyPhase::Running) {
           int64_t started = current->started_ms ? current->started_ms : (i.started_ms ? i.started_ms : now_ms);
+          // A backend that addresses its copies itself (Kubernetes: the pod IP) has the
+          // last word on where the instance answers.
+          bool readdressed = !current->address.empty() && current->address != x.address;
+          if (readdressed) x.address = current->address;
           if (i.state == InstanceState::Placed) {
             x.state = InstanceState::Running;
             x.started_ms = started;
             x.usage = current->usage;
             b.instance_event(x, "Started", fmt::format("running on {}{}", i.node,
-                                                      i.address.empty() ? "" : ", address " + i.address));
+                                                      x.address.empty() ? "" : ", address " + x.address));
             put = true;
-          } else if (x.usage != current->usage || x.started_ms != started) {
+          } else if (readdressed || x.usage != current->usage || x.started_ms != started) {
             // An observation, not an action: what acts on usage records its own events.
             x.usage = current->usage;
             x.started_ms = started;

@@ -245,6 +245,7 @@ std::optional<ObservedCopy> copy_of_pod(const json& pod) {
   const json& status = pod.value("status", json::object());
   c.node = str(spec, "nodeName");
   if (c.node.empty()) c.node = str(meta.value("annotations", json::object()), k_annotation_node);
+  c.address = str(status, "podIP");
   std::string phase = str(status, "phase");
   c.started_ms = time_ms(str(status, "startTime"));
   bool ready = false;

@@ -76,6 +76,9 @@ struct ObservedCopy {
   bool internal = false;
   int64_t started_ms = 0;  // When it started (milliseconds since the epoch).
   std::optional<Resources> usage;  // Observed usage; unset when not measured.
+  // The address the backend gave the copy (a pod IP); empty when gaia's own allocation
+  // from the node's instance subnet is the address (sim, process).
+  std::string address;
 
   bool live() const { return phase == CopyPhase::Starting || phase == CopyPhase::Running; }
 };

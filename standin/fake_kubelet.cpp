@@ -31,6 +31,12 @@ FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string names
 
 FakeKubelet::~FakeKubelet() { stop(); }
 
+std::string FakeKubelet::next_pod_ip() {
+  std::lock_guard lock(m_mutex);
+  uint32_t n = ++m_pod_ips;
+  return fmt::format("10.244.{}.{}", (n >> 8) & 255, n & 255);
+}
+
 kube::ApiResult<void> FakeKubelet::add_node(const FakeNode& node) {
   json labels = {{"kubernetes.io/hostname", node.name}};
   for (const auto& [k, v] : node.labels) labels[k] = v;
@@ -133,7 +139,7 @@ void FakeKubelet::handle(const json& pod) {
   if (spec.contains("containers") && !spec["containers"].empty()) container = spec["containers"][0].value("name", "main");
   json new_status = {{"phase", "Running"},
                      {"startTime", now_text()},
-                     {"podIP", "10.244.0.1"},
+                     {"podIP", next_pod_ip()},
                      {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "True"}},
                                                  {{"type", "Ready"}, {"status", "True"}}})},
                      {"containerStatuses", json::array({{{"name", container},

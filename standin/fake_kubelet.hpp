@@ -54,6 +54,8 @@ class FakeKubelet {
   int finished_deletions() const;
 
  private:
+  // The next pod address, 10.244.0.0/16 in order, each pod its own.
+  std::string next_pod_ip();
   void run();
   void handle(const nlohmann::json& pod);
 
@@ -64,6 +66,7 @@ class FakeKubelet {
   std::set<std::string> m_dead;  // Nodes whose kubelet is down.
   std::map<std::string, std::chrono::steady_clock::time_point> m_seen_bound;
   int m_started = 0, m_deleted = 0;
+  uint32_t m_pod_ips = 0;  // Pod addresses handed out, as a CNI plugin would.
   bool m_stopping = false;
   http::Cancellation* m_cancel = nullptr;
   std::unique_ptr<http::Cancellation> m_cancel_owned;

@@ -105,6 +105,9 @@ TEST_CASE("kubernetes: the example stack runs as pods gaia binds, dependencies f
     CHECK(seen.insert(key).second);
     CHECK(p["spec"]["schedulerName"] == "gaia");
     CHECK(p["spec"]["nodeName"] == by_key[key]->node);
+    // The instance answers at its pod's address, which the cluster's network gave it.
+    CHECK(!p["status"].value("podIP", "").empty());
+    CHECK(p["status"].value("podIP", "") == by_key[key]->address);
     if (label(p, "gaia.io/app") == "hdfs" && label(p, "gaia.io/role") == "datanode")
       CHECK(datanode_nodes["hdfs"].insert(p["spec"]["nodeName"].get<std::string>()).second);  // One per node.
   }

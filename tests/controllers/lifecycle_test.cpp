@@ -64,6 +64,29 @@ TEST_CASE("lifecycle: a placed instance runs once the backend reports its copy r
   CHECK(observe_instances(after, obs, kT0).empty());
 }
 
+TEST_CASE("lifecycle: a backend that addresses its copies gives the instance its address", "[lifecycle]") {
+  ClusterState s = two_placed();
+  mut(s, "0.fe.web.default").address = "";
+  Observation obs;
+  ObservedCopy c = copy_of(inst(s, "0.fe.web.default"), CopyPhase::Running);
+  c.address = "10.244.0.7";
+  obs.copies.push_back(c);
+  Batch b = observe_instances(s, obs, kT0);
+  ClusterState after = apply_batch(s, b);
+  CHECK(inst(after, "0.fe.web.default").address == "10.244.0.7");
+  const TimelineEvent* started = test::find_event(b, "Started", "0.fe.web.default");
+  REQUIRE(started);
+  CHECK(started->message == "running on n1, address 10.244.0.7");
+  CHECK(observe_instances(after, obs, kT0).empty());
+  // A new address for a running copy (a pod recreated in place) is taken too; no address
+  // (sim, process) leaves gaia's own allocation.
+  obs.copies[0].address = "10.244.0.9";
+  ClusterState moved = apply_batch(after, observe_instances(after, obs, kT0));
+  CHECK(inst(moved, "0.fe.web.default").address == "10.244.0.9");
+  obs.copies[0].address.clear();
+  CHECK(observe_instances(moved, obs, kT0).empty());
+}
+
 TEST_CASE("lifecycle: a copy of an earlier generation says nothing about the current placement", "[lifecycle]") {
   ClusterState s = two_placed();
   ObservedCopy old = copy_of(inst(s, "0.fe.web.default"), CopyPhase::Exited, 1);
