@@ -11,6 +11,7 @@
 #include "ops/render_inputs.hpp"
 #include "ops/spec_source.hpp"
 #include "ops/secrets.hpp"
+#include "ops/storage_check.hpp"
 #include "render/renderer.hpp"
 #include "spec/app_spec.hpp"
 
@@ -310,6 +311,9 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
           "follows the spec)",
           app.name, role.name, role.replicas, scaled->second, app.name, role.name));
     }
+    // A value that names a storage class the cluster lacks is refused like a submit's.
+    if (auto ok = check_storage_classes(state, {AppToDeploy{rr.record}}); !ok)
+      errors.insert(errors.end(), ok.error().begin(), ok.error().end());
     if (report.outputs_changed) changed_outputs[id] = {app.workload.outputs, rr.record.workload.outputs};
     new_outputs[id] = rr.record.workload.outputs;
     out.rerenders.push_back(std::move(rr));

@@ -175,3 +175,32 @@ TEST_CASE("storage classes: scaling down keeps claim volumes in the pool, and sc
   REQUIRE(instances.size() == 3);
   for (const auto& i : instances) CHECK(i["state"] == "Running");
 }
+
+TEST_CASE("storage classes: a config change that names a class the cluster lacks is refused", "[e2e][storage]") {
+  Scratch s;
+  StoreCli cli(s);
+  storage_cluster(s, cli);
+  std::string main = volume_main("gold");
+  replace_all(main, "class: 'gold'", "class: config.class");
+  write_app(s, "apps/ledger", "ledger", "1.0.0", "",
+            "local gaia = import 'gaia.libsonnet';\n{ class: gaia.config('ledger.class', 'gold') }\n", main);
+  cli.ok({"submit", "apps/ledger", "--wait", "--timeout", "60s"});
+  int64_t before = cli.revision();
+  auto r = cli.expect(1, {"config", "set", "ledger.class=platinum"});
+  INFO(r.err);
+  CHECK_THAT(r.err, Catch::Contains("this cluster has no storage class 'platinum'"));
+  CHECK(cli.revision() == before);
+  // A class it has is taken, through the usual re-render. The volume that exists keeps
+  // its storage and data (a new class is for volumes made from now on), as a
+  // StatefulSet keeps its claims when its template changes.
+  cli.ok({"config", "set", "ledger.class=silver", "--wait", "--timeout", "60s"});
+  auto i = json::parse(cli.ok({"get", "instances", "0.db.ledger.default", "-o", "json"}).out);
+  if (i.is_array()) i = i.at(0);
+  CHECK(i["state"] == "Running");
+  const json* data = find_volume(i, "data");
+  REQUIRE(data);
+  CHECK((*data)["group"] == "gold");
+  auto doc = json::parse(cli.ok({"get", "apps", "ledger", "-o", "json"}).out);
+  if (doc.is_array()) doc = doc.at(0);
+  CHECK(doc["workload"]["roles"][0]["volumes"][0]["storage_class"] == "silver");
+}
