@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -176,7 +177,11 @@ class Scheduler {
     p.node = m_idx.nodes[node].node->name;
     p.score = score;
     allocate_ports(m_idx.nodes[node], m_g.rq, &p.ports);
-    if (!m_g.rq.new_volumes.empty()) allocate_volumes(m_idx, m_idx.nodes[node], m_g.rq, &p.volumes, nullptr);
+    // The node was judged feasible on the index as it is now, so its volumes fit; if they
+    // did not, an instance would run without its data.
+    if (!m_g.rq.new_volumes.empty() && !allocate_volumes(m_idx, m_idx.nodes[node], m_g.rq, &p.volumes, nullptr))
+      throw std::logic_error(fmt::format("scheduler: the volumes of {} do not fit on {}, which was judged feasible",
+                                         p.instance, p.node));
     m_idx.place(inst, node, p.ports, p.volumes);
     bool pooled = std::any_of(p.volumes.begin(), p.volumes.end(), [&](const VolumeBinding& b) {
       int pool = claim_binding(b) ? m_idx.claim_pool(b.group) : -1;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,6 +32,15 @@ void build_random_cluster(ClusterBuilder& b) {
   if (*rc::gen::arbitrary<bool>()) t.quota.instances = *rc::gen::inRange(1, 20);
   b.s.tenants.push_back(t);
   b.s.profile.strategy = *rc::gen::element<std::string>("spread", "stack");
+  // Half the clusters declare their classes: ssd on the nodes, and a claim pool "gold",
+  // sometimes sized, sometimes reachable from one zone only.
+  if (*rc::gen::arbitrary<bool>()) {
+    StorageClass gold{"gold", StorageKind::Claim, "", -1, {}};
+    // Mostly sized, and small enough that the pool runs out in one schedule() call.
+    if (*rc::gen::inRange(0, 4) != 0) gold.capacity_bytes = *rc::gen::inRange(1, 150) * kGi;
+    if (*rc::gen::arbitrary<bool>()) gold.node_selector = {{"zone", fmt::format("z{}", *rc::gen::inRange(0, 2))}};
+    b.s.storage_classes = {StorageClass{"ssd", StorageKind::Local, "", -1, {}}, gold};
+  }
 }
 
 void add_random_roles(ClusterBuilder& b, const std::string& app, bool nonprod_only) {
@@ -52,19 +62,36 @@ void add_random_roles(ClusterBuilder& b, const std::string& app, bool nonprod_on
     if (*rc::gen::inRange(0, 3) == 0) role.ports.push_back(Port{"dyn", 0, "TCP"});
     if (*rc::gen::inRange(0, 4) == 0)
       role.volumes = {Volume{"data", *rc::gen::inRange(1, 60) * kGi, "ssd", *rc::gen::inRange(0, 2000), "/d"}};
+    if (!b.s.storage_classes.empty() && *rc::gen::arbitrary<bool>())
+      role.volumes.push_back(Volume{"pool", *rc::gen::inRange(1, 80) * kGi, "gold", 0, "/pool"});
     if (*rc::gen::inRange(0, 4) == 0) role.near = app + "/r0";
     int replicas = *rc::gen::inRange(1, 6);
     for (int i = 0; i < replicas; ++i) b.instance("t1", app, name, i);
   }
 }
 
-// Requests, host ports and volume groups per node never exceed what the node has.
+// Requests, host ports and volume groups per node never exceed what the node has; claim
+// pools never hold more than their capacity, and claim volumes are only on nodes that
+// can attach their class.
 void check_capacity(const Snapshot& s) {
   std::map<std::string, Resources> used;
   std::map<std::string, std::set<int>> ports;
   std::map<std::pair<std::string, std::string>, int64_t> vg_used;
+  std::map<std::string, int64_t> pool_used;
   for (const auto& i : s.instances) {
-    for (const auto& v : i.volumes) vg_used[{v.node, v.group}] += v.size_bytes;
+    for (const auto& v : i.volumes) {
+      if (!claim_binding(v)) {
+        vg_used[{v.node, v.group}] += v.size_bytes;
+        continue;
+      }
+      pool_used[v.group] += v.size_bytes;
+      const StorageClass* c = find_storage_class(s, v.group);
+      RC_ASSERT(c != nullptr);
+      RC_ASSERT(c->kind == StorageKind::Claim);
+      if (i.node.empty()) continue;
+      for (const auto& n : s.nodes)
+        if (n.name == i.node) RC_ASSERT(can_attach_class(n, *c));
+    }
     if (i.node.empty() || i.state == InstanceState::Pending) continue;
     used[i.node].cpu_millis += i.request.cpu_millis;
     used[i.node].memory_bytes += i.request.memory_bytes;
@@ -74,6 +101,20 @@ void check_capacity(const Snapshot& s) {
     RC_ASSERT(used[n.name].cpu_millis <= n.capacity.cpu_millis);
     RC_ASSERT(used[n.name].memory_bytes <= n.capacity.memory_bytes);
     for (const auto& vg : n.volume_groups) RC_ASSERT((vg_used[{n.name, vg.name}] <= vg.size_bytes));
+  }
+  for (const auto& c : s.storage_classes)
+    if (c.kind == StorageKind::Claim && c.capacity_bytes >= 0) RC_ASSERT(pool_used[c.name] <= c.capacity_bytes);
+}
+
+// Every placed instance has exactly one binding for each volume of its role.
+void check_volumes_bound(const Snapshot& s) {
+  for (const auto& i : s.instances) {
+    if (i.node.empty()) continue;
+    const Role& role = s.roles.at(fmt::format("{}/{}/{}", i.tenant, i.app, i.role));
+    RC_ASSERT(i.volumes.size() == role.volumes.size());
+    for (const auto& v : role.volumes)
+      RC_ASSERT(std::count_if(i.volumes.begin(), i.volumes.end(),
+                              [&](const VolumeBinding& b) { return b.volume == v.name; }) == 1);
   }
 }
 
@@ -106,6 +147,7 @@ TEST_CASE("property: no node over capacity and every placement passes all filter
       place_one(s, p);
     }
     check_capacity(s);
+    check_volumes_bound(s);
     // Unschedulable instances really fit nowhere in the final state (the scheduler did
     // not give up early), unless preemption was their only hope.
     for (const auto& u : d.unschedulable) {
@@ -135,6 +177,7 @@ TEST_CASE("property: preemption keeps nodes within capacity", "[preemption]") {
     }
     apply_decision(b.s, d);
     check_capacity(b.s);
+    check_volumes_bound(b.s);
   });
   REQUIRE(ok);
 }
