@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -35,6 +36,21 @@ std::string node_summary(const Node& n) {
 
 // Takes an instance off its node: back to pending, without address, ports or the
 // volumes it held there.
+// A timeline event about a kept volume (its instance is gone), e.g. VolumeLost when a
+// recreated cluster no longer has its storage.
+void kept_volume_event(Batch& b, const KeptVolume& k, const std::string& node, const std::string& reason) {
+  std::string instance = fmt::format("{}.{}.{}.{}", k.ordinal, k.role, k.app, k.tenant);
+  auto& e = b.event(reason,
+                    fmt::format("kept volume {} of {} ({}) dropped: the recreated cluster no longer has that storage",
+                                k.volume, instance, volume_place(node, k.group)),
+                    "Warning");
+  e.tenant = k.tenant;
+  e.app = k.app;
+  e.role = k.role;
+  e.instance = instance;
+  e.node = node;
+}
+
 void displace(Instance& i, const std::string& reason) {
   std::string node = i.node;
   i.node.clear();
@@ -136,26 +152,67 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   for (const auto& n : spec.nodes) fresh.insert(n.name);
   for (const auto& n : old_nodes)
     if (!fresh.count(n.name)) b.delete_nodes.push_back(n.name);
+  // What of the old cluster's storage the new one still has. A local volume keeps its
+  // data where the new cluster has a node of the same name with a volume group of the
+  // same name and class (replacing a cluster with the same file loses nothing); a claim
+  // volume keeps it while its class stays a claim class. Everything else is lost, and
+  // the timeline says which (VolumeLost).
+  std::map<std::string, const Node*> new_nodes;
+  for (const auto& n : spec.nodes) new_nodes[n.name] = &n;
+  auto group_class = [](const Node* n, const std::string& group) -> const std::string* {
+    if (!n) return nullptr;
+    for (const auto& g : n->volume_groups)
+      if (g.name == group) return &g.storage_class;
+    return nullptr;
+  };
+  auto local_survives = [&](const std::string& node, const std::string& group) {
+    auto it = new_nodes.find(node);
+    const std::string* before = group_class(state.find_node(node), group);
+    const std::string* after = group_class(it == new_nodes.end() ? nullptr : it->second, group);
+    return before && after && *before == *after;
+  };
+  auto claim_survives = [&](const std::string& cls) {
+    return std::any_of(spec.storage_classes.begin(), spec.storage_classes.end(),
+                       [&](const StorageClass& c) { return c.name == cls && c.kind == StorageKind::Claim; });
+  };
+  auto survives = [&](const std::string& node, const std::string& group) {
+    return node.empty() ? claim_survives(group) : local_survives(node, group);
+  };
   if (replace) {
-    // Claim volumes are in pools outside the nodes: they survive new nodes as long as the
-    // new cluster still has their class as a claim class. Local volumes go with the nodes.
-    auto claim_survives = [&](const std::string& cls) {
-      return std::any_of(spec.storage_classes.begin(), spec.storage_classes.end(),
-                         [&](const StorageClass& c) { return c.name == cls && c.kind == StorageKind::Claim; });
-    };
     for (const auto& i : state.snapshot.instances) {
       if (i.node.empty() && i.volumes.empty()) continue;
       Instance moved = i;
       std::string node = i.node;
-      displace(moved, "cluster recreated");
-      std::erase_if(moved.volumes,
-                    [&](const VolumeBinding& v) { return !claim_binding(v) || !claim_survives(v.group); });
+      moved.node.clear();
+      moved.address.clear();
+      moved.ports.clear();
+      std::vector<std::string> lost;
+      for (const auto& v : i.volumes)
+        if (!survives(v.node, v.group)) lost.push_back(fmt::format("{} {}", v.volume, volume_place(v.node, v.group)));
+      std::erase_if(moved.volumes, [&](const VolumeBinding& v) { return !survives(v.node, v.group); });
+      // The old nodes and their copies are gone; a volume kept above holds it to its node.
+      evict_instance(moved, "cluster recreated", true);
       b.put_instance(moved);
       if (!node.empty()) {
         b.instance_event_at(moved, node, "Displaced", fmt::format("taken off {}: the cluster was recreated", node),
                        "Warning");
         out.displaced.push_back(moved.key());
       }
+      if (!lost.empty())
+        b.instance_event_at(moved, node, "VolumeLost",
+                            fmt::format("volume {} dropped: the recreated cluster no longer has that storage; it "
+                                        "starts with empty volumes",
+                                        fmt::join(lost, ", ")),
+                            "Warning");
+    }
+    if (!state.snapshot.kept_claims.empty()) {
+      std::vector<KeptVolume> kept = state.snapshot.kept_claims;
+      std::erase_if(kept, [&](const KeptVolume& k) {
+        if (claim_survives(k.group)) return false;
+        kept_volume_event(b, k, "", "VolumeLost");
+        return true;
+      });
+      b.put_settings[keys::k_kept_claims_setting] = nlohmann::json(kept);
     }
   }
   b.event(old_nodes.empty() ? "ClusterCreated" : "ClusterReplaced",
@@ -163,7 +220,15 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
                                 spec.name.empty() ? "" : " (" + spec.name + ")", spec.tenants.size(),
                                 spec.profile.strategy));
   for (const auto& n : spec.nodes) {
-    b.put_nodes.push_back(n);
+    Node put = n;
+    // Volumes a scale down kept on a node of the same name stay kept where their group
+    // survives.
+    if (const Node* was = replace ? state.find_node(n.name) : nullptr)
+      for (const auto& k : was->kept_volumes) {
+        if (local_survives(n.name, k.group)) put.kept_volumes.push_back(k);
+        else kept_volume_event(b, k, n.name, "VolumeLost");
+      }
+    b.put_nodes.push_back(std::move(put));
     out.nodes.push_back(n.name);
     node_event(b, n.name, "NodeAdded", node_summary(n));
   }
@@ -171,15 +236,6 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   b.profile = spec.profile;
   b.put_settings[keys::k_backend_setting] = spec.backend;
   b.put_settings[keys::k_storage_classes_setting] = nlohmann::json(spec.storage_classes);
-  if (replace && !state.snapshot.kept_claims.empty()) {
-    std::vector<KeptVolume> kept = state.snapshot.kept_claims;
-    std::erase_if(kept, [&](const KeptVolume& k) {
-      return std::none_of(spec.storage_classes.begin(), spec.storage_classes.end(), [&](const StorageClass& c) {
-        return c.name == k.group && c.kind == StorageKind::Claim;
-      });
-    });
-    b.put_settings[keys::k_kept_claims_setting] = nlohmann::json(kept);
-  }
   retry_pending(state, out);
   return out;
 }

@@ -55,8 +55,11 @@ Result<void> check_storage_classes(const ClusterState& state, const std::vector<
         Diagnostic d;
         d.location = rec.spec_dir.empty() ? Location{} : find_literal(rec.spec_dir, vol.storage_class);
         d.path = fmt::format("roles.{}.volumes[{}].class", role.name, v);
-        d.message = fmt::format("app {}, role {}, volume {}: this cluster has no storage class '{}'; it has {}", rec.name,
-                                role.name, vol.name, vol.storage_class, fmt::join(names, ", "));
+        // A volume without `class` asks for hdd: say so where the spec does not write it.
+        bool defaulted = vol.storage_class == Volume{}.storage_class && !d.location.known();
+        d.message = fmt::format("app {}, role {}, volume {}: this cluster has no storage class '{}'{}; it has {}",
+                                rec.name, role.name, vol.name, vol.storage_class,
+                                defaulted ? " (the class of a volume that names none)" : "", fmt::join(names, ", "));
         d.hint = "name one of the cluster's classes, or declare the class under storage_classes in the cluster file "
                  "(gaia cluster show lists the classes)";
         errors.push_back(std::move(d));

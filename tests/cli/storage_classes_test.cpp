@@ -113,6 +113,13 @@ TEST_CASE("storage classes: a class the cluster lacks is a located error and not
   }
   CHECK(cli.revision() == before);
 
+  // A volume that names no class asks for hdd, which this cluster does not have.
+  std::string no_class = volume_main("x");
+  replace_all(no_class, " class: 'x',", "");
+  write_app(s, "apps/plain", "plain", "1.0.0", "", "{}\n", no_class);
+  auto p = cli.expect(1, {"plan", "apps/plain"});
+  CHECK_THAT(p.err, Catch::Contains("no storage class 'hdd' (the class of a volume that names none)"));
+
   // A name Kubernetes would refuse is caught by validate already.
   write_app(s, "apps/bad", "bad", "1.0.0", "", "{}\n", volume_main("Gold_1"));
   auto v = expect_exit(s, 1, {"validate", "apps/bad"});

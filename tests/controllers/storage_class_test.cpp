@@ -359,4 +359,55 @@ TEST_CASE("storage classes: cluster create --replace keeps claim volumes whose c
   }
 }
 
+TEST_CASE("storage classes: cluster create --replace keeps local volumes where the same node and group remain",
+          "[storage][node_ops]") {
+  ClusterState s = deploy(fixture_cluster(3), {fixture_app("db", {claim_db(3, 10 * kGi, "hdd")})});
+  const AppRecord& app = s.apps.at("default/db");
+  s = settle(apply_batch(s, plan_scale(s, app, app.workload.roles.front(), 2, false).batch));
+  std::map<std::string, std::string> node_of;
+  for (const auto& i : s.snapshot.instances) node_of[i.key()] = i.node;
+  std::string keeper;
+  for (const auto& n : s.snapshot.nodes)
+    if (!n.kept_volumes.empty()) keeper = n.name;
+  REQUIRE(!keeper.empty());
+  ClusterSpec spec;
+  for (const auto& n : s.snapshot.nodes) {
+    Node fresh = n;
+    fresh.kept_volumes.clear();  // As a cluster file gives them.
+    spec.nodes.push_back(fresh);
+  }
+  spec.tenants = s.snapshot.tenants;
+
+  SECTION("the same cluster again loses nothing") {
+    auto r = decide_cluster_create(s, spec, true);
+    REQUIRE(r);
+    CHECK(test::events_with(r->batch, "VolumeLost") == 0);
+    ClusterState after = settle(apply_batch(s, r->batch));
+    for (const auto& [key, node] : node_of) {
+      const Instance* i = after.find_instance(key);
+      REQUIRE(i);
+      CHECK(i->state == InstanceState::Running);
+      CHECK(i->node == node);  // Back to its data.
+      REQUIRE(i->volumes.size() == 1);
+      CHECK(i->volumes[0].node == node);
+    }
+    CHECK(after.find_node(keeper)->kept_volumes.size() == 1);
+  }
+  SECTION("a node whose volume group changed class loses that data, and says so") {
+    std::string first = node_of.at("0.db.db.default");
+    for (auto& n : spec.nodes)
+      if (n.name == first || n.name == keeper) n.volume_groups[0].storage_class = "ssd";
+    auto r = decide_cluster_create(s, spec, true);
+    REQUIRE(r);
+    CHECK(test::events_with(r->batch, "VolumeLost") >= 2);  // The instance's and the kept one.
+    ClusterState after = settle(apply_batch(s, r->batch));
+    CHECK(after.find_node(keeper)->kept_volumes.empty());
+    const Instance* i = after.find_instance("0.db.db.default");
+    REQUIRE(i);
+    CHECK(i->state == InstanceState::Running);
+    REQUIRE(i->volumes.size() == 1);
+    CHECK(i->volumes[0].node != first);  // A fresh hdd volume where there still is hdd.
+  }
+}
+
 }  // namespace gaia
