@@ -12,6 +12,11 @@ namespace gaia::cli {
 
 namespace {
 
+// ", and 4 kept volume(s)": the data earlier scale downs kept goes with the app.
+std::string kept_text(const DeletedApp& d) {
+  return d.kept_volumes == 0 ? "" : fmt::format(", and {} kept volume(s) with their data", d.kept_volumes);
+}
+
 struct DeleteArgs {
   std::vector<std::string> args;  // APP, or kubectl-style "app APP".
   std::string tenant;
@@ -59,7 +64,11 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
     nlohmann::json deleted = nlohmann::json::array(), placed = nlohmann::json::array(),
                    pending = nlohmann::json::array();
     for (const auto& d : out.deleted)
-      deleted.push_back({{"tenant", d.tenant}, {"name", d.name}, {"version", d.version}, {"instances", d.instances}});
+      deleted.push_back({{"tenant", d.tenant},
+                         {"name", d.name},
+                         {"version", d.version},
+                         {"instances", d.instances},
+                         {"kept_volumes_deleted", d.kept_volumes}});
     for (const auto& r : out.rescheduled.others) {
       for (const auto& p : r.placed) placed.push_back({{"instance", p.instance}, {"node", p.node}, {"address", p.address}});
       for (const auto& p : r.pending) pending.push_back({{"instance", p.instance}, {"reason", p.reason}});
@@ -76,12 +85,12 @@ int run_delete(const Globals& g, const DeleteArgs& a) {
   for (const auto& d : out.deleted) {
     if (a.dry_run) {
       // A dry run is asked for to see exactly what would go, so it names every instance.
-      std::printf("%s %s %s (tenant %s): %zu instance(s)\n", red(g, stdout, "would delete").c_str(), d.name.c_str(),
-                  d.version.c_str(), d.tenant.c_str(), d.instances.size());
+      std::printf("%s %s %s (tenant %s): %zu instance(s)%s\n", red(g, stdout, "would delete").c_str(), d.name.c_str(),
+                  d.version.c_str(), d.tenant.c_str(), d.instances.size(), kept_text(d).c_str());
       for (const auto& i : d.instances) std::printf("  %s\n", i.c_str());
     } else {
-      std::printf("%s %s %s (tenant %s): %zu instance(s) removed\n", red(g, stdout, "deleted").c_str(),
-                  d.name.c_str(), d.version.c_str(), d.tenant.c_str(), d.instances.size());
+      std::printf("%s %s %s (tenant %s): %zu instance(s) removed%s\n", red(g, stdout, "deleted").c_str(),
+                  d.name.c_str(), d.version.c_str(), d.tenant.c_str(), d.instances.size(), kept_text(d).c_str());
     }
   }
   std::vector<std::string> still;

@@ -151,6 +151,7 @@ Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& 
         out.batch.put_settings[keys::k_kept_claims_setting] = nlohmann::json(claims);
       }
     }
+    d.kept_volumes = kept;
     std::string volumes = kept == 0 ? "" : fmt::format(", {} kept volume(s) deleted", kept);
     auto& e = out.batch.event("Deleted", fmt::format("version {}, {} instance(s) removed{}{}", a->version,
                                                      d.instances.size(), volumes,

@@ -15,6 +15,7 @@ namespace gaia {
 struct DeletedApp {
   std::string tenant, name, version;
   std::vector<std::string> instances;  // Keys removed.
+  size_t kept_volumes = 0;             // Volumes earlier scale downs kept, deleted with it.
 };
 
 struct DeleteOutcome {

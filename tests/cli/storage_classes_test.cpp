@@ -181,6 +181,15 @@ TEST_CASE("storage classes: scaling down keeps claim volumes in the pool, and sc
   auto instances = json::parse(cli.ok({"get", "instances", "-l", "gaia.io/app=ledger", "-o", "json"}).out);
   REQUIRE(instances.size() == 3);
   for (const auto& i : instances) CHECK(i["state"] == "Running");
+
+  // Deleting the app deletes the data kept for it too, and says so first.
+  cli.ok({"scale", "ledger/db", "--replicas", "1"});
+  CHECK_THAT(cli.ok({"delete", "ledger", "--dry-run"}).out,
+             Catch::Contains("1 instance(s), and 2 kept volume(s) with their data"));
+  CHECK_THAT(cli.ok({"delete", "ledger"}).out, Catch::Contains("and 2 kept volume(s) with their data"));
+  auto gone = json::parse(cli.ok({"cluster", "show", "-o", "json"}).out);
+  for (const auto& c : gone["storage_classes"])
+    if (c["name"] == "gold") CHECK(c["used_bytes"] == 0);
 }
 
 TEST_CASE("storage classes: a config change that names a class the cluster lacks is refused", "[e2e][storage]") {
