@@ -66,6 +66,9 @@ const StorageClass* find_storage_class(const Snapshot& s, std::string_view name)
   static const std::vector<StorageClass> defaults = default_storage_classes();
   for (const auto& c : defaults)
     if (c.name == name) return &c;
+  // Every class a node offers there is a local class without a selector, so one shared
+  // record answers for all of them: only its kind is meaningful, and callers name the
+  // class by the name they asked for.
   static const StorageClass offered{"", StorageKind::Local, "", -1, {}};
   for (const auto& n : s.nodes)
     for (const auto& g : n.volume_groups)

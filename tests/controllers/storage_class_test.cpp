@@ -47,6 +47,12 @@ int64_t pool_used(const ClusterState& s, const std::string& cls) {
   return used;
 }
 
+// `gaia scale db/db --replicas to [--delete-volumes]` as decided on `s`.
+ScalePlan scale_db(const ClusterState& s, int to, bool delete_volumes = false) {
+  const AppRecord& app = s.apps.at("default/db");
+  return plan_scale(s, app, app.workload.roles.front(), to, delete_volumes);
+}
+
 // Fails the node of 0.db.db.default and lets the controllers settle: the node it was on,
 // and the state afterwards.
 std::pair<std::string, ClusterState> fail_its_node(const ClusterState& s) {
@@ -196,8 +202,7 @@ TEST_CASE("storage classes: a local volume still holds its instance to a down no
 TEST_CASE("storage classes: a scale down keeps claim volumes in their pool and the ordinal gets them back", "[storage][replicas]") {
   ClusterState s = deploy(gold_cluster(3, 1000 * kGi), {fixture_app("db", {claim_db(3)})});
   REQUIRE(pool_used(s, "gold") == 30 * kGi);
-  const AppRecord& app = s.apps.at("default/db");
-  ScalePlan p = plan_scale(s, app, app.workload.roles.front(), 1, false);
+  ScalePlan p = scale_db(s, 1);
   REQUIRE(p.kept.size() == 2);
   for (const auto& k : p.kept) {
     CHECK(k.node.empty());
@@ -211,8 +216,7 @@ TEST_CASE("storage classes: a scale down keeps claim volumes in their pool and t
   CHECK(pool_used(down, "gold") == 30 * kGi);
   check_idempotent(down);
 
-  const AppRecord& app2 = down.apps.at("default/db");
-  ScalePlan up = plan_scale(down, app2, app2.workload.roles.front(), 3, false);
+  ScalePlan up = scale_db(down, 3);
   CHECK(up.reattached.size() == 2);
   ClusterState after = settle(apply_batch(down, up.batch));
   CHECK(after.snapshot.kept_claims.empty());
@@ -229,13 +233,11 @@ TEST_CASE("storage classes: a scale down keeps claim volumes in their pool and t
 
 TEST_CASE("storage classes: --delete-volumes and deleting the app free kept claim volumes", "[storage][replicas]") {
   ClusterState s = deploy(gold_cluster(3, 1000 * kGi), {fixture_app("db", {claim_db(3)})});
-  const AppRecord& app = s.apps.at("default/db");
-  ClusterState down = settle(apply_batch(s, plan_scale(s, app, app.workload.roles.front(), 1, false).batch));
+  ClusterState down = settle(apply_batch(s, scale_db(s, 1).batch));
   REQUIRE(down.snapshot.kept_claims.size() == 2);
 
   SECTION("--delete-volumes") {
-    const AppRecord& a = down.apps.at("default/db");
-    ScalePlan del = plan_scale(down, a, a.workload.roles.front(), 1, true);
+    ScalePlan del = scale_db(down, 1, true);
     CHECK(del.deleted.size() == 2);
     ClusterState after = settle(apply_batch(down, del.batch));
     CHECK(after.snapshot.kept_claims.empty());
@@ -323,8 +325,7 @@ TEST_CASE("storage classes: a claim volume whose node can no longer attach its c
 TEST_CASE("storage classes: cluster create --replace keeps claim volumes whose class stays a claim class",
           "[storage][node_ops]") {
   ClusterState s = deploy(gold_cluster(3, 1000 * kGi), {fixture_app("db", {claim_db(3)}), fixture_app("lo", {claim_db(1, kGi, "hdd")})});
-  const AppRecord& app = s.apps.at("default/db");
-  s = settle(apply_batch(s, plan_scale(s, app, app.workload.roles.front(), 2, false).batch));
+  s = settle(apply_batch(s, scale_db(s, 2).batch));
   REQUIRE(s.snapshot.kept_claims.size() == 1);
   ClusterSpec spec;
   for (int k = 0; k < 3; ++k) spec.nodes.push_back(fixture_node(fmt::format("m{}", k + 1), k + 10, 4000, 16));
@@ -362,8 +363,7 @@ TEST_CASE("storage classes: cluster create --replace keeps claim volumes whose c
 TEST_CASE("storage classes: cluster create --replace keeps local volumes where the same node and group remain",
           "[storage][node_ops]") {
   ClusterState s = deploy(fixture_cluster(3), {fixture_app("db", {claim_db(3, 10 * kGi, "hdd")})});
-  const AppRecord& app = s.apps.at("default/db");
-  s = settle(apply_batch(s, plan_scale(s, app, app.workload.roles.front(), 2, false).batch));
+  s = settle(apply_batch(s, scale_db(s, 2).batch));
   std::map<std::string, std::string> node_of;
   for (const auto& i : s.snapshot.instances) node_of[i.key()] = i.node;
   std::string keeper;
