@@ -156,6 +156,7 @@ nlohmann::json node_json(const Node& n, const NodeUsage& u) {
 
 nlohmann::json app_json(const ClusterState& state, const AppRecord& a) {
   nlohmann::json j = a;
+  j["app"] = a.app_name();  // The record leaves it out for a release named after its app.
   auto [running, desired] = app_instance_counts(state, a);
   j["instances"] = {{"running", running}, {"desired", desired}};
   return j;

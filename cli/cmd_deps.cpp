@@ -23,6 +23,7 @@ struct DepsArgs {
   bool dot = false;
   bool ascii = false;
   std::string reverse;
+  std::string name;
   RenderFlags flags;
 };
 
@@ -89,8 +90,15 @@ int run_deps(const Globals& g, const DepsArgs& a) {
     else roots.push_back(std::move(*s));
   }
   if (!errors.empty()) return report(g, errors);
-  std::vector<const spec::AppSpec*> root_ptrs;
-  for (const auto& r : roots) root_ptrs.push_back(&r);
+  if (!a.name.empty() && roots.size() != 1)
+    return report_error(g, fmt::format("--name {} names one release, but {} specs are given", a.name, roots.size()),
+                        "show the spec to run under that name on its own");
+  if (!a.name.empty())
+    if (std::string problem = spec::dns_label_problem(a.name); !problem.empty())
+      return report_error(g, fmt::format("--name '{}' is not a valid release name: {}", a.name, problem),
+                          "release names are DNS labels (a-z, 0-9 and '-')");
+  std::vector<spec::RootSpec> root_ptrs;
+  for (const auto& r : roots) root_ptrs.push_back({&r, a.name});
   // The running apps come from --running when given, else from the context's store, as
   // `gaia plan` and `gaia submit` read them: otherwise deps would say "deploy" for a
   // dependency that plan reuses.
@@ -113,7 +121,7 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   auto inputs = ops::load_render_inputs(a.flags.settings(g));
   if (!inputs) return report(g, inputs.error());
   auto options = ops::chain_options(*inputs, g.tenant, view.centers ? &*view.centers : nullptr);
-  auto plan = spec::resolve(root_ptrs, *repo, running_apps, g.tenant, ops::config_evaluator(options));
+  auto plan = spec::resolve_releases(root_ptrs, *repo, running_apps, g.tenant, ops::config_evaluator(options));
   if (!plan) return report(g, plan.error());
 
   if (!a.reverse.empty()) {
@@ -174,6 +182,8 @@ void register_deps(CLI::App& app, Globals& g, int* code) {
   cmd->add_flag("--ascii", a->ascii, "Draw the tree with ASCII characters only");
   cmd->add_option("--reverse", a->reverse, "List the apps that depend on NAME (in the plan, or the whole repository)")
       ->type_name("NAME");
+  cmd->add_option("--name", a->name, "Release name the one spec would be submitted as (as submit --name)")
+      ->type_name("RELEASE");
   cmd->add_option("--set", a->flags.sets,
                   "Override a parameter of the given apps: key=value; decides the `when:` of their dependencies")
       ->type_name("KEY=VALUE");

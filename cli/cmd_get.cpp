@@ -132,10 +132,15 @@ Listing get_apps(const ClusterState& state, const GetArgs& a, const std::vector<
                  const std::string& tenant, Clock::time_point now, const SecretKeys& secrets) {
   bool wide = a.output == "wide";
   std::vector<std::string> headers = {"NAME", "VERSION", "STATUS", "INSTANCES", "AGE"};
+  // Which app each release runs, once some release is named otherwise than its app.
+  bool releases = std::any_of(state.apps.begin(), state.apps.end(), [&](const auto& e) {
+    return (a.all_tenants || e.second.tenant == tenant) && e.second.app_name() != e.second.name;
+  });
+  if (releases) headers.insert(headers.begin() + 1, "APP");
   if (a.all_tenants) headers.insert(headers.begin(), "TENANT");
   if (wide) headers.insert(headers.end(), {"PRIORITY", "DEPENDENCIES", "SPEC"});
   Table t(headers);
-  fit_table(t, {{"TENANT", k_name}, {"NAME", k_name}, {"STATUS", k_name}, {"VERSION", optional_column(1)},
+  fit_table(t, {{"TENANT", k_name}, {"NAME", k_name}, {"APP", k_name}, {"STATUS", k_name}, {"VERSION", optional_column(1)},
                 {"AGE", optional_column(2)}, {"PRIORITY", optional_column(3)},
                 {"DEPENDENCIES", ColumnFit{4, Fit::Wrap}}, {"SPEC", optional_column(5)}});
   nlohmann::json items = nlohmann::json::array();
@@ -155,6 +160,7 @@ Listing get_apps(const ClusterState& state, const GetArgs& a, const std::vector<
     auto [running, desired] = app_instance_counts(state, app);
     std::vector<std::string> row = {app.name, app.version, app.status, fmt::format("{}/{}", running, desired),
                                     age(app.created, now)};
+    if (releases) row.insert(row.begin() + 1, app.app_name());
     if (a.all_tenants) row.insert(row.begin(), app.tenant);
     if (wide)
       row.insert(row.end(), {app.workload.priority.to_string(),

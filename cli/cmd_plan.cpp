@@ -25,6 +25,7 @@ struct PlanArgs {
   std::string out;     // --out FILE: save an apply plan.
   std::string source;  // --source (with --out)
   bool prune = false;  // --prune (with --out)
+  std::string name;    // --name: the release the one spec is planned as.
 };
 
 // `gaia plan -f PATH... --out FILE`: the apply decision, printed as `gaia diff` prints
@@ -72,8 +73,15 @@ int run_plan(const Globals& g, const PlanArgs& a) {
   std::string tenant = a.tenant.empty() ? g.tenant : a.tenant;
   auto session = open_session(g);
   if (!session) return report(g, session.error());
-  if (!a.out.empty()) return run_plan_out(g, a, **session);
-  auto planned = ops::plan((*session)->workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g)});
+  if (!a.out.empty()) {
+    if (!a.name.empty()) {
+      report_error(g, "--name plans a submit of one spec; it does not go with --out",
+                   "gaia plan DIR --name RELEASE shows it; then gaia submit DIR --name RELEASE");
+      return k_usage;
+    }
+    return run_plan_out(g, a, **session);
+  }
+  auto planned = ops::plan((*session)->workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g), a.name});
   if (!planned) return report(g, planned.error());
   warn_unknown_tenant(g, planned->state, tenant);
   OutcomeView view{.dry_run = true, .explain_scores = true};
@@ -111,6 +119,8 @@ void register_plan(CLI::App& app, Globals& g, int* code) {
   cmd->add_option("--tenant", a->tenant, "Tenant to plan in (default: the global --tenant)")->type_name("TENANT")
       ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--name", a->name, "Release name the one spec would be submitted as (as submit --name)")
+      ->type_name("RELEASE");
   a->flags.add_to(cmd);
   cmd->callback([&g, code, a] {
     PlanArgs all = *a;

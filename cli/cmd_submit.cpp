@@ -27,6 +27,7 @@ struct SubmitArgs {
   std::string output = "text";
   bool wait = false;
   std::string timeout = "5m";
+  std::string name;
   RenderFlags flags;
 };
 
@@ -70,7 +71,7 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;
-  auto submitted = ops::submit(s.workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g)});
+  auto submitted = ops::submit(s.workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g), a.name});
   if (!submitted) return report(g, submitted.error());
   const ops::Submission& sub = *submitted->submission;
   const SubmitOutcome& out = submitted->outcome;
@@ -141,12 +142,17 @@ void register_submit(CLI::App& app, Globals& g, int* code) {
       "  gaia submit examples/web --wait                 # the whole chain, dependencies first\n"
       "  gaia submit examples/spark --set workers=8 --wait --timeout 30s\n"
       "  gaia submit examples/web --tenant shop -o json\n"
+      "  gaia submit examples/hdfs --name hdfs-analytics   # a second release of hdfs beside the first\n"
       "Exit codes: 0 submitted (instances may be pending without --wait), 1 error or --wait timed out.");
   auto a = std::make_shared<SubmitArgs>();
   cmd->add_option("DIR", a->dirs, "App directories (or folders of them) submitted together")->required();
   cmd->add_option("--tenant", a->tenant, "Tenant to deploy in (default: the global --tenant)")->type_name("TENANT")
       ->check(tenant_validator());
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--name", a->name,
+                  "Release name to deploy the one spec as (default: its app's name); names its instances, endpoints "
+                  "and DNS names, and lets several releases of one app run in a tenant")
+      ->type_name("RELEASE");
   cmd->add_flag("--wait", a->wait, "Wait until every instance of the submitted apps runs (retrying pending ones)");
   cmd->add_option("--timeout", a->timeout, "How long --wait waits (e.g. 30s, 5m)")->capture_default_str();
   a->flags.add_to(cmd);

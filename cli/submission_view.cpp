@@ -8,6 +8,7 @@
 
 #include "cli/table.hpp"
 #include "controllers/explain.hpp"
+#include "spec/app_spec.hpp"
 
 namespace gaia::cli {
 
@@ -97,11 +98,20 @@ nlohmann::json outcome_json(const ops::Submission& s, const SubmitOutcome& out, 
   for (const auto& r : out.apps) apps.push_back(report_json(r, terms));
   for (const auto& r : out.others) others.push_back(report_json(r, terms));
   for (const auto& r : s.reused) reused.push_back({{"name", r.name}, {"version", r.version}, {"ready", r.ready}});
+  nlohmann::json bindings = nlohmann::json::array();
+  for (const auto& n : s.plan.nodes)
+    for (const auto& e : n.dependencies)
+      bindings.push_back({{"app", n.name},
+                          {"alias", e.alias},
+                          {"dependency", s.plan.nodes[e.node].app},
+                          {"release", s.plan.nodes[e.node].name},
+                          {"bound", e.reason}});
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& n : s.plan.nodes)
     for (const auto& k : n.skipped)
       skipped.push_back({{"app", n.name}, {"dependency", k.name}, {"when", k.condition}, {"because", k.value}});
   return {{"tenant", s.tenant},
+          {"bindings", bindings},
           {"skipped_dependencies", skipped},
           {"dry_run", view.dry_run},
           {"changed", out.changed()},
@@ -134,6 +144,20 @@ std::string format_outcome(const Globals& g, const ops::Submission& s, const Sub
   for (const auto& r : out.others)
     apps.add_row({r.name, r.version.empty() ? "-" : r.version, r.action, std::to_string(r.instances), app_state(r)});
   text += apps.render(table_options_for(stdout));
+  // Where a dependency binds to a release of another name than its app, or to the one
+  // its release: names, which release it is and why.
+  std::vector<std::string> bound;
+  for (const auto& n : s.plan.nodes)
+    for (const auto& e : n.dependencies) {
+      const auto& to = s.plan.nodes[e.node];
+      if (to.name == to.app && !e.reason.starts_with("named by")) continue;
+      std::string as = e.alias == spec::default_alias(to.app) ? "" : " as " + e.alias;
+      bound.push_back(fmt::format("  {} -> {}{}: release {} ({})\n", n.name, to.app, as, to.name, e.reason));
+    }
+  if (!bound.empty()) {
+    heading("dependencies bound to releases:");
+    for (const auto& line : bound) text += line;
+  }
   std::vector<std::string> skipped;
   for (const auto& n : s.plan.nodes)
     for (const auto& k : n.skipped)

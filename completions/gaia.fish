@@ -178,6 +178,7 @@ function __gaia_opts
               '--dot' 'flag' 'Print the plan as a Graphviz digraph' \
               '--ascii' 'flag' 'Draw the tree with ASCII characters only' \
               '--reverse' 'text' 'List the apps that depend on NAME (in the plan, or the whole repository)' \
+              '--name' 'text' 'Release name the one spec would be submitted as (as submit --name)' \
               '--set' 'text' 'Override a parameter of the given apps: key=value; decides the `when:` of their dependencies' \
               '--values' 'files' 'YAML or JSON file of parameter overrides; repeatable' \
               '--config-file' 'files' 'YAML/JSON file with config-center keys (config:) and labels (labels:)' \
@@ -573,6 +574,7 @@ function __gaia_opts
               '--prune' 'flag' 'With --out: also plan deleting what the source created and left the set' \
               '--tenant' 'names tenants' 'Tenant to plan in (default: the global --tenant)' \
               '-o --output' 'choices text json' 'text or json' \
+              '--name' 'text' 'Release name the one spec would be submitted as (as submit --name)' \
               '--set' 'text' 'Override a parameter: key=value (typed: numbers, true/false, null, JSON); repeatable' \
               '--values' 'files' 'YAML or JSON file of parameter overrides; repeatable' \
               '--config-file' 'files' 'YAML/JSON file with config-center keys (config:) and labels (labels:)' \
@@ -595,6 +597,7 @@ function __gaia_opts
               '-h --help' 'flag' 'Print this help message and exit' \
               '--tenant' 'names tenants' 'Tenant to deploy in (default: the global --tenant)' \
               '-o --output' 'choices text json' 'text or json' \
+              '--name' 'text' 'Release name to deploy the one spec as (default: its app\'s name); names its instances, endpoints and DNS names, and lets several releases of one app run in a tenant' \
               '--wait' 'flag' 'Wait until every instance of the submitted apps runs (retrying pending ones)' \
               '--timeout' 'text' 'How long --wait waits (e.g. 30s, 5m)' \
               '--set' 'text' 'Override a parameter: key=value (typed: numbers, true/false, null, JSON); repeatable' \

@@ -11,14 +11,19 @@ namespace gaia {
 
 // A range a running app places on one of its dependencies, as written in its app.yaml.
 struct RunningRequirement {
-  std::string name;
+  std::string name;   // The app depended on.
   std::string range;
+  // The release of `name` it is bound to (docs/spec.md section 8, Releases); empty in apps
+  // recorded before releases, which were bound to the release named `name`.
+  std::string release;
+  std::string alias;  // Its deps.* alias; empty in apps recorded before releases.
+  const std::string& target() const { return release.empty() ? name : release; }
   bool operator==(const RunningRequirement&) const = default;
 };
 
 struct RunningApp {
   std::string tenant;
-  std::string name;
+  std::string name;          // The release name: unique in the tenant.
   std::string version;       // Full semver of the running app.
   nlohmann::json outputs = nlohmann::json::object();  // Its declared outputs' values.
   bool ready = true;
@@ -26,6 +31,9 @@ struct RunningApp {
   // not move a dependency out from under an app that runs on it. Apps recorded before
   // this was kept have none; resolution then reads the ranges from the repository.
   std::vector<RunningRequirement> dependency_ranges;
+  // The app (app.yaml's name) the release runs; empty when it is `name` itself.
+  std::string app;
+  const std::string& app_name() const { return app.empty() ? name : app; }
 };
 
 class RunningApps {

@@ -41,9 +41,15 @@ void to_json(nlohmann::json& j, const AppRecord& a) {
   if (!a.failed_roles.empty()) j["failed_roles"] = a.failed_roles;
   if (!a.render_inputs.empty()) j["render_inputs"] = a.render_inputs;
   if (!a.bundle.empty()) j["bundle"] = a.bundle;
+  if (!a.app.empty() && a.app != a.name) j["app"] = a.app;
   if (!a.dependency_ranges.empty()) {
     auto& r = j["requires"] = nlohmann::json::array();
-    for (const auto& q : a.dependency_ranges) r.push_back({{"name", q.name}, {"range", q.range}});
+    for (const auto& q : a.dependency_ranges) {
+      nlohmann::json e{{"name", q.name}, {"range", q.range}};
+      if (!q.release.empty() && q.release != q.name) e["release"] = q.release;
+      if (!q.alias.empty()) e["alias"] = q.alias;
+      r.push_back(std::move(e));
+    }
   }
 }
 
@@ -65,16 +71,19 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
   a.failed_roles = j.value("failed_roles", d.failed_roles);
   a.render_inputs = j.value("render_inputs", d.render_inputs);
   a.bundle = j.value("bundle", d.bundle);
+  a.app = j.value("app", d.app);
   a.dependency_ranges.clear();
   if (auto it = j.find("requires"); it != j.end() && it->is_array())
-    for (const auto& q : *it) a.dependency_ranges.push_back({q.at("name").get<std::string>(), q.at("range").get<std::string>()});
+    for (const auto& q : *it)
+      a.dependency_ranges.push_back({q.at("name").get<std::string>(), q.at("range").get<std::string>(),
+                                     q.value("release", std::string()), q.value("alias", std::string())});
 }
 
 RunningApp running_app_of(const AppRecord& a) {
   // Degraded apps serve their dependents (controllers/app_health.hpp): one stuck
   // instance does not make an app unusable.
   bool usable = a.status == "Ready" || a.status == "Degraded";
-  return RunningApp{a.tenant, a.name, a.version, a.workload.outputs, usable, a.dependency_ranges};
+  return RunningApp{a.tenant, a.name, a.version, a.workload.outputs, usable, a.dependency_ranges, a.app};
 }
 
 void to_json(nlohmann::json& j, const AppStatus& s) {

@@ -25,11 +25,15 @@ namespace gaia {
 
 // One deployed app (desired state): its rendered workload and where it came from.
 struct AppRecord {
+  // `name` is the release name, unique in the tenant; `app` the name in app.yaml, empty
+  // when the release is named after its app (`gaia submit --name`, docs/spec.md section 8, Releases).
   std::string tenant, name, version;
+  std::string app;
+  const std::string& app_name() const { return app.empty() ? name : app; }
   std::string status = "Deploying";       // Deploying | Ready | Pending
   Workload workload;                       // Typed roles, outputs, config reads.
   nlohmann::json document;                 // The gaia/v1 document, for display.
-  std::vector<std::string> dependencies;   // Names (same tenant) this app imports from.
+  std::vector<std::string> dependencies;   // Releases (same tenant) this app imports from.
   // The range it places on each dependency, as written in its app.yaml: while it runs,
   // no submit may move a dependency to a version outside it (spec/resolve.hpp).
   std::vector<RunningRequirement> dependency_ranges;

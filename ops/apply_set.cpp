@@ -45,12 +45,14 @@ std::string resolution_fingerprint(const ClusterState& state, const std::string&
   Hasher h;
   for (const auto& a : running_apps(state, tenant).list(tenant)) {
     h.add(a.name);
+    if (!a.app.empty()) h.add("app:" + a.app);
     h.add(a.version);
     h.add(a.outputs.dump());
     h.add(a.ready ? "ready" : "not ready");
     for (const auto& r : a.dependency_ranges) {
       h.add(r.name);
       h.add(r.range);
+      if (!r.release.empty()) h.add("release:" + r.release);
     }
   }
   return h.hex();
@@ -115,7 +117,7 @@ bool released_ranges_hold(const spec::Plan& plan, const ClusterState& state, con
     if (!a) continue;
     for (const RunningRequirement& req : a->dependency_ranges) {
       auto range = semver::Range::parse(req.range);
-      auto dep = plan.find(req.name);
+      auto dep = plan.find(req.target());
       if (range && dep && !range->satisfies(plan.nodes[*dep].version)) return false;
     }
   }

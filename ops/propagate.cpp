@@ -26,7 +26,8 @@ std::string id_of(const std::string& tenant, const std::string& name) { return t
 // The dependencies of a re-rendered app that apply after the change.
 struct ActiveDeps {
   std::vector<bool> flags;  // Per entry of the spec's dependencies.
-  std::vector<std::string> names;
+  std::vector<std::string> targets;  // Per entry: the release it binds to.
+  std::vector<std::string> names;    // The releases of the ones that apply.
   std::vector<RunningRequirement> ranges;
   std::vector<std::string> added, removed;  // Against the record, with their conditions.
 };
@@ -44,6 +45,21 @@ bool reaches(const ClusterState& state, const std::string& tenant, const std::st
       for (const auto& d : a->dependencies) stack.push_back(d);
   }
   return false;
+}
+
+// The release a dependency a flag turns on binds to: the one its release: names, else a
+// running release of its app in range (the one named after the app first, then by
+// name), else the release named after the app (which then is reported as not running).
+std::string running_binding(const ClusterState& state, const std::string& tenant, const spec::Dependency& d) {
+  if (!d.release.empty()) return d.release;
+  auto in_range = [&](const AppRecord& a) {
+    auto v = semver::parse_version(a.version);
+    return a.tenant == tenant && a.app_name() == d.name && v && d.range.satisfies(*v);
+  };
+  if (const AppRecord* own = state.find_app(tenant, d.name); own && in_range(*own)) return d.name;
+  for (const auto& [id, a] : state.apps)  // Ordered by tenant/name.
+    if (in_range(a)) return a.name;
+  return d.name;
 }
 
 // Which dependencies of `spec` apply after the change: its config.jsonnet evaluated as
@@ -74,22 +90,28 @@ Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord&
   for (size_t k = 0; k < spec.dependencies.size(); ++k) {
     const spec::Dependency& d = spec.dependencies[k];
     std::string cond = d.when ? fmt::format(" (when {})", d.when->text) : "";
+    bool bound = before.count(recorded_binding(app, d)) > 0;
+    // Bound at the submit: to the release recorded. Newly applying: to what runs in the
+    // tenant, as resolution would reuse it; deploying it from the repository is a
+    // submit's work, not a config change's.
+    std::string target = bound ? recorded_binding(app, d) : running_binding(state, app.tenant, d);
+    out.targets.push_back(target);
+    std::string shown = target == d.name ? d.name : fmt::format("{} (release {})", d.name, target);
     if (!out.flags[k]) {
-      if (before.count(d.name)) out.removed.push_back(d.name + cond);
+      if (bound) out.removed.push_back(shown + cond);
       continue;
     }
-    out.names.push_back(d.name);
-    out.ranges.push_back({d.name, d.range.text()});
-    if (before.count(d.name)) continue;
-    // Newly applying: bound to what runs in the tenant, as resolution would reuse it.
-    // Deploying it from the repository is a submit's work, not a config change's.
-    const AppRecord* rec = state.find_app(app.tenant, d.name);
+    out.names.push_back(target);
+    out.ranges.push_back({d.name, d.range.text(), target, d.alias});
+    if (bound) continue;
+    const AppRecord* rec = state.find_app(app.tenant, target);
+    if (rec && rec->app_name() != d.name) rec = nullptr;
     std::optional<semver::Version> version;
     if (rec)
       if (auto v = semver::parse_version(rec->version)) version = *v;
     if (!rec || !version || !d.range.satisfies(*version)) {
-      std::string runs = rec ? fmt::format("{} {} runs there, outside the range {}", d.name, rec->version, d.range.text())
-                             : fmt::format("{} does not run there", d.name);
+      std::string runs = rec ? fmt::format("{} {} runs there, outside the range {}", shown, rec->version, d.range.text())
+                             : fmt::format("{} does not run there", shown);
       errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
                                   fmt::format("with this change app {} ({}) depends on {}{}, and {}", app.name,
                                               app.tenant, d.name, cond, runs),
@@ -100,23 +122,23 @@ Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord&
     }
     // Bound now, it must not close a loop (submit refuses those too), and its outputs
     // must be final: one this change re-renders later in the chain is not yet.
-    if (reaches(state, app.tenant, d.name, app.name)) {
+    if (reaches(state, app.tenant, target, app.name)) {
       errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
                                   fmt::format("with this change app {} ({}) depends on {}{}, which depends on {}: "
                                               "apps cannot depend on each other in a loop",
-                                              app.name, app.tenant, d.name, cond, app.name),
+                                              app.name, app.tenant, shown, cond, app.name),
                                   "leave the flag as it is, or change the dependencies of one of them"});
       continue;
     }
-    if (still_to_render.count(id_of(app.tenant, d.name))) {
+    if (still_to_render.count(id_of(app.tenant, target))) {
       errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
                                   fmt::format("with this change app {} ({}) depends on {}{}, which this change "
                                               "re-renders too, after {}",
-                                              app.name, app.tenant, d.name, cond, app.name),
-                                  fmt::format("change the keys {} reads first, then the flag of {}", d.name, app.name)});
+                                              app.name, app.tenant, shown, cond, app.name),
+                                  fmt::format("change the keys {} reads first, then the flag of {}", target, app.name)});
       continue;
     }
-    out.added.push_back(d.name + cond);
+    out.added.push_back(shown + cond);
   }
   if (!errors.empty()) return fail(std::move(errors));
   return out;
@@ -209,9 +231,9 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
       continue;
     }
     const spec::AppSpec* app_spec = &source->spec;
-    if (app_spec->name != app.name || app_spec->version.to_string() != app.version) {
+    if (app_spec->name != app.app_name() || app_spec->version.to_string() != app.version) {
       errors.push_back(Diagnostic{{source->unmap(app_spec->yaml_file)}, "version",
-                                  fmt::format("{} runs {} {}, but its spec directory now holds {} {}", id, app.name,
+                                  fmt::format("{} runs {} {}, but its spec directory now holds {} {}", id, app.app_name(),
                                               app.version, app_spec->name, app_spec->version.to_string()),
                                   fmt::format("resubmit it (gaia submit {} --tenant {}) to deploy the edited spec, "
                                               "then change the config again",
@@ -222,9 +244,11 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     if (!report.direct) {
       std::vector<ImportEdge> imports;
       // The dependencies it is bound to; one a `when:` left out imports nothing.
-      for (const auto& dep : app_spec->dependencies)
-        if (std::find(app.dependencies.begin(), app.dependencies.end(), dep.name) != app.dependencies.end())
-          imports.push_back(ImportEdge{dep.name, dep.imports});
+      for (const auto& dep : app_spec->dependencies) {
+        std::string target = recorded_binding(app, dep);
+        if (std::find(app.dependencies.begin(), app.dependencies.end(), target) != app.dependencies.end())
+          imports.push_back(ImportEdge{target, dep.imports});
+      }
       std::map<std::string, std::pair<json, json>> same_tenant;
       for (const auto& [dep_id, change] : changed_outputs)
         if (dep_id.starts_with(app.tenant + "/")) same_tenant[dep_id.substr(app.tenant.size() + 1)] = change;
@@ -247,14 +271,19 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     for (size_t k = 0; k < app_spec->dependencies.size(); ++k) {
       if (!active->flags[k]) continue;
       const auto& dep = app_spec->dependencies[k];
-      std::string dep_id = id_of(app.tenant, dep.name);
+      const std::string& target = active->targets[k];
+      std::string dep_id = id_of(app.tenant, target);
       if (auto r = new_outputs.find(dep_id); r != new_outputs.end()) deps[dep.alias] = r->second;
-      else if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
+      else if (const AppRecord* rec = state.find_app(app.tenant, target)) deps[dep.alias] = rec->workload.outputs;
     }
     render::RenderRequest req;
     req.spec = app_spec;
     req.deps = std::move(deps);
     req.options = record_render_options(app, app_snapshot(after, app));
+    // The release and its bindings as they are after this change (a flag may bind one).
+    AppRecord bound = app;
+    bound.dependency_ranges = active->ranges;
+    set_release_names(req, bound);
     if (source->unpacked) {
       // The library paths as unpacked; the bundle's hash stands for every file, so the
       // renders of one bundle share cache entries whichever folder it is unpacked in.

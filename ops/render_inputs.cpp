@@ -104,6 +104,26 @@ render::RenderOptions record_render_options(const AppRecord& app, const ConfigSn
   return o;
 }
 
+std::string recorded_binding(const AppRecord& app, const spec::Dependency& d) {
+  for (const RunningRequirement& r : app.dependency_ranges)
+    if (r.alias == d.alias) return r.target();
+  // Recorded before releases: by name, and always the release named after the app.
+  for (const RunningRequirement& r : app.dependency_ranges)
+    if (r.alias.empty() && r.name == d.name) return r.target();
+  return d.release.empty() ? d.name : d.release;
+}
+
+void set_release_names(render::RenderRequest& req, const AppRecord& app) {
+  req.release = app.name == app.app_name() ? std::string() : app.name;
+  req.dep_releases.clear();
+  if (!req.spec) return;
+  // As the chain renders them: only bindings to another release than the app's own name.
+  for (const auto& d : req.spec->dependencies) {
+    std::string target = recorded_binding(app, d);
+    if (target != d.name) req.dep_releases[d.alias] = target;
+  }
+}
+
 spec::ConfigEvaluator config_evaluator(const render::ChainOptions& options) {
   return [options](const spec::AppSpec& spec, bool root) -> Result<nlohmann::json> {
     render::RenderRequest req;

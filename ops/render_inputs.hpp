@@ -88,6 +88,14 @@ render::ChainOptions chain_options(const RenderInputs& inputs, const std::string
 // `gaia scale` set (AppRecord::scale, `app.scale` in main.jsonnet).
 render::RenderOptions record_render_options(const AppRecord& app, const ConfigSnapshot& snapshot);
 
+// The release a deployed app binds its dependency `d` to: as recorded at its submit (by
+// alias), else the one `d` names with release:, else the release named after the app.
+std::string recorded_binding(const AppRecord& app, const spec::Dependency& d);
+
+// Renders `req` as the release `app` is, with its dependencies bound as recorded (the
+// workload's name, app.name in the templates, `near`).
+void set_release_names(render::RenderRequest& req, const AppRecord& app);
+
 // What the resolver asks for the `when:` of dependencies (spec/resolve.hpp): the
 // evaluated config.jsonnet of an app with the centers and file layer of `options`, and
 // the overrides only for a root (as the chain renders it).

@@ -29,9 +29,9 @@ Result<void> check_scale_render(const Workspace& ws, const ClusterState& state, 
   auto source = open_spec(scaled, bundle_reader(ws));
   if (!source) return cannot(source.error());
   const spec::AppSpec& spec = source->spec;
-  if (spec.name != app.name || spec.version.to_string() != app.version)
+  if (spec.name != app.app_name() || spec.version.to_string() != app.version)
     return cannot({Diagnostic{{source->unmap(spec.yaml_file)}, "version",
-                              fmt::format("it runs {} {}, but its spec directory now holds {} {}", app.name, app.version,
+                              fmt::format("it runs {} {}, but its spec directory now holds {} {}", app.app_name(), app.version,
                                           spec.name, spec.version.to_string()),
                               ""}});
   auto centers = StoreConfigSource::load(ws.store);
@@ -41,12 +41,15 @@ Result<void> check_scale_render(const Workspace& ws, const ClusterState& state, 
   // re-renders a dependent whose dependencies did not change.
   nlohmann::json deps = nlohmann::json::object();
   // Only the dependencies the app is bound to: one a `when:` left out gets no deps.<alias>.
-  for (const auto& dep : spec.dependencies)
-    if (std::find(app.dependencies.begin(), app.dependencies.end(), dep.name) != app.dependencies.end())
-      if (const AppRecord* rec = state.find_app(app.tenant, dep.name)) deps[dep.alias] = rec->workload.outputs;
+  for (const auto& dep : spec.dependencies) {
+    std::string target = recorded_binding(app, dep);
+    if (std::find(app.dependencies.begin(), app.dependencies.end(), target) != app.dependencies.end())
+      if (const AppRecord* rec = state.find_app(app.tenant, target)) deps[dep.alias] = rec->workload.outputs;
+  }
   render::RenderRequest req;
   req.spec = &spec;
   req.deps = std::move(deps);
+  set_release_names(req, app);
   req.options = record_render_options(scaled, app_snapshot(*centers, scaled));
   if (source->unpacked) {
     req.options.jpaths = source->unpacked->jpaths;

@@ -10,6 +10,7 @@
 #include "ops/storage_check.hpp"
 #include "render/chain.hpp"
 #include "spec/app_spec.hpp"
+#include "spec/suggest.hpp"
 
 namespace gaia::ops {
 
@@ -27,7 +28,8 @@ namespace {
 Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant, const std::vector<std::string>& dirs,
                                                        const std::vector<std::string>& repo_roots,
                                                        const RunningApps& running,
-                                                       const spec::ConfigEvaluator& config) {
+                                                       const spec::ConfigEvaluator& config,
+                                                       const std::string& release) {
   auto s = std::make_unique<Submission>();
   s->tenant = tenant;
   auto expanded = expand_spec_paths(dirs);
@@ -39,12 +41,25 @@ Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant
     else s->roots.push_back(std::move(*spec));
   }
   if (!errors.empty()) return fail(std::move(errors));
+  if (!release.empty()) {
+    if (std::string problem = spec::dns_label_problem(release); !problem.empty())
+      return fail(Diagnostic{{}, "", fmt::format("--name '{}' is not a valid release name: {}", release, problem),
+                             "release names are DNS labels (a-z, 0-9 and '-'), as they name instances and DNS names"});
+    if (s->roots.size() != 1) {
+      std::vector<std::string> ids;
+      for (const auto& r : s->roots) ids.push_back(r.id());
+      return fail(Diagnostic{{}, "",
+                             fmt::format("--name {} names one release, but {} specs are given: {}", release,
+                                         s->roots.size(), spec::join_limited(ids)),
+                             "submit the spec to run under that name on its own"});
+    }
+  }
   auto repo = open_repository(std::vector<std::filesystem::path>(repo_roots.begin(), repo_roots.end()), *expanded);
   if (!repo) return fail(repo.error());
   s->repo = std::move(*repo);
-  std::vector<const spec::AppSpec*> roots;
-  for (const auto& r : s->roots) roots.push_back(&r);
-  auto plan = spec::resolve(roots, s->repo, running.list(tenant), tenant, config);
+  std::vector<spec::RootSpec> roots;
+  for (const auto& r : s->roots) roots.push_back({&r, release});
+  auto plan = spec::resolve_releases(roots, s->repo, running.list(tenant), tenant, config);
   if (!plan) return fail(plan.error());
   s->plan = std::move(*plan);
   return s;
@@ -78,6 +93,7 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     AppToDeploy a;
     a.record.tenant = s.tenant;
     a.record.name = node.name;
+    if (node.app != node.name) a.record.app = node.app;
     a.record.version = node.version.to_string();
     a.record.workload = it->second.workload;
     a.record.document = it->second.document;
@@ -86,9 +102,8 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     // condition left out must not hold back a submit of that app.
     if (node.spec)
       for (const auto& d : node.spec->dependencies)
-        if (std::any_of(node.dependencies.begin(), node.dependencies.end(),
-                        [&](const spec::PlanEdge& e) { return e.alias == d.alias; }))
-          a.record.dependency_ranges.push_back({d.name, d.range.text()});
+        for (const auto& e : node.dependencies)
+            if (e.alias == d.alias) a.record.dependency_ranges.push_back({d.name, d.range.text(), s.plan.nodes[e.node].name, d.alias});
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
     bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
     a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);
@@ -120,7 +135,7 @@ Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& requ
   auto inputs = load_render_inputs(request.render);
   spec::ConfigEvaluator config;
   if (inputs) config = config_evaluator(chain_options(*inputs, request.tenant, center));
-  auto s = resolve_submission(request.tenant, request.dirs, roots, running, config);
+  auto s = resolve_submission(request.tenant, request.dirs, roots, running, config, request.release);
   if (!s) return fail(s.error());
   if (!inputs) return fail(inputs.error());
   (*s)->inputs = std::move(*inputs);
@@ -131,9 +146,10 @@ Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& requ
 Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant, const std::vector<std::string>& dirs,
                                                        const RenderInputs& inputs,
                                                        const std::filesystem::path& cache_dir,
-                                                       const RunningApps& running, const StoreConfigSource* center) {
+                                                       const RunningApps& running, const StoreConfigSource* center,
+                                                       const std::string& release) {
   auto s = resolve_submission(tenant, dirs, inputs.repo, running,
-                              config_evaluator(chain_options(inputs, tenant, center)));
+                              config_evaluator(chain_options(inputs, tenant, center)), release);
   if (!s) return fail(s.error());
   (*s)->inputs = inputs;
   if (auto r = render_submission(**s, cache_dir, center); !r) return fail(r.error());

@@ -48,6 +48,8 @@ struct SubmitRequest {
   std::string tenant = "default";
   std::vector<std::string> dirs;  // App directories, or folders of them.
   RenderSettings render;
+  // `--name`: the release the one spec given is deployed as; empty: its app's name.
+  std::string release;
 };
 
 // Resolves the request's dirs against `running`, loads the render inputs (once), renders
@@ -64,7 +66,8 @@ Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& requ
 Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant, const std::vector<std::string>& dirs,
                                                        const RenderInputs& inputs,
                                                        const std::filesystem::path& cache_dir,
-                                                       const RunningApps& running, const StoreConfigSource* center);
+                                                       const RunningApps& running, const StoreConfigSource* center,
+                                                       const std::string& release = {});
 
 // `gaia plan`: the submit decision on the state read from the store, nothing written.
 struct Planned {

@@ -40,6 +40,11 @@ Result<ChainResult> render_chain(const spec::Plan& plan, const ChainOptions& opt
     RenderRequest req;
     req.spec = node.spec;
     req.deps = std::move(deps);
+    if (node.name != node.spec->name) req.release = node.name;
+    // Only bindings to another release than the app's own name, so the renders of apps
+    // without releases keep their cache keys.
+    for (const auto& edge : node.dependencies)
+      if (plan.nodes[edge.node].name != plan.nodes[edge.node].app) req.dep_releases[edge.alias] = plan.nodes[edge.node].name;
     req.options = options.base;
     req.stats = &result.stats;
     if (roots.count(index)) req.options.overrides = options.root_overrides;

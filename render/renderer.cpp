@@ -41,7 +41,10 @@ EvalInput make_input(const RenderRequest& req, const json& built_deps) {
   in.app_name = req.spec->name;
   in.jpaths = req.options.jpaths;
   in.deps = built_deps;
-  in.app = json{{"name", req.spec->name},
+  // app.name is the release: instance names, paths and DNS names made from it differ
+  // between two releases of one app; app.app is the name in app.yaml.
+  in.app = json{{"name", req.release.empty() ? req.spec->name : req.release},
+                {"app", req.spec->name},
                 {"version", req.spec->version.to_string()},
                 {"tenant", req.options.tenant},
                 {"scale", json(req.options.scale)}};
@@ -192,6 +195,10 @@ std::string render_input_key(const RenderRequest& req, const json& built_deps) {
   h.add(req.sources_key.empty() ? req.spec->dir.string() : "bundle:" + req.sources_key);
   h.add(req.options.tenant);
   h.add(req.spec->name);
+  // Only for another release, so the renders of releases named after their app keep
+  // the keys they had.
+  if (!req.release.empty() && req.release != req.spec->name) h.add("release:" + req.release);
+  for (const auto& [alias, release] : req.dep_releases) h.add("dep-release:" + alias + "=" + release);
   h.add(req.spec->version.to_string());
   h.add(compact(built_deps));
   h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
@@ -253,7 +260,7 @@ Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache) {
     raw = std::move(out->raw);
     result.external = std::move(out->external);
   }
-  auto w = validate_workload(*req.spec, req.options.tenant, *raw);
+  auto w = validate_workload(*req.spec, req.options.tenant, *raw, req.release, req.dep_releases);
   if (!w) return std::unexpected(w.error());
   result.workload = std::move(*w);
   result.document = to_document(result.workload);

@@ -72,6 +72,11 @@ struct RenderRequest {
   std::string sources_key;
   // Set by evaluate_config: config.jsonnet only.
   bool config_only = false;
+  // The release it renders (app.name in the templates, the workload's name); empty: the
+  // spec's own name. And the release each dependency alias is bound to, for `near`;
+  // an alias not listed is bound to the release named after its app.
+  std::string release;
+  std::map<std::string, std::string> dep_releases;
 };
 
 struct Rendered {

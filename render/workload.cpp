@@ -47,8 +47,9 @@ std::string join(const std::vector<std::string>& items) { return spec::join_limi
 
 class RoleValidator {
  public:
-  RoleValidator(const spec::AppSpec& spec, const std::string& file, const std::string& role, Diagnostics& diags)
-      : m_spec(spec), m_file(file), m_role(role), m_diags(diags) {}
+  RoleValidator(const spec::AppSpec& spec, const std::string& file, const std::string& role, Diagnostics& diags,
+                const std::map<std::string, std::string>& dep_releases)
+      : m_spec(spec), m_file(file), m_role(role), m_diags(diags), m_dep_releases(dep_releases) {}
 
   Role run(const json& v) {
     Role r;
@@ -650,7 +651,10 @@ class RoleValidator {
       error("near", fmt::format("'{}' is not a valid role name: {}", role, problem));
       return;
     }
-    r.near = dep->name + "/" + role;
+    // `near` means the instances of the release the dependency is bound to.
+    auto bound = m_dep_releases.find(alias);
+    std::string release = bound != m_dep_releases.end() ? bound->second : dep->release.empty() ? dep->name : dep->release;
+    r.near = release + "/" + role;
   }
 
   void network(const json& v, Role& r) {
@@ -734,12 +738,14 @@ class RoleValidator {
   const std::string& m_file;
   std::string m_role;
   Diagnostics& m_diags;
+  const std::map<std::string, std::string>& m_dep_releases;
   std::vector<std::string> m_declared_ports;
 };
 
 }  // namespace
 
-Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string& tenant, const RawRender& raw) {
+Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string& tenant, const RawRender& raw,
+                                   const std::string& release, const std::map<std::string, std::string>& dep_releases) {
   Diagnostics diags;
   const std::string file = detail::main_jsonnet_path(spec);
   auto app_error = [&](std::string path, std::string message, std::string hint) {
@@ -753,7 +759,7 @@ Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string&
   };
 
   Workload w;
-  w.app = spec.name;
+  w.app = release.empty() ? spec.name : release;
   w.version = spec.version.to_string();
   w.tenant = tenant;
   w.priority = spec.priority;
@@ -789,7 +795,7 @@ Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string&
                   suggestion.empty() ? "role names are DNS labels: a-z, 0-9 and '-'"
                                      : fmt::format("role names are DNS labels: try '{}'", suggestion));
       }
-      RoleValidator validator(spec, file, it.key(), diags);
+      RoleValidator validator(spec, file, it.key(), diags, dep_releases);
       w.roles.push_back(validator.run(it.value()));
     }
   }

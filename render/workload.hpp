@@ -3,6 +3,7 @@
 // and the canonical gaia/v1 document built from it. Errors name app, role and field.
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,12 @@ struct RawRender {
 // Validates `raw` against the role schema (docs/spec.md) and fills defaults. Every
 // problem is collected; each diagnostic's location is main.jsonnet of the spec (the
 // rendered JSON has no positions) and its path is "roles.<role>.<field>".
+// `release` names the workload (empty: the spec's name); `dep_releases` maps a dependency
+// alias to the release it is bound to, which `near` refers to (unlisted: the release
+// named after the app).
 Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string& tenant,
-                                   const RawRender& raw);
+                                   const RawRender& raw, const std::string& release = {},
+                                   const std::map<std::string, std::string>& dep_releases = {});
 
 // Checks the roles' `after:` lists across the app: each names a role of the app, and
 // they form no cycle (printed as "master -> zk -> master"). Problems go to `diags`

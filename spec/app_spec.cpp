@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kTopFields = {"name",         "version", "description", "priority",
                                              "dependencies", "outputs", "secrets"};
-const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import", "when"};
+const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import", "when", "release"};
 
 // How a node is described in "expected X, found Y" messages.
 std::string describe(const YAML::Node& n) {
@@ -311,10 +311,14 @@ class Parser {
       if (!dep) continue;
       bool ok = true;
       if (!dep->name.empty()) {
-        if (auto [pos, fresh] = names.emplace(dep->name, i); !fresh) {
-          error(item_loc, path + ".name",
-                fmt::format("dependency '{}' is listed twice (also dependencies[{}])", dep->name, pos->second),
-                "an app can depend on another app only once: merge the two entries");
+        // Two releases of one app are two dependencies; one release twice is a mistake.
+        std::string key = dep->release.empty() ? dep->name : dep->name + "/" + dep->release;
+        if (auto [pos, fresh] = names.emplace(key, i); !fresh) {
+          std::string what = dep->release.empty() ? fmt::format("dependency '{}'", dep->name)
+                                                  : fmt::format("dependency on release '{}' of {}", dep->release, dep->name);
+          error(item_loc, path + ".name", fmt::format("{} is listed twice (also dependencies[{}])", what, pos->second),
+                "an app can depend on a release only once: merge the two entries, or name another release with "
+                "release:");
           ok = false;
         }
       }
@@ -336,7 +340,7 @@ class Parser {
     if (!item.IsMap()) {
       std::string hint;
       if (item.IsScalar()) hint = fmt::format("write a map: - name: {}", item.Scalar());
-      error(item_loc, path, fmt::format("expected a map with 'name' (and optionally version, as, import), found {}",
+      error(item_loc, path, fmt::format("expected a map with 'name' (and optionally version, as, import, when, release), found {}",
                                         describe(item)),
             hint);
       return std::nullopt;
@@ -394,6 +398,15 @@ class Parser {
         }
         dep.when = std::move(*c);
         dep.when_location = value_loc;
+      } else if (key == "release") {
+        auto s = string_value(v, field_path, value_loc, "a string (the name of a release of the app)");
+        if (!s) return;
+        if (std::string problem = dns_label_problem(*s); !problem.empty()) {
+          error(value_loc, field_path, fmt::format("'{}' is not a valid release name: {}", *s, problem), dns_hint(*s));
+          return;
+        }
+        dep.release = *s;
+        dep.release_location = value_loc;
       } else {
         error(key_loc, field_path, fmt::format("unknown field '{}'", key), unknown_field_hint(key, kDependencyFields));
       }

@@ -26,6 +26,10 @@ struct Dependency {
   // (spec/condition.hpp); unset: always.
   std::optional<Condition> when;
   Location when_location;      // Of the condition's text, for its errors.
+  // "release:": the release of the app it binds to (docs/spec.md section 8, Releases); empty:
+  // any running release satisfying the range, else the release named after the app.
+  std::string release;
+  Location release_location;
 };
 
 struct AppSpec {

@@ -12,10 +12,28 @@ std::string status(const PlanNode& node) {
   return out;
 }
 
+const std::string& app_of(const PlanNode& node) { return node.app.empty() ? node.name : node.app; }
+
+// A release named after its app is shown by its name alone, another as "NAME (release
+// of APP)".
+std::string node_name(const PlanNode& node) {
+  if (app_of(node) == node.name) return node.name;
+  return fmt::format("{} (release of {})", node.name, app_of(node));
+}
+
 std::string label(const PlanNode& node, std::string_view alias) {
-  std::string out = node.name;
-  if (!alias.empty() && alias != default_alias(node.name)) out += fmt::format(" as {}", alias);
+  std::string out = app_of(node);
+  if (!alias.empty() && alias != default_alias(out)) out += fmt::format(" as {}", alias);
+  if (out != node.name && app_of(node) != node.name) out += fmt::format(", release {}", node.name);
   return out;
+}
+
+// Why an edge binds where it does, when that is not simply the release named after the
+// app: "; bound: named by release:".
+std::string binding_suffix(const PlanNode& child, const PlanEdge& e) {
+  if (e.reason.empty()) return {};
+  if (app_of(child) == child.name && !e.reason.starts_with("named by")) return {};
+  return fmt::format("; bound: {}", e.reason);
 }
 
 // ", when search.enabled" for an edge whose dependency is conditional (and applies).
@@ -58,10 +76,10 @@ std::string format_plan_tree(const Plan& plan, const TreeOptions& options) {
   for (size_t root : plan.roots) {
     const PlanNode& r = plan.nodes[root];
     if (expanded[root]) {
-      out += fmt::format("{} ({}, see above)\n", r.name, status(r));
+      out += fmt::format("{} ({}, see above)\n", node_name(r), status(r));
       continue;
     }
-    out += fmt::format("{} ({})\n", r.name, status(r));
+    out += fmt::format("{} ({})\n", node_name(r), status(r));
     expanded[root] = 1;
     stack.push_back({root, 0, ""});
     while (!stack.empty()) {
@@ -85,7 +103,7 @@ std::string format_plan_tree(const Plan& plan, const TreeOptions& options) {
       const PlanEdge& e = edges[k];
       const PlanNode& child = plan.nodes[e.node];
       std::string line = f.prefix + (last ? elbow : tee) + label(child, e.alias);
-      std::string cond = condition_suffix(parent, e.alias);
+      std::string cond = condition_suffix(parent, e.alias) + binding_suffix(child, e);
       if (expanded[e.node] && (!child.dependencies.empty() || !child.skipped.empty())) {
         out += fmt::format("{} ({}{}, see above)\n", line, status(child), cond);
         continue;
@@ -103,14 +121,14 @@ std::string format_plan_tree(const Plan& plan, const TreeOptions& options) {
 std::string format_plan_dot(const Plan& plan) {
   std::string out = "digraph gaia {\n  node [shape=box];\n";
   for (const PlanNode& n : plan.nodes) {
-    std::string lbl = fmt::format("{}\\n{}", n.name, status(n));
+    std::string lbl = fmt::format("{}\\n{}", node_name(n), status(n));
     out += fmt::format("  {} [label={}{}];\n", dot_quote(n.id()), dot_quote(lbl),
                        n.action == Action::Reuse ? ", style=dashed" : "");
   }
   for (const PlanNode& n : plan.nodes)
     for (const PlanEdge& e : n.dependencies) {
       const PlanNode& to = plan.nodes[e.node];
-      std::string attrs = e.alias != default_alias(to.name) ? fmt::format(" [label={}]", dot_quote(e.alias)) : "";
+      std::string attrs = e.alias != default_alias(app_of(to)) ? fmt::format(" [label={}]", dot_quote(e.alias)) : "";
       out += fmt::format("  {} -> {}{};\n", dot_quote(n.id()), dot_quote(to.id()), attrs);
     }
   out += "}\n";
@@ -126,7 +144,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
       requirers.push_back({{"app", plan.nodes[r.requirer].id()}, {"range", r.range.text()}, {"alias", r.alias}});
     json deps = json::array();
     for (const PlanEdge& e : n.dependencies) {
-      json d = {{"alias", e.alias}, {"app", plan.nodes[e.node].id()}};
+      json d = {{"alias", e.alias}, {"app", plan.nodes[e.node].id()}, {"release", plan.nodes[e.node].name}};
+      if (!e.reason.empty()) d["bound"] = e.reason;
       if (std::string c = condition_suffix(n, e.alias); !c.empty()) d["when"] = c.substr(7);  // After ", when ".
       deps.push_back(std::move(d));
     }
@@ -135,6 +154,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
       skipped.push_back({{"name", sk.name}, {"alias", sk.alias}, {"when", sk.condition}, {"because", sk.value}});
     nodes.push_back({
         {"name", n.name},
+        {"app", app_of(n)},
         {"version", n.version.to_string()},
         {"action", std::string(action_name(n.action))},
         {"root", n.root},

@@ -45,8 +45,13 @@ struct RunningCandidate {
   const RunningApp* app = nullptr;
 };
 
+// A release: `name` is unique in the tenant, `app` the app it runs.
 struct NameInfo {
   std::string name;
+  std::string app;
+  // A running release of this name that runs another app: it is never reused or
+  // replaced, and whatever binds to it is an error.
+  std::string running_other_app;
   const AppSpec* root = nullptr;
   std::vector<RunningCandidate> running;  // Highest first.
   std::span<const AppSpec* const> repo;   // Highest first.
@@ -62,6 +67,12 @@ struct RunningReq {
 struct Req {
   int requirer = 0;
   const Dependency* dep = nullptr;
+};
+
+// The release a dependency binds to, and why.
+struct Binding {
+  std::string release;
+  std::string reason;
 };
 
 struct StringHash {
@@ -81,11 +92,24 @@ class Resolver {
       // A running app whose version does not parse cannot satisfy any range; it is
       // simply never reused.
       auto v = semver::parse_version(app.version);
-      if (v) m_running[app.name].push_back({*v, &app});
+      if (v) {
+        m_running[app.name].push_back({*v, &app});
+        m_releases_of[app.app_name()].push_back({*v, &app});
+      } else {
+        m_unparsed[app.name] = &app;
+      }
     }
     for (auto& [name, list] : m_running)
       std::stable_sort(list.begin(), list.end(), [](const RunningCandidate& a, const RunningCandidate& b) {
         return semver::compare(a.version, b.version) > 0;
+      });
+    // The release named after the app first, then by name: a dependency without
+    // `release:` takes the first of them its range accepts.
+    for (auto& [app, list] : m_releases_of)
+      std::sort(list.begin(), list.end(), [&app](const RunningCandidate& a, const RunningCandidate& b) {
+        bool da = a.app->name == app, db = b.app->name == app;
+        if (da != db) return da;
+        return a.app->name < b.app->name;
       });
     for (const RunningApp& app : running) {
       if (app.tenant != tenant) continue;
@@ -93,34 +117,52 @@ class Resolver {
         for (const RunningRequirement& r : app.dependency_ranges)
           // A range that no longer parses constrains nothing: it was valid when the app
           // was deployed, so only a change of the range grammar could break it.
-          if (auto range = semver::Range::parse(r.range)) m_running_reqs[r.name].push_back({&app, *range});
+          if (auto range = semver::Range::parse(r.range)) m_running_reqs[r.target()].push_back({&app, *range});
         continue;
       }
       // Recorded before apps kept their ranges: the repository's copy of that version
       // says what it was deployed with.
       auto v = semver::parse_version(app.version);
       if (!v) continue;
-      if (const AppSpec* spec = m_repo.find(app.name, *v))
-        for (const Dependency& d : spec->dependencies) m_running_reqs[d.name].push_back({&app, d.range});
+      if (const AppSpec* spec = m_repo.find(app.app_name(), *v))
+        for (const Dependency& d : spec->dependencies)
+          m_running_reqs[d.release.empty() ? d.name : d.release].push_back({&app, d.range});
     }
   }
 
-  Result<Plan> run(const std::vector<const AppSpec*>& roots) {
+  Result<Plan> run(const std::vector<RootSpec>& roots) {
     Diagnostics errors;
     std::vector<int> root_ids;
-    for (const AppSpec* r : roots) {
-      int n = intern(r->name);
-      if (const AppSpec* other = m_names[n].root) {
-        if (semver::compare(other->version, r->version) == 0) continue;  // The same app given twice.
+    for (const RootSpec& root : roots) {
+      const AppSpec* r = root.spec;
+      const std::string& release = root.release.empty() ? r->name : root.release;
+      int n = intern(release, r->name);
+      NameInfo& info = m_names[n];
+      if (info.app != r->name || !info.running_other_app.empty()) {
+        const std::string& other = info.app != r->name ? info.app : info.running_other_app;
         errors.push_back({Location{r->yaml_file}, "",
-                          fmt::format("two versions of {} are given: {} ({}) and {} ({})", r->name,
-                                      other->version.to_string(), other->dir.string(), r->version.to_string(),
-                                      r->dir.string()),
-                          "a tenant runs one version of each app: give only one of them"});
+                          fmt::format("{} is given to be deployed as release '{}', but release '{}' in tenant '{}' {} "
+                                      "app {}",
+                                      r->id(), release, release, m_tenant,
+                                      info.app != r->name ? "is given for" : "runs", other),
+                          fmt::format("release names are unique in a tenant: choose another name (gaia submit "
+                                      "--name), or delete release '{}' first",
+                                      release)});
         continue;
       }
-      m_names[n].root = r;
+      if (const AppSpec* other = info.root) {
+        if (semver::compare(other->version, r->version) == 0) continue;  // The same app given twice.
+        errors.push_back({Location{r->yaml_file}, "",
+                          fmt::format("two versions of {} are given for release '{}': {} ({}) and {} ({})", r->name,
+                                      release, other->version.to_string(), other->dir.string(),
+                                      r->version.to_string(), r->dir.string()),
+                          "a release runs one version: give only one of them, or submit the other as its own "
+                          "release (gaia submit --name)"});
+        continue;
+      }
+      info.root = r;
       root_ids.push_back(n);
+      m_root_releases[r->name].push_back(n);
     }
     if (!errors.empty()) return fail(std::move(errors));
 
@@ -197,14 +239,22 @@ class Resolver {
     return plan;
   }
 
-  int intern(std::string_view name) {
+  // The id of release `name`, which runs `app` (its first binder decides the app; a
+  // binder naming another app is reported by finish()).
+  int intern(std::string_view name, std::string_view app) {
     if (auto it = m_ids.find(name); it != m_ids.end()) return it->second;
     int id = static_cast<int>(m_names.size());
     m_ids.emplace(std::string(name), id);
     NameInfo info;
     info.name = std::string(name);
-    info.repo = m_repo.versions(name);
-    if (auto it = m_running.find(info.name); it != m_running.end()) info.running = it->second;
+    info.app = std::string(app);
+    info.repo = m_repo.versions(app);
+    if (auto it = m_running.find(info.name); it != m_running.end()) {
+      if (it->second.front().app->app_name() == info.app) info.running = it->second;
+      else info.running_other_app = it->second.front().app->app_name();
+    } else if (auto u = m_unparsed.find(info.name); u != m_unparsed.end() && u->second->app_name() != info.app) {
+      info.running_other_app = u->second->app_name();
+    }
     m_names.push_back(std::move(info));
     m_choice.emplace_back();
     m_hint.emplace_back();
@@ -289,6 +339,39 @@ class Resolver {
     return {};
   }
 
+  // Which release a dependency binds to, and why (docs/spec.md section 8, Releases). Decided
+  // from what is given and what runs only, never from a round's choices, so it is the
+  // same in every round.
+  const Binding& bind(const Dependency& d) {
+    auto [it, fresh] = m_bindings.try_emplace(&d);
+    Binding& b = it->second;
+    if (!fresh) return b;
+    if (!d.release.empty()) {
+      b = {d.release, "named by its release: field"};
+      return b;
+    }
+    auto roots = m_root_releases.find(d.name);
+    if (roots != m_root_releases.end())
+      for (int n : roots->second)
+        if (d.range.satisfies(m_names[n].root->version)) {
+          b = {m_names[n].name, "given in this submission"};
+          return b;
+        }
+    auto given = [&](const std::string& release) {
+      auto id = m_ids.find(release);
+      return id != m_ids.end() && m_names[id->second].root;
+    };
+    if (auto running = m_releases_of.find(d.name); running != m_releases_of.end()) {
+      for (const RunningCandidate& c : running->second)
+        if (!given(c.app->name) && d.range.satisfies(c.version)) {
+          b = {c.app->name, fmt::format("running {} satisfies {}", c.version.to_string(), d.range.text())};
+          return b;
+        }
+    }
+    b = {d.name, "the release named after the app"};
+    return b;
+  }
+
   void reach(int n, Choice c) {
     m_reached[n] = 1;
     m_choice[n] = c;
@@ -314,7 +397,7 @@ class Resolver {
       for (size_t k = 0; k < spec->dependencies.size(); ++k) {
         if (!act.active[k]) continue;
         const Dependency& d = spec->dependencies[k];
-        int m = intern(d.name);
+        int m = intern(bind(d).release, d.name);
         m_reqs[m].push_back({n, &d});
         if (m_reached[m]) continue;
         Choice c = m_names[m].root ? Choice{Kind::Root, 0} : m_hinted[m] ? m_hint[m] : best(m, m_reqs[m]);
@@ -354,7 +437,7 @@ class Resolver {
   }
 
   void add_repo_problems(int n, Diagnostics& errors, std::set<int>& reported) const {
-    const Diagnostics& problems = m_repo.diagnostics_for(m_names[n].name);
+    const Diagnostics& problems = m_repo.diagnostics_for(m_names[n].app);
     if (problems.empty() || !reported.insert(n).second) return;
     errors.insert(errors.end(), problems.begin(), problems.end());
   }
@@ -364,27 +447,27 @@ class Resolver {
     const NameInfo& info = m_names[n];
     const std::vector<Req>& reqs = m_reqs[n];
     if (info.running.empty() && info.repo.empty()) {
-      if (!m_repo.diagnostics_for(info.name).empty()) {
+      if (!m_repo.diagnostics_for(info.app).empty()) {
         add_repo_problems(n, errors, reported);
         errors.push_back({where(reqs.front()), dep_path(reqs.front(), "name"),
                           fmt::format("{} depends on '{}', but every version of it in the spec repository is broken",
-                                      id_of(reqs.front().requirer), info.name),
+                                      id_of(reqs.front().requirer), info.app),
                           "fix the errors reported above for that app"});
         return;
       }
       std::vector<std::string> known = m_repo.names();
-      for (const auto& [name, list] : m_running)
+      for (const auto& [name, list] : m_releases_of)
         if (!m_repo.contains(name)) known.push_back(name);
       std::sort(known.begin(), known.end());
       std::string hint;
-      if (auto close = did_you_mean(info.name, known)) hint = fmt::format("did you mean '{}'? ", *close);
+      if (auto close = did_you_mean(info.app, known)) hint = fmt::format("did you mean '{}'? ", *close);
       hint += known.empty() ? "the spec repository is empty: pass --repo DIR or set GAIA_REPO"
                             : fmt::format("apps available: {}", join_limited(known));
       for (const Req& r : reqs)
         errors.push_back({where(r), dep_path(r, "name"),
                           fmt::format("{} depends on '{}', which is neither running in tenant '{}' nor in the spec "
                                       "repository",
-                                      id_of(r.requirer), info.name, m_tenant),
+                                      id_of(r.requirer), info.app, m_tenant),
                           hint});
       return;
     }
@@ -402,7 +485,7 @@ class Resolver {
                           fmt::format("{}: no version satisfies {} (required by {}); {}", info.name,
                                       r.dep->range.text(), id_of(r.requirer), available(n)),
                           fmt::format("change the range, or add a matching version of {} to the spec repository",
-                                      info.name)});
+                                      info.app)});
       }
     }
     if (any_alone) return;
@@ -431,9 +514,10 @@ class Resolver {
             {where(reqs.front()), dep_path(reqs.front(), "version"),
              fmt::format("{}: {}, which means deploying {}{}; that breaks apps running on it: {}; {}", info.name,
                          asked, wanted->version.to_string(), running_now, running_text(broken), available(n)),
-             fmt::format("a tenant runs one version of each app, and a submit never moves it out from under a "
-                         "running app: loosen the range, submit versions of {} that accept {} together with it, "
-                         "or delete them first",
+             fmt::format("a release runs one version, and a submit never moves it out from under a running app: "
+                         "loosen the range, submit versions of {} that accept {} together with it, delete them "
+                         "first, or run the new version as a release of its own (release: in app.yaml, gaia "
+                         "submit --name)",
                          join_limited(dependents), wanted->version.to_string())});
         return;
       }
@@ -459,8 +543,8 @@ class Resolver {
                           fmt::format("{}: {} requires {}, {} requires {}; no version satisfies both; {}", info.name,
                                       id_of(ra.requirer), ra.dep->range.text(), id_of(rb.requirer),
                                       rb.dep->range.text(), available(n)),
-                          "a tenant runs one version of each app: loosen one of the ranges, or deploy the two apps "
-                          "in different tenants"});
+                          "a release runs one version: loosen one of the ranges, or bind one of the two to a "
+                          "release of its own (release: in app.yaml)"});
         return;
       }
     }
@@ -471,7 +555,35 @@ class Resolver {
     }
     errors.push_back({where(reqs.back()), dep_path(reqs.back(), "version"),
                       fmt::format("{}: {}; no version satisfies all of them; {}", info.name, all, available(n)),
-                      "a tenant runs one version of each app: loosen one of the ranges"});
+                      "a release runs one version: loosen one of the ranges, or bind some of them to a release "
+                      "of their own (release: in app.yaml)"});
+  }
+
+  // A release bound by dependencies naming different apps, or running another app than
+  // they name: reported at each such dependency, and the release left out of the plan
+  // (replacing it would delete an app nobody named). True when it is such a release.
+  bool check_release_app(int n, Diagnostics& errors) const {
+    const NameInfo& info = m_names[n];
+    bool bad = !info.running_other_app.empty();
+    for (const Req& r : m_reqs[n]) bad |= r.dep->name != info.app;
+    if (!bad) return false;
+    for (const Req& r : m_reqs[n]) {
+      std::string runs = !info.running_other_app.empty()
+                             ? fmt::format("release '{}' in tenant '{}' runs app {}", info.name, m_tenant,
+                                           info.running_other_app)
+                             : fmt::format("release '{}' is bound to app {} by another dependency", info.name, info.app);
+      if (r.dep->name == info.app && info.running_other_app.empty()) continue;
+      errors.push_back({r.dep->release.empty() ? where(r) : r.dep->release_location,
+                        dep_path(r, r.dep->release.empty() ? "name" : "release"),
+                        fmt::format("{} depends on {} through release '{}', but {}", id_of(r.requirer), r.dep->name,
+                                    info.name, runs),
+                        r.dep->release.empty()
+                            ? fmt::format("name the release to bind to with release: (gaia get apps lists them), or "
+                                          "deploy {} under another name (gaia submit --name)",
+                                          r.dep->name)
+                            : fmt::format("name a release of {} (gaia get apps lists them)", r.dep->name)});
+    }
+    return true;
   }
 
   void check_root_ranges(int n, Diagnostics& errors) const {
@@ -486,7 +598,7 @@ class Resolver {
         for (const RunningReq* r : broken) dependents.push_back(r->app->name);
         errors.push_back({Location{root->yaml_file}, "version",
                           fmt::format("{} is given to be deployed, which breaks apps running on {}: {}", root->id(),
-                                      root->name, running_text(broken)),
+                                      m_names[n].name, running_text(broken)),
                           fmt::format("submit versions of {} that accept {} together with it, or delete them first",
                                       join_limited(dependents), root->version.to_string())});
       }
@@ -494,7 +606,7 @@ class Resolver {
     for (const Req& r : m_reqs[n]) {
       if (r.dep->range.satisfies(root->version)) continue;
       errors.push_back({where(r), dep_path(r, "version"),
-                        fmt::format("{}: {} requires {}, but {} is given to be deployed", root->name,
+                        fmt::format("{}: {} requires {}, but {} is given to be deployed", m_names[n].name,
                                     id_of(r.requirer), r.dep->range.text(), root->id()),
                         fmt::format("deploy a version of {} satisfying {}, or change the range", root->name,
                                     r.dep->range.text())});
@@ -506,7 +618,7 @@ class Resolver {
     Choice c = m_choice[n];
     if (const AppSpec* spec = spec_of(n, c)) return spec->outputs;
     const RunningCandidate& rc = m_names[n].running[c.index];
-    if (const AppSpec* spec = m_repo.find(m_names[n].name, rc.version)) return spec->outputs;
+    if (const AppSpec* spec = m_repo.find(m_names[n].app, rc.version)) return spec->outputs;
     std::vector<std::string> out;
     if (rc.app->outputs.is_object())
       for (const auto& [key, value] : rc.app->outputs.items()) out.push_back(key);
@@ -524,7 +636,7 @@ class Resolver {
         std::string hint;
         if (auto close = did_you_mean(want, declared)) hint = fmt::format("did you mean '{}'? ", *close);
         hint += fmt::format("import one of the declared outputs, or add '{}' to outputs: in {}'s app.yaml", want,
-                            m_names[n].name);
+                            m_names[n].app);
         errors.push_back({where(r), dep_path(r, fmt::format("import[{}]", i)),
                           fmt::format("{} imports '{}' from {}, which does not declare it; {} {}", id_of(r.requirer),
                                       want, id_of(n), id_of(n), has),
@@ -541,6 +653,7 @@ class Resolver {
     plan.tenant = m_tenant;
     for (int n : m_order) {
       const NameInfo& info = m_names[n];
+      if (check_release_app(n, errors)) continue;
       if (info.root) {
         check_root_ranges(n, errors);
       } else if (m_choice[n].kind == Kind::None) {
@@ -553,6 +666,7 @@ class Resolver {
       Choice c = m_choice[n];
       PlanNode node;
       node.name = info.name;
+      node.app = info.app;
       node.version = version_of(n, c);
       node.root = c.kind == Kind::Root;
       if (c.kind == Kind::Running) {
@@ -580,8 +694,9 @@ class Resolver {
         for (size_t k = 0; k < node.spec->dependencies.size(); ++k) {
           if (!act.active[k]) continue;
           const Dependency& d = node.spec->dependencies[k];
-          if (int target = node_of[m_ids.find(d.name)->second]; target >= 0)
-            node.dependencies.push_back({d.alias, static_cast<size_t>(target)});
+          const Binding& b = bind(d);
+          if (int target = node_of[m_ids.find(b.release)->second]; target >= 0)
+            node.dependencies.push_back({d.alias, static_cast<size_t>(target), b.reason});
         }
         if (!act.errors.empty() && m_reported_conditions.insert(node.spec).second)
           errors.insert(errors.end(), act.errors.begin(), act.errors.end());
@@ -663,7 +778,7 @@ class Resolver {
           Location loc;
           std::string path;
           for (size_t i = 0; i < from.spec->dependencies.size(); ++i)
-            if (from.spec->dependencies[i].name == plan.nodes[w].name) {
+            if (from.spec->dependencies[i].name == plan.nodes[w].app) {
               loc = from.spec->dependencies[i].location;
               path = fmt::format("dependencies[{}]", i);
             }
@@ -713,8 +828,14 @@ class Resolver {
 
   const SpecRepository& m_repo;
   std::string m_tenant;
+  // Running releases by release name (one each), and by the app they run.
   std::unordered_map<std::string, std::vector<RunningCandidate>> m_running;
-  // Ranges running apps place on a name, by that name.
+  std::unordered_map<std::string, std::vector<RunningCandidate>> m_releases_of;
+  std::unordered_map<std::string, const RunningApp*> m_unparsed;  // Versions that do not parse.
+  // The roots' release ids by the app they run, in the order given.
+  std::unordered_map<std::string, std::vector<int>> m_root_releases;
+  std::map<const Dependency*, Binding> m_bindings;
+  // Ranges running apps place on a release, by its name.
   std::unordered_map<std::string, std::vector<RunningReq>> m_running_reqs;
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> m_ids;
   // Per name id.
@@ -728,6 +849,13 @@ class Resolver {
 }  // namespace
 
 Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
+                     const std::vector<RunningApp>& running, const std::string& tenant, const ConfigEvaluator& config) {
+  std::vector<RootSpec> named;
+  for (const AppSpec* r : roots) named.push_back({r, {}});
+  return Resolver(repo, running, tenant, config).run(named);
+}
+
+Result<Plan> resolve_releases(const std::vector<RootSpec>& roots, const SpecRepository& repo,
                      const std::vector<RunningApp>& running, const std::string& tenant, const ConfigEvaluator& config) {
   return Resolver(repo, running, tenant, config).run(roots);
 }

@@ -39,6 +39,9 @@ struct Requirement {
 struct PlanEdge {
   std::string alias;
   size_t node = 0;  // Index into Plan::nodes.
+  // Why the dependency binds to that release: "named by release:", "the release named
+  // after the app", "running hdfs-b (3.1.0) satisfies ^3", ...
+  std::string reason;
 };
 
 // A dependency of a deployed app left out because its `when:` does not hold.
@@ -50,7 +53,8 @@ struct SkippedDependency {
 };
 
 struct PlanNode {
-  std::string name;
+  std::string name;  // The release name (unique in the tenant).
+  std::string app;   // The app (app.yaml's name) the release runs.
   semver::Version version;
   Action action = Action::Deploy;
   const AppSpec* spec = nullptr;  // For Deploy: the spec to render. nullptr for Reuse.
@@ -65,6 +69,12 @@ struct PlanNode {
   std::vector<SkippedDependency> skipped;  // Conditional ones that do not apply.
 
   std::string id() const { return name + "@" + version.to_string(); }
+};
+
+// A spec given directly, and the release it is deployed as (empty: its own name).
+struct RootSpec {
+  const AppSpec* spec = nullptr;
+  std::string release;
 };
 
 struct Plan {
@@ -92,6 +102,14 @@ using ConfigEvaluator = std::function<Result<nlohmann::json>(const AppSpec& spec
 // conditions naming what is not a parameter. A dependency whose `when:` does not hold is
 // left out (PlanNode::skipped); without `config` every conditional dependency applies.
 Result<Plan> resolve(const std::vector<const AppSpec*>& roots, const SpecRepository& repo,
+                     const std::vector<RunningApp>& running, const std::string& tenant,
+                     const ConfigEvaluator& config = {});
+// The same with release names for the roots (`gaia submit --name`). Resolution is keyed
+// by release: each release has one version, and a dependency binds to the release its
+// `release:` names, else to the release of its app given in the same submission, else
+// to a running release of its app whose version satisfies its range (the one named
+// after the app first), else to the release named after the app (docs/spec.md section 8, Releases).
+Result<Plan> resolve_releases(const std::vector<RootSpec>& roots, const SpecRepository& repo,
                      const std::vector<RunningApp>& running, const std::string& tenant,
                      const ConfigEvaluator& config = {});
 

@@ -36,7 +36,7 @@ TEST_CASE("main receives the app object", "[renderer]") {
   auto raw = render::evaluate(req);
   REQUIRE(raw.has_value());
   CHECK(raw->main["outputs"]["who"] ==
-        json{{"name", "demo"}, {"version", "1.2.3"}, {"tenant", "team-a"}, {"scale", json::object()}});
+        json{{"name", "demo"}, {"app", "demo"}, {"version", "1.2.3"}, {"tenant", "team-a"}, {"scale", json::object()}});
 }
 
 TEST_CASE("the counts gaia scale set reach main as app.scale and gaia.replicas", "[renderer][scale]") {

@@ -47,14 +47,26 @@ AppSpec app(const std::string& name, const std::string& version, const std::vect
 
 RunningApp running(const std::string& name, const std::string& version, nlohmann::json outputs = nlohmann::json::object(),
                    const std::string& tenant = "default") {
-  return RunningApp{tenant, name, version, std::move(outputs), true};
+  RunningApp r;
+  r.tenant = tenant;
+  r.name = name;
+  r.version = version;
+  r.outputs = std::move(outputs);
+  return r;
 }
 
-// A running app that was deployed with `requires` (dependency name -> range).
-RunningApp running_on(const std::string& name, const std::string& version, std::vector<RunningRequirement> ranges,
+// A running app that was deployed with `requires` (dependency name -> range), each bound
+// to the release named after the dependency.
+RunningApp running_on(const std::string& name, const std::string& version,
+                      const std::vector<std::pair<std::string, std::string>>& ranges,
                       const std::string& tenant = "default") {
-  RunningApp r{tenant, name, version, nlohmann::json::object(), true};
-  r.dependency_ranges = std::move(ranges);
+  RunningApp r = running(name, version, nlohmann::json::object(), tenant);
+  for (const auto& [dep, range] : ranges) {
+    RunningRequirement q;
+    q.name = dep;
+    q.range = range;
+    r.dependency_ranges.push_back(q);
+  }
   return r;
 }
 
@@ -167,8 +179,8 @@ TEST_CASE("incompatible ranges name both requirers", "[resolve]") {
   CHECK(errors_text(plan) ==
         "kafka/app.yaml:4:5: error: dependencies[0].version: zookeeper: hbase@2.5.0 requires >=3.8, kafka@3.6.0 "
         "requires <3.7; no version satisfies both; available: 3.6.4, 3.8.1\n"
-        "  hint: a tenant runs one version of each app: loosen one of the ranges, or deploy the two apps in "
-        "different tenants\n");
+        "  hint: a release runs one version: loosen one of the ranges, or bind one of the two to a release of its "
+        "own (release: in app.yaml)\n");
 }
 
 TEST_CASE("a root given directly must satisfy the ranges placed on it", "[resolve]") {
@@ -275,7 +287,7 @@ TEST_CASE("several roots share their dependencies", "[resolve]") {
   AppSpec hdfs2 = app("hdfs", "3.4.0");
   auto twice = resolve({&hdfs, &hdfs2}, repo, {}, "default");
   REQUIRE_FALSE(twice.has_value());
-  CHECK(twice.error()[0].message.find("two versions of hdfs are given: 3.3.4") != std::string::npos);
+  CHECK(twice.error()[0].message.find("two versions of hdfs are given for release 'hdfs': 3.3.4") != std::string::npos);
 }
 
 TEST_CASE("broken repository entries matter only when resolution touches them", "[resolve]") {
@@ -416,7 +428,7 @@ TEST_CASE("plans print as a tree, Graphviz and JSON", "[resolve]") {
   CHECK(j["nodes"][2]["action"] == "reuse");
   CHECK(j["nodes"][2]["dir"].is_null());
   CHECK(j["nodes"][2]["requirers"].size() == 2);
-  CHECK(j["nodes"][1]["dependencies"][0] == nlohmann::json({{"alias", "zk"}, {"app", "zookeeper@3.6.4"}}));
+  CHECK(j["nodes"][1]["dependencies"][0] == nlohmann::json({{"alias", "zk"}, {"app", "zookeeper@3.6.4"}, {"release", "zookeeper"}, {"bound", "running 3.6.4 satisfies >=3.6"}}));
 }
 
 TEST_CASE("choices that flip each other settle on a consistent plan", "[resolve]") {
