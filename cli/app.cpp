@@ -46,6 +46,7 @@ void build_app(CLI::App& app, Globals& g, int& code) {
   register_plan(app, g, &code);
   register_submit(app, g, &code);
   register_delete(app, g, &code);
+  register_export(app, g, &code);
   register_status(app, g, &code);
   register_endpoints(app, g, &code);
   register_apply(app, g, &code);

@@ -46,7 +46,7 @@ Result<ContextView> context_view(const Globals& g) {
   auto session = open_session(g);
   if (!session) return fail(session.error());
   ContextView out;
-  out.running = (*session)->state->list(g.tenant);
+  out.running = (*session)->state->list_all();
   auto centers = StoreConfigSource::load(*(*session)->store);
   if (!centers) return fail(centers.error());
   out.centers = std::move(*centers);
@@ -114,7 +114,7 @@ int run_deps(const Globals& g, const DepsArgs& a) {
   if (!a.flags.running_file.empty()) {
     auto running = ops::load_running(a.flags.running_file);
     if (!running) return report(g, running.error());
-    running_apps = running->list(g.tenant);
+    running_apps = running->list_all();
   }
   // Conditional dependencies are decided as plan and submit decide them: on the config
   // with --set/--values over the roots and the store's centers.

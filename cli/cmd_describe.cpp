@@ -263,9 +263,14 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
   std::vector<const AppRecord*> deps_found;
   std::vector<const AppRecord*> dependents;
   for (const auto& d : a->dependencies) deps_found.push_back(state.find_app(a->tenant, d));
-  for (const auto& [id, x] : state.apps)
-    if (x.tenant == a->tenant && std::find(x.dependencies.begin(), x.dependencies.end(), a->name) != x.dependencies.end())
-      dependents.push_back(&x);
+  // Its dependents here, and those of other tenants bound to it as the release it
+  // exports them (shown as TENANT/NAME).
+  const std::string ref = a->tenant + "/" + a->name;
+  for (const auto& [id, x] : state.apps) {
+    const std::string& wanted = x.tenant == a->tenant ? a->name : ref;
+    if (std::find(x.dependencies.begin(), x.dependencies.end(), wanted) != x.dependencies.end()) dependents.push_back(&x);
+  }
+  auto dependent_name = [&](const AppRecord* x) { return x->tenant == a->tenant ? x->name : x->tenant + "/" + x->name; };
   json outputs = values.mask_json(a->workload.outputs);
   // Provenance: each config-center and label value the render used, the revision it
   // read, and whether the center holds a different value now (then a config or label
@@ -304,7 +309,8 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
       deps.push_back({{"name", a->dependencies[k]}, {"deployed", x != nullptr}, {"version", x ? x->version : ""},
                       {"status", x ? x->status : ""}});
     }
-    for (const AppRecord* x : dependents) users.push_back({{"name", x->name}, {"version", x->version}, {"status", x->status}});
+    for (const AppRecord* x : dependents)
+      users.push_back({{"name", dependent_name(x)}, {"version", x->version}, {"status", x->status}});
     for (const auto& r : a->workload.roles) {
       auto scaled = scale_of(r);
       roles.push_back({{"name", r.name}, {"kind", r.kind}, {"replicas", desired_replicas(*a, r)},
@@ -339,6 +345,7 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
               {"op", a->op},
               {"dependencies", deps},
               {"dependents", users},
+              {"exports", a->exports},
               {"roles", roles},
               {"scale", a->scale},
               {"outputs", outputs},
@@ -370,9 +377,11 @@ int describe_app(const Globals& g, Session& session, const ClusterState& state, 
     const std::string& d = a->dependencies[k];
     dep_lines.push_back(x ? fmt::format("{} {} ({})", d, x->version, x->status) : d + " (not deployed)");
   }
-  for (const AppRecord* x : dependents) dependent_lines.push_back(fmt::format("{} {} ({})", x->name, x->version, x->status));
+  for (const AppRecord* x : dependents)
+    dependent_lines.push_back(fmt::format("{} {} ({})", dependent_name(x), x->version, x->status));
   field_lines("Dependencies", dep_lines);
   field_lines("Dependents", dependent_lines);
+  if (!a->exports.empty()) field("Exported to", fmt::format("{}", fmt::join(a->exports, ", ")));
   Table roles({"ROLE", "KIND", "REPLICAS", "CPU", "MEMORY", "GPU", "DISK", "PRIORITY", "IMAGE"});
   std::vector<std::string> overrides, order;
   // A Burstable role shows REQUEST/LIMIT where the two differ.

@@ -37,7 +37,7 @@ int run_render(const Globals& g, const RenderArgs& a) {
   // Conditions of dependencies are decided on the config the inputs give; spec errors
   // are still reported first.
   auto options = inputs ? ops::chain_options(*inputs, g.tenant) : render::ChainOptions{};
-  auto plan = spec::resolve({&*root}, *repo, running->list(g.tenant), g.tenant,
+  auto plan = spec::resolve({&*root}, *repo, running->list_all(), g.tenant,
                             inputs ? ops::config_evaluator(options) : spec::ConfigEvaluator{});
   if (!plan) return report(g, plan.error());
   if (!inputs) return report(g, inputs.error());

@@ -33,7 +33,7 @@ SpecResult validate_one(const Globals& g, const std::filesystem::path& dir, cons
     return r;
   }
   r.app = root->id();
-  auto plan = spec::resolve({&*root}, repo, running.list(g.tenant), g.tenant, ops::config_evaluator(options));
+  auto plan = spec::resolve({&*root}, repo, running.list_all(), g.tenant, ops::config_evaluator(options));
   if (!plan) {
     r.errors = plan.error();
     return r;

@@ -102,6 +102,7 @@ void register_describe(CLI::App& app, Globals& g, int* code);
 void register_plan(CLI::App& app, Globals& g, int* code);
 void register_submit(CLI::App& app, Globals& g, int* code);
 void register_delete(CLI::App& app, Globals& g, int* code);
+void register_export(CLI::App& app, Globals& g, int* code);
 void register_status(CLI::App& app, Globals& g, int* code);
 void register_endpoints(CLI::App& app, Globals& g, int* code);
 void register_apply(CLI::App& app, Globals& g, int* code);

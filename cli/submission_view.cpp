@@ -105,6 +105,7 @@ nlohmann::json outcome_json(const ops::Submission& s, const SubmitOutcome& out, 
                           {"alias", e.alias},
                           {"dependency", s.plan.nodes[e.node].app},
                           {"release", s.plan.nodes[e.node].name},
+                          {"tenant", s.plan.nodes[e.node].tenant.empty() ? s.tenant : s.plan.nodes[e.node].tenant},
                           {"bound", e.reason}});
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& n : s.plan.nodes)
@@ -150,9 +151,12 @@ std::string format_outcome(const Globals& g, const ops::Submission& s, const Sub
   for (const auto& n : s.plan.nodes)
     for (const auto& e : n.dependencies) {
       const auto& to = s.plan.nodes[e.node];
-      if (to.name == to.app && !e.reason.starts_with("named by")) continue;
+      if (to.name == to.app && to.tenant.empty() && !e.reason.starts_with("named by") &&
+          e.reason.find("was bound to") == std::string::npos)
+        continue;
       std::string as = e.alias == spec::default_alias(to.app) ? "" : " as " + e.alias;
-      bound.push_back(fmt::format("  {} -> {}{}: release {} ({})\n", n.name, to.app, as, to.name, e.reason));
+      std::string release = to.tenant.empty() ? to.name : fmt::format("{} of tenant {}", to.name, to.tenant);
+      bound.push_back(fmt::format("  {} -> {}{}: release {} ({})\n", n.name, to.app, as, release, e.reason));
     }
   if (!bound.empty()) {
     heading("dependencies bound to releases:");

@@ -21,6 +21,7 @@ _gaia_subs() {
         'plan' 'Show what submitting the specs would do, without writing anything' \
         'submit' 'Deploy app specs (and the chain they depend on) on the cluster' \
         'delete' 'Delete an app and its instances (refuses while other apps depend on it)' \
+        'export' 'Let apps of other tenants bind to a release, or take that back' \
         'status' 'Summary of the current context'\''s cluster: nodes, apps, allocation, events' \
         'endpoints' 'List the names an app'\''s instances are registered under, with addresses and ports' \
         'apply' 'Converge the cluster to a folder of specs (deploy, update, --prune)' \
@@ -662,6 +663,23 @@ _gaia_opts() {
         '--tenant' 'names tenants' 'Tenant of the app (default: the global --tenant)' \
         '--cascade' 'flag' 'Also delete the apps that depend on it, dependents first' \
         '--dry-run' 'flag' 'Show what would be deleted (and placed on the freed capacity); write nothing' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'export')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--tenant' 'names tenants' 'Tenant of the release (default: the global --tenant)' \
+        '--to' 'names tenants' 'Tenant that may bind to it ('\''*'\'': every tenant); repeatable' \
+        '--revoke' 'names tenants' 'Tenant to take it back from; repeatable' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \

@@ -23,6 +23,18 @@ std::vector<std::string> direct_dependents(const ClusterState& state, const std:
   return out;
 }
 
+// Apps of other tenants bound to the release (one it exports), as TENANT/NAME: a delete
+// never takes them along, whatever --cascade says, as nobody named them.
+std::vector<std::string> foreign_dependents(const ClusterState& state, const std::string& tenant,
+                                            const std::string& name) {
+  std::vector<std::string> out;
+  std::string ref = tenant + "/" + name;
+  for (const auto& [id, a] : state.apps)
+    if (a.tenant != tenant && std::find(a.dependencies.begin(), a.dependencies.end(), ref) != a.dependencies.end())
+      out.push_back(id);
+  return out;
+}
+
 // Edit distance, for "did you mean" hints.
 size_t distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -73,6 +85,20 @@ Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& 
     return fail(Diagnostic{{}, "", fmt::format("no app named '{}' in tenant '{}'", name, tenant), hint});
   }
   auto dependents = app_dependents(state, tenant, name);
+  // Apps of other tenants bound to it or to one of its dependents here (releases this
+  // tenant exports): never deleted from here, so the delete is refused.
+  std::vector<std::string> foreign;
+  for (const auto& app : dependents) {
+    auto more = foreign_dependents(state, tenant, app);
+    foreign.insert(foreign.end(), more.begin(), more.end());
+  }
+  if (auto more = foreign_dependents(state, tenant, name); !more.empty()) foreign.insert(foreign.begin(), more.begin(), more.end());
+  if (!foreign.empty())
+    return fail(Diagnostic{{}, "",
+                           fmt::format("cannot delete {}: apps of other tenants depend on {}: {}", name,
+                                       dependents.empty() ? "it" : "it or its dependents", fmt::join(foreign, ", ")),
+                           "they are bound to a release this tenant exports; delete them in their tenant first "
+                           "(gaia delete APP --tenant T); --cascade never reaches into another tenant"});
   if (!dependents.empty() && !cascade)
     return fail(Diagnostic{{}, "",
                            fmt::format("cannot delete {}: {} depend{} on it", name, fmt::join(dependents, ", "),

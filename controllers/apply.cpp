@@ -102,14 +102,19 @@ std::vector<std::string> instance_keys(const ClusterState& s, const std::string&
   return out;
 }
 
-// Apps of the tenant (other than in `gone`) that list `name` as a dependency.
+// Apps of the tenant (other than in `gone`) that list `name` as a dependency, and apps of
+// other tenants bound to it (as TENANT/NAME; a prune never takes those along).
 std::vector<std::string> users_of(const ClusterState& s, const std::string& tenant, const std::string& name,
                                   const std::set<std::string>& gone) {
   std::vector<std::string> out;
-  for (const auto& [id, a] : s.apps)
+  std::string ref = tenant + "/" + name;
+  for (const auto& [id, a] : s.apps) {
     if (a.tenant == tenant && !gone.count(a.name) &&
         std::find(a.dependencies.begin(), a.dependencies.end(), name) != a.dependencies.end())
       out.push_back(a.name);
+    if (a.tenant != tenant && std::find(a.dependencies.begin(), a.dependencies.end(), ref) != a.dependencies.end())
+      out.push_back(id);
+  }
   return out;
 }
 
@@ -223,10 +228,18 @@ ApplyPlan plan_apply(const ClusterState& state, const ApplyRequest& req) {
   std::vector<std::string> set_secrets;
   for (const auto& [name, keys] : req.secrets) {
     std::vector<const json*> documents;
+    // Secret keys are named after the app (`web.session_secret`), whatever its release.
+    std::string app_name = name;
     for (const auto& a : apps)
-      if (a.record.name == name) documents.push_back(&a.record.document);
-    if (const AppRecord* existing = state.find_app(req.tenant, name)) documents.push_back(&existing->document);
-    auto values = secret_values(name, keys, documents);
+      if (a.record.name == name) {
+        documents.push_back(&a.record.document);
+        app_name = a.record.app_name();
+      }
+    if (const AppRecord* existing = state.find_app(req.tenant, name)) {
+      documents.push_back(&existing->document);
+      app_name = existing->app_name();
+    }
+    auto values = secret_values(app_name, keys, documents);
     set_secrets.insert(set_secrets.end(), values.begin(), values.end());
   }
   std::sort(set_secrets.begin(), set_secrets.end());

@@ -18,6 +18,21 @@ namespace {
 
 std::string app_id(const std::string& tenant, const std::string& app) { return tenant + "/" + app; }
 
+std::string env_name(std::string_view text);
+
+// The <APP> of GAIA_DEP_<APP>_*: the app the dependency runs, whatever release it is bound
+// to (a program reads GAIA_DEP_KV_*, wherever kv runs), or its alias where the app
+// depends on two releases of one app.
+std::string dependency_env_name(const AppRecord& a, const std::string& dependency) {
+  const RunningRequirement* bound = nullptr;
+  for (const auto& r : a.dependency_ranges)
+    if (r.target() == dependency) bound = &r;
+  if (!bound) return env_name(dependency);  // Recorded before releases: the app's name.
+  for (const auto& r : a.dependency_ranges)
+    if (&r != bound && r.name == bound->name && !bound->alias.empty()) return env_name(bound->alias);
+  return env_name(bound->name);
+}
+
 // "GAIA_OUTPUT_ZOOKEEPER_QUORUM": upper case, anything but letters and digits as '_'.
 std::string env_name(std::string_view text) {
   std::string out;
@@ -265,7 +280,7 @@ std::string StartGates::reason(const Instance& i) const {
   std::vector<std::string> waiting;
   if (const AppRecord* a = m_state.find_app(i.tenant, i.app))
     for (const auto& d : a->dependencies)
-      if (!m_ready_apps.count(app_id(i.tenant, d))) waiting.push_back(d);
+      if (!m_ready_apps.count(dependency_id(i.tenant, d))) waiting.push_back(d);
   if (!waiting.empty()) return fmt::format("waiting for dependency {} to be ready", fmt::join(waiting, ", "));
   if (const Role* r = role_of(m_state, i))
     for (const auto& before : r->after)
@@ -375,7 +390,7 @@ std::map<std::string, std::string> instance_env(const ClusterState& state, const
     for (const auto& d : a->dependencies)
       if (const AppRecord* dep = state.find_app(i.tenant, d); dep && dep->workload.outputs.is_object())
         for (const auto& [k, v] : dep->workload.outputs.items())
-          env["GAIA_DEP_" + env_name(d) + "_" + env_name(k)] = v.is_string() ? v.get<std::string>() : v.dump();
+          env["GAIA_DEP_" + dependency_env_name(*a, d) + "_" + env_name(k)] = v.is_string() ? v.get<std::string>() : v.dump();
   // Where the dependencies serve now: GAIA_DEP_<APP>_<ROLE>_<PORT> = "address:port" of
   // every serving instance (comma-separated, by ordinal). Outputs are rendered before
   // anything is placed, so they carry names; a process on a machine without gaia's DNS
@@ -383,13 +398,20 @@ std::map<std::string, std::string> instance_env(const ClusterState& state, const
   // list is complete when it starts.
   if (const AppRecord* a = state.find_app(i.tenant, i.app)) {
     std::map<std::string, std::vector<std::pair<int, std::string>>> endpoints;
-    for (const auto& d : a->dependencies)
+    for (const auto& d : a->dependencies) {
+      // TENANT/NAME: the release may be another tenant's.
+      std::string id = dependency_id(i.tenant, d);
+      auto of_dependency = [&](const Instance& x) {
+        return id.size() == x.tenant.size() + 1 + x.app.size() && id.starts_with(x.tenant) &&
+               id[x.tenant.size()] == '/' && id.ends_with(x.app);
+      };
       for (const auto& x : state.snapshot.instances) {
-        if (x.tenant != i.tenant || x.app != d || !serving(x) || x.address.empty()) continue;
+        if (!of_dependency(x) || !serving(x) || x.address.empty()) continue;
         for (const auto& [port_name, port] : x.ports)
-          endpoints["GAIA_DEP_" + env_name(d) + "_" + env_name(x.role) + "_" + env_name(port_name)].emplace_back(
+          endpoints["GAIA_DEP_" + dependency_env_name(*a, d) + "_" + env_name(x.role) + "_" + env_name(port_name)].emplace_back(
               x.ordinal, fmt::format("{}:{}", x.address, port));
       }
+    }
     for (auto& [name, list] : endpoints) {
       std::sort(list.begin(), list.end());
       std::vector<std::string> parts;

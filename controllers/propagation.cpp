@@ -67,7 +67,7 @@ std::vector<ChangedKey> stale_keys(const ClusterState& state,
 std::vector<std::string> propagation_order(const ClusterState& state, const std::vector<std::string>& seeds) {
   std::map<std::string, std::vector<std::string>> dependents;  // id -> ids depending on it
   for (const auto& [id, app] : state.apps)
-    for (const auto& d : app.dependencies) dependents[app.tenant + "/" + d].push_back(id);
+    for (const auto& d : app.dependencies) dependents[dependency_id(app.tenant, d)].push_back(id);
   std::set<std::string> closure;
   std::vector<std::string> todo;
   for (const auto& s : seeds)
@@ -84,7 +84,7 @@ std::vector<std::string> propagation_order(const ClusterState& state, const std:
     const AppRecord& app = state.apps.at(id);
     int n = 0;
     for (const auto& d : app.dependencies)
-      if (closure.count(app.tenant + "/" + d)) ++n;
+      if (closure.count(dependency_id(app.tenant, d))) ++n;
     waiting[id] = n;
   }
   std::set<std::string> ready;

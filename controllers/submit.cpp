@@ -691,6 +691,8 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     }
     rec.status = "Progressing";
     rec.created = existing ? existing->created : "";
+    // What `gaia export` granted stays: a resubmit must not cut off other tenants.
+    if (existing) rec.exports = existing->exports;
     std::string previous_version = existing ? existing->version : "";
     w.state.apps[id] = rec;
     for (const auto& role : rec.workload.roles) w.state.snapshot.roles[id + "/" + role.name] = role;

@@ -15,6 +15,7 @@ struct RunningRequirement {
   std::string range;
   // The release of `name` it is bound to (docs/spec.md section 8, Releases); empty in apps
   // recorded before releases, which were bound to the release named `name`.
+  // A release of another tenant is "TENANT/NAME" (an exported release).
   std::string release;
   std::string alias;  // Its deps.* alias; empty in apps recorded before releases.
   const std::string& target() const { return release.empty() ? name : release; }
@@ -34,12 +35,23 @@ struct RunningApp {
   // The app (app.yaml's name) the release runs; empty when it is `name` itself.
   std::string app;
   const std::string& app_name() const { return app.empty() ? name : app; }
+  // The tenants whose apps may bind to this release ("*": every tenant); see
+  // `gaia export`. Empty: only its own tenant's.
+  std::vector<std::string> exports;
+  bool exported_to(const std::string& tenant) const {
+    for (const auto& t : exports)
+      if (t == "*" || t == tenant) return true;
+    return false;
+  }
 };
 
 class RunningApps {
  public:
   virtual ~RunningApps() = default;
   virtual std::vector<RunningApp> list(const std::string& tenant) const = 0;
+  // Every tenant's apps: releases other tenants export to a tenant, and the apps of
+  // other tenants bound to a tenant's releases, take part in its resolution.
+  virtual std::vector<RunningApp> list_all() const = 0;
 };
 
 class InMemoryRunningApps final : public RunningApps {
@@ -51,6 +63,7 @@ class InMemoryRunningApps final : public RunningApps {
       if (a.tenant == tenant) out.push_back(a);
     return out;
   }
+  std::vector<RunningApp> list_all() const override { return m_apps; }
 
  private:
   std::vector<RunningApp> m_apps;

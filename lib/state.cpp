@@ -42,6 +42,7 @@ void to_json(nlohmann::json& j, const AppRecord& a) {
   if (!a.render_inputs.empty()) j["render_inputs"] = a.render_inputs;
   if (!a.bundle.empty()) j["bundle"] = a.bundle;
   if (!a.app.empty() && a.app != a.name) j["app"] = a.app;
+  if (!a.exports.empty()) j["exports"] = a.exports;
   if (!a.dependency_ranges.empty()) {
     auto& r = j["requires"] = nlohmann::json::array();
     for (const auto& q : a.dependency_ranges) {
@@ -72,6 +73,7 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
   a.render_inputs = j.value("render_inputs", d.render_inputs);
   a.bundle = j.value("bundle", d.bundle);
   a.app = j.value("app", d.app);
+  a.exports = j.value("exports", d.exports);
   a.dependency_ranges.clear();
   if (auto it = j.find("requires"); it != j.end() && it->is_array())
     for (const auto& q : *it)
@@ -83,7 +85,7 @@ RunningApp running_app_of(const AppRecord& a) {
   // Degraded apps serve their dependents (controllers/app_health.hpp): one stuck
   // instance does not make an app unusable.
   bool usable = a.status == "Ready" || a.status == "Degraded";
-  return RunningApp{a.tenant, a.name, a.version, a.workload.outputs, usable, a.dependency_ranges, a.app};
+  return RunningApp{a.tenant, a.name, a.version, a.workload.outputs, usable, a.dependency_ranges, a.app, a.exports};
 }
 
 void to_json(nlohmann::json& j, const AppStatus& s) {
@@ -123,8 +125,13 @@ void from_json(const nlohmann::json& j, TimelineEvent& e) {
   e.node = j.value("node", "");
 }
 
+std::string dependency_id(const std::string& tenant, const std::string& dependency) {
+  // Release names are DNS labels: a '/' can only separate a tenant.
+  return dependency.find('/') == std::string::npos ? tenant + "/" + dependency : dependency;
+}
+
 const AppRecord* ClusterState::find_app(const std::string& tenant, const std::string& name) const {
-  auto it = apps.find(tenant + "/" + name);
+  auto it = apps.find(dependency_id(tenant, name));
   return it == apps.end() ? nullptr : &it->second;
 }
 
@@ -551,13 +558,17 @@ Result<int64_t> State::last_seq() {
   return *kv ? std::stoll((*kv)->value) : 0;
 }
 
-std::vector<RunningApp> State::list(const std::string& tenant) const {
+std::vector<RunningApp> State::list(const std::string& tenant) const { return list_prefix(tenant + "/"); }
+
+std::vector<RunningApp> State::list_all() const { return list_prefix(""); }
+
+std::vector<RunningApp> State::list_prefix(const std::string& tenant_prefix) const {
   std::vector<RunningApp> out;
   // The records and their statuses at one revision, so an app is never paired with
   // another moment's status.
-  auto kvs = m_store.read(RangeRequest::prefix(keys::app(tenant, "")));
+  auto kvs = m_store.read(RangeRequest::prefix("apps/" + tenant_prefix));
   if (!kvs) return out;
-  auto statuses = m_store.read(RangeRequest::prefix(keys::app_status(tenant, ""), kvs->revision));
+  auto statuses = m_store.read(RangeRequest::prefix("status/apps/" + tenant_prefix, kvs->revision));
   std::map<std::string, std::string> status_of;
   if (statuses) {
     for (const auto& kv : statuses->kvs) {

@@ -33,7 +33,9 @@ struct AppRecord {
   std::string status = "Deploying";       // Deploying | Ready | Pending
   Workload workload;                       // Typed roles, outputs, config reads.
   nlohmann::json document;                 // The gaia/v1 document, for display.
-  std::vector<std::string> dependencies;   // Releases (same tenant) this app imports from.
+  // Releases this app imports from: NAME in its tenant, or TENANT/NAME, a release another
+  // tenant exports to it (dependency_id below).
+  std::vector<std::string> dependencies;
   // The range it places on each dependency, as written in its app.yaml: while it runs,
   // no submit may move a dependency to a version outside it (spec/resolve.hpp).
   std::vector<RunningRequirement> dependency_ranges;
@@ -53,7 +55,14 @@ struct AppRecord {
   nlohmann::json render_inputs = nlohmann::json::object();
   std::string op;                          // Operation that last changed it.
   std::string created, updated;            // RFC 3339 UTC.
+  // Tenants whose apps may bind to this release ("*": all), set by `gaia export`; kept
+  // by submits and applies of the release.
+  std::vector<std::string> exports;
 };
+
+// The "tenant/name" id of a dependency as an app of `tenant` records it: NAME is a
+// release of the same tenant, TENANT/NAME one another tenant exports.
+std::string dependency_id(const std::string& tenant, const std::string& dependency);
 
 void to_json(nlohmann::json& j, const AppRecord& a);
 void from_json(const nlohmann::json& j, AppRecord& a);
@@ -106,6 +115,8 @@ struct ClusterState {
   std::map<std::string, nlohmann::json> settings;
   std::map<std::string, Heartbeat> heartbeats;  // Node -> its agent's last beat.
 
+  // `name` may also be a dependency of another tenant's release, "TENANT/NAME": the app
+  // of that tenant (dependency_id).
   const AppRecord* find_app(const std::string& tenant, const std::string& name) const;
   Instance* find_instance(const std::string& key);
   const Instance* find_instance(const std::string& key) const;
@@ -183,6 +194,9 @@ class State final : public RunningApps {
 
   // RunningApps: apps of the tenant as the resolver sees them (ready = status Ready).
   std::vector<RunningApp> list(const std::string& tenant) const override;
+  std::vector<RunningApp> list_all() const override;
+  // The apps under apps/<tenant_prefix> ("default/" for one tenant, "" for all).
+  std::vector<RunningApp> list_prefix(const std::string& tenant_prefix) const;
 
   std::string now_rfc3339() const;
   Store& store() { return m_store; }

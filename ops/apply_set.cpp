@@ -35,9 +35,10 @@ Result<std::string> apply_source(const SetRequest& request) {
 }
 
 InMemoryRunningApps running_apps(const ClusterState& state, const std::string& tenant) {
+  // Every tenant's: resolution binds releases other tenants export, and keeps the ranges
+  // other tenants' apps place on this tenant's releases; list(tenant) is this tenant's.
   InMemoryRunningApps out;
-  for (const auto& [id, a] : state.apps)
-    if (a.tenant == tenant) out.add(running_app_of(a));
+  for (const auto& [id, a] : state.apps) out.add(running_app_of(a));
   return out;
 }
 
@@ -96,9 +97,8 @@ InMemoryRunningApps running_apps_releasing(const ClusterState& state, const std:
                                            const std::set<std::string>& released) {
   InMemoryRunningApps out;
   for (const auto& [id, a] : state.apps) {
-    if (a.tenant != tenant) continue;
     RunningApp r = running_app_of(a);
-    if (released.count(a.name)) {
+    if (a.tenant == tenant && released.count(a.name)) {
       // Kept non-empty on purpose: an app without ranges has them read from the
       // repository (records older than ranges), which would bring them back.
       r.dependency_ranges.clear();

@@ -126,6 +126,22 @@ Result<InMemoryRunningApps> load_running(const std::string& file) {
     app.tenant = item.value("tenant", std::string("default"));
     if (item.contains("outputs")) app.outputs = item["outputs"];
     app.ready = item.value("ready", true);
+    // A release named otherwise than its app says which app it runs, and which tenants
+    // it is exported to.
+    if (auto it = item.find("app"); it != item.end()) {
+      if (!it->is_string()) {
+        errors.push_back({{file}, path + ".app", "expected the app the release runs (a string)", "app: hdfs"});
+        continue;
+      }
+      if (it->get<std::string>() != app.name) app.app = *it;
+    }
+    if (auto it = item.find("exports"); it != item.end()) {
+      if (!it->is_array() || std::any_of(it->begin(), it->end(), [](const nlohmann::json& t) { return !t.is_string(); })) {
+        errors.push_back({{file}, path + ".exports", "expected a list of tenant names", "exports: [analytics]"});
+        continue;
+      }
+      app.exports = it->get<std::vector<std::string>>();
+    }
     if (auto it = item.find("requires"); it != item.end()) {
       if (!it->is_object()) {
         errors.push_back({{file}, path + ".dependency_ranges", "expected an object of dependency name to range",

@@ -32,17 +32,19 @@ struct ActiveDeps {
   std::vector<std::string> added, removed;  // Against the record, with their conditions.
 };
 
-// Whether `from` reaches `to` through the stored dependencies of the tenant's apps.
+// Whether `from` (a dependency of an app of `tenant`, as recorded) reaches the app `to`
+// of `tenant` through the stored dependencies, across tenants too.
 bool reaches(const ClusterState& state, const std::string& tenant, const std::string& from, const std::string& to) {
   std::set<std::string> seen;
-  std::vector<std::string> stack{from};
+  std::vector<std::string> stack{dependency_id(tenant, from)};
+  const std::string goal = tenant + "/" + to;
   while (!stack.empty()) {
-    std::string name = stack.back();
+    std::string id = stack.back();
     stack.pop_back();
-    if (name == to) return true;
-    if (!seen.insert(name).second) continue;
-    if (const AppRecord* a = state.find_app(tenant, name))
-      for (const auto& d : a->dependencies) stack.push_back(d);
+    if (id == goal) return true;
+    if (!seen.insert(id).second) continue;
+    if (auto a = state.apps.find(id); a != state.apps.end())
+      for (const auto& d : a->second.dependencies) stack.push_back(dependency_id(a->second.tenant, d));
   }
   return false;
 }
@@ -51,6 +53,7 @@ bool reaches(const ClusterState& state, const std::string& tenant, const std::st
 // running release of its app in range (the one named after the app first, then by
 // name), else the release named after the app (which then is reported as not running).
 std::string running_binding(const ClusterState& state, const std::string& tenant, const spec::Dependency& d) {
+  if (!d.tenant.empty() && d.tenant != tenant) return d.tenant + "/" + (d.release.empty() ? d.name : d.release);
   if (!d.release.empty()) return d.release;
   auto in_range = [&](const AppRecord& a) {
     auto v = semver::parse_version(a.version);
@@ -106,12 +109,19 @@ Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord&
     if (bound) continue;
     const AppRecord* rec = state.find_app(app.tenant, target);
     if (rec && rec->app_name() != d.name) rec = nullptr;
+    // Another tenant's release binds only while that tenant exports it here.
+    if (rec && rec->tenant != app.tenant &&
+        std::none_of(rec->exports.begin(), rec->exports.end(),
+                     [&](const std::string& t) { return t == "*" || t == app.tenant; }))
+      rec = nullptr;
     std::optional<semver::Version> version;
     if (rec)
       if (auto v = semver::parse_version(rec->version)) version = *v;
     if (!rec || !version || !d.range.satisfies(*version)) {
       std::string runs = rec ? fmt::format("{} {} runs there, outside the range {}", shown, rec->version, d.range.text())
-                             : fmt::format("{} does not run there", shown);
+                             : target.find('/') != std::string::npos
+                                 ? fmt::format("{} does not run there or is not exported to tenant {}", target, app.tenant)
+                                 : fmt::format("{} does not run there", shown);
       errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
                                   fmt::format("with this change app {} ({}) depends on {}{}, and {}", app.name,
                                               app.tenant, d.name, cond, runs),
@@ -130,7 +140,7 @@ Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord&
                                   "leave the flag as it is, or change the dependencies of one of them"});
       continue;
     }
-    if (still_to_render.count(id_of(app.tenant, target))) {
+    if (still_to_render.count(dependency_id(app.tenant, target))) {
       errors.push_back(Diagnostic{d.when_location, fmt::format("dependencies[{}].when", k),
                                   fmt::format("with this change app {} ({}) depends on {}{}, which this change "
                                               "re-renders too, after {}",
@@ -207,7 +217,7 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
     if (report.direct) report.reads = d->second->reads;
     bool blocked = false, deps_changed = false;
     for (const auto& dep : app.dependencies) {
-      std::string dep_id = id_of(app.tenant, dep);
+      std::string dep_id = dependency_id(app.tenant, dep);
       blocked = blocked || failed.count(dep_id) > 0;
       deps_changed = deps_changed || changed_outputs.count(dep_id) > 0;
     }
@@ -249,10 +259,13 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
         if (std::find(app.dependencies.begin(), app.dependencies.end(), target) != app.dependencies.end())
           imports.push_back(ImportEdge{target, dep.imports});
       }
-      std::map<std::string, std::pair<json, json>> same_tenant;
-      for (const auto& [dep_id, change] : changed_outputs)
-        if (dep_id.starts_with(app.tenant + "/")) same_tenant[dep_id.substr(app.tenant.size() + 1)] = change;
-      report.imports = changed_imports(imports, same_tenant);
+      // The changes by the name the app records each dependency under (NAME, or
+      // TENANT/NAME for a release another tenant exports).
+      std::map<std::string, std::pair<json, json>> by_dependency;
+      for (const auto& dep : app.dependencies)
+        if (auto c = changed_outputs.find(dependency_id(app.tenant, dep)); c != changed_outputs.end())
+          by_dependency[dep] = c->second;
+      report.imports = changed_imports(imports, by_dependency);
       if (report.imports.empty()) {
         out.apps.push_back(std::move(report));
         continue;
@@ -272,7 +285,7 @@ Result<Propagation> propagate(const ClusterState& state, const StoreConfigSource
       if (!active->flags[k]) continue;
       const auto& dep = app_spec->dependencies[k];
       const std::string& target = active->targets[k];
-      std::string dep_id = id_of(app.tenant, target);
+      std::string dep_id = dependency_id(app.tenant, target);
       if (auto r = new_outputs.find(dep_id); r != new_outputs.end()) deps[dep.alias] = r->second;
       else if (const AppRecord* rec = state.find_app(app.tenant, target)) deps[dep.alias] = rec->workload.outputs;
     }

@@ -52,7 +52,8 @@ DeployedSecrets deployed_secrets(const ClusterState& state, const BundleReader& 
 }
 
 SecretValues app_secret_values(const AppRecord& app, const SecretKeys& keys) {
-  return secret_values_of(app.name, keys, {&app.document});
+  // Secret keys are named after the app (`web.session_secret`), whatever its release.
+  return secret_values_of(app.app_name(), keys, {&app.document});
 }
 
 }  // namespace gaia::ops

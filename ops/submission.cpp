@@ -59,11 +59,17 @@ Result<std::unique_ptr<Submission>> resolve_submission(const std::string& tenant
   s->repo = std::move(*repo);
   std::vector<spec::RootSpec> roots;
   for (const auto& r : s->roots) roots.push_back({&r, release});
-  auto plan = spec::resolve_releases(roots, s->repo, running.list(tenant), tenant, config);
+  // Every tenant's apps: releases other tenants export here, and other tenants' apps
+  // bound to this tenant's releases (whose ranges hold too).
+  auto plan = spec::resolve_releases(roots, s->repo, running.list_all(), tenant, config);
   if (!plan) return fail(plan.error());
   s->plan = std::move(*plan);
   return s;
 }
+
+// How a dependent records a release it binds to: NAME in its tenant, TENANT/NAME in
+// another (lib/state.hpp dependency_id).
+std::string ref_of(const spec::PlanNode& node) { return node.tenant.empty() ? node.name : node.tenant + "/" + node.name; }
 
 // What an app records of the inputs: the command's, with the repository roots
 // resolution used, and the overrides only for the roots the user named.
@@ -85,7 +91,7 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
   for (size_t i : s.plan.order) {
     const auto& node = s.plan.nodes[i];
     if (node.action == spec::Action::Reuse) {
-      s.reused.push_back({node.name, node.version.to_string(), node.ready});
+      s.reused.push_back({ref_of(node), node.version.to_string(), node.ready});
       continue;
     }
     auto it = chain->rendered.find(i);
@@ -97,13 +103,17 @@ Result<void> render_submission(Submission& s, const std::filesystem::path& cache
     a.record.version = node.version.to_string();
     a.record.workload = it->second.workload;
     a.record.document = it->second.document;
-    for (const auto& e : node.dependencies) a.record.dependencies.push_back(s.plan.nodes[e.node].name);
+    for (const auto& e : node.dependencies) a.record.dependencies.push_back(ref_of(s.plan.nodes[e.node]));
     // Only the dependencies that apply constrain others: a range on an app that a
     // condition left out must not hold back a submit of that app.
     if (node.spec)
       for (const auto& d : node.spec->dependencies)
         for (const auto& e : node.dependencies)
-            if (e.alias == d.alias) a.record.dependency_ranges.push_back({d.name, d.range.text(), s.plan.nodes[e.node].name, d.alias});
+            if (e.alias == d.alias)
+              // The release only when it is not the one named after the app, as stored.
+              a.record.dependency_ranges.push_back(
+                  {d.name, d.range.text(), ref_of(s.plan.nodes[e.node]) == d.name ? "" : ref_of(s.plan.nodes[e.node]),
+                   d.alias});
     a.record.spec_dir = node.spec ? node.spec->dir.string() : "";
     bool root = std::find(s.plan.roots.begin(), s.plan.roots.end(), i) != s.plan.roots.end();
     a.record.render_inputs = recorded_inputs(s.inputs, s.repo, root);

@@ -44,7 +44,10 @@ Result<ChainResult> render_chain(const spec::Plan& plan, const ChainOptions& opt
     // Only bindings to another release than the app's own name, so the renders of apps
     // without releases keep their cache keys.
     for (const auto& edge : node.dependencies)
-      if (plan.nodes[edge.node].name != plan.nodes[edge.node].app) req.dep_releases[edge.alias] = plan.nodes[edge.node].name;
+      if (const spec::PlanNode& to = plan.nodes[edge.node]; !to.tenant.empty())
+        req.dep_releases[edge.alias] = to.tenant + "/" + to.name;
+      else if (to.name != to.app)
+        req.dep_releases[edge.alias] = to.name;
     req.options = options.base;
     req.stats = &result.stats;
     if (roots.count(index)) req.options.overrides = options.root_overrides;

@@ -48,8 +48,8 @@ std::string join(const std::vector<std::string>& items) { return spec::join_limi
 class RoleValidator {
  public:
   RoleValidator(const spec::AppSpec& spec, const std::string& file, const std::string& role, Diagnostics& diags,
-                const std::map<std::string, std::string>& dep_releases)
-      : m_spec(spec), m_file(file), m_role(role), m_diags(diags), m_dep_releases(dep_releases) {}
+                const std::map<std::string, std::string>& dep_releases, const std::string& tenant)
+      : m_spec(spec), m_file(file), m_role(role), m_diags(diags), m_dep_releases(dep_releases), m_tenant(tenant) {}
 
   Role run(const json& v) {
     Role r;
@@ -654,6 +654,13 @@ class RoleValidator {
     // `near` means the instances of the release the dependency is bound to.
     auto bound = m_dep_releases.find(alias);
     std::string release = bound != m_dep_releases.end() ? bound->second : dep->release.empty() ? dep->name : dep->release;
+    if (release.find('/') != std::string::npos || (!dep->tenant.empty() && dep->tenant != m_tenant)) {
+      // The scheduler places near instances of the same tenant only.
+      error("near", fmt::format("'{}' is bound to a release of tenant {}: near works within a tenant", alias,
+                                dep->tenant.empty() ? release.substr(0, release.find('/')) : dep->tenant),
+            "drop near, or depend on a release of this tenant");
+      return;
+    }
     r.near = release + "/" + role;
   }
 
@@ -739,6 +746,7 @@ class RoleValidator {
   std::string m_role;
   Diagnostics& m_diags;
   const std::map<std::string, std::string>& m_dep_releases;
+  const std::string& m_tenant;
   std::vector<std::string> m_declared_ports;
 };
 
@@ -795,7 +803,7 @@ Result<Workload> validate_workload(const spec::AppSpec& spec, const std::string&
                   suggestion.empty() ? "role names are DNS labels: a-z, 0-9 and '-'"
                                      : fmt::format("role names are DNS labels: try '{}'", suggestion));
       }
-      RoleValidator validator(spec, file, it.key(), diags, dep_releases);
+      RoleValidator validator(spec, file, it.key(), diags, dep_releases, tenant);
       w.roles.push_back(validator.run(it.value()));
     }
   }

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kTopFields = {"name",         "version", "description", "priority",
                                              "dependencies", "outputs", "secrets"};
-const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import", "when", "release"};
+const std::vector<std::string> kDependencyFields = {"name", "version", "as", "import", "when", "release", "tenant"};
 
 // How a node is described in "expected X, found Y" messages.
 std::string describe(const YAML::Node& n) {
@@ -312,10 +312,11 @@ class Parser {
       bool ok = true;
       if (!dep->name.empty()) {
         // Two releases of one app are two dependencies; one release twice is a mistake.
-        std::string key = dep->release.empty() ? dep->name : dep->name + "/" + dep->release;
+        std::string key = dep->tenant + "/" + dep->name + "/" + dep->release;
         if (auto [pos, fresh] = names.emplace(key, i); !fresh) {
           std::string what = dep->release.empty() ? fmt::format("dependency '{}'", dep->name)
                                                   : fmt::format("dependency on release '{}' of {}", dep->release, dep->name);
+          if (!dep->tenant.empty()) what += fmt::format(" of tenant {}", dep->tenant);
           error(item_loc, path + ".name", fmt::format("{} is listed twice (also dependencies[{}])", what, pos->second),
                 "an app can depend on a release only once: merge the two entries, or name another release with "
                 "release:");
@@ -340,7 +341,7 @@ class Parser {
     if (!item.IsMap()) {
       std::string hint;
       if (item.IsScalar()) hint = fmt::format("write a map: - name: {}", item.Scalar());
-      error(item_loc, path, fmt::format("expected a map with 'name' (and optionally version, as, import, when, release), found {}",
+      error(item_loc, path, fmt::format("expected a map with 'name' (and optionally version, as, import, when, release, tenant), found {}",
                                         describe(item)),
             hint);
       return std::nullopt;
@@ -407,6 +408,15 @@ class Parser {
         }
         dep.release = *s;
         dep.release_location = value_loc;
+      } else if (key == "tenant") {
+        auto s = string_value(v, field_path, value_loc, "a string (the tenant that exports the release)");
+        if (!s) return;
+        if (std::string problem = dns_label_problem(*s); !problem.empty()) {
+          error(value_loc, field_path, fmt::format("'{}' is not a valid tenant name: {}", *s, problem), dns_hint(*s));
+          return;
+        }
+        dep.tenant = *s;
+        dep.tenant_location = value_loc;
       } else {
         error(key_loc, field_path, fmt::format("unknown field '{}'", key), unknown_field_hint(key, kDependencyFields));
       }

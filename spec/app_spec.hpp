@@ -30,6 +30,10 @@ struct Dependency {
   // any running release satisfying the range, else the release named after the app.
   std::string release;
   Location release_location;
+  // "tenant:": bind to a release of that tenant, which must run there and export it to
+  // the dependent's tenant (`gaia export`); empty: the dependent's own tenant.
+  std::string tenant;
+  Location tenant_location;
 };
 
 struct AppSpec {

@@ -17,14 +17,16 @@ const std::string& app_of(const PlanNode& node) { return node.app.empty() ? node
 // A release named after its app is shown by its name alone, another as "NAME (release
 // of APP)".
 std::string node_name(const PlanNode& node) {
-  if (app_of(node) == node.name) return node.name;
-  return fmt::format("{} (release of {})", node.name, app_of(node));
+  std::string name = node.tenant.empty() ? node.name : node.tenant + "/" + node.name;
+  if (app_of(node) == node.name) return name;
+  return fmt::format("{} (release of {})", name, app_of(node));
 }
 
 std::string label(const PlanNode& node, std::string_view alias) {
   std::string out = app_of(node);
   if (!alias.empty() && alias != default_alias(out)) out += fmt::format(" as {}", alias);
-  if (out != node.name && app_of(node) != node.name) out += fmt::format(", release {}", node.name);
+  if (!node.tenant.empty()) out += fmt::format(", tenant {}", node.tenant);
+  if (app_of(node) != node.name) out += fmt::format(", release {}", node.name);
   return out;
 }
 
@@ -32,7 +34,9 @@ std::string label(const PlanNode& node, std::string_view alias) {
 // app: "; bound: named by release:".
 std::string binding_suffix(const PlanNode& child, const PlanEdge& e) {
   if (e.reason.empty()) return {};
-  if (app_of(child) == child.name && !e.reason.starts_with("named by")) return {};
+  if (app_of(child) == child.name && child.tenant.empty() && !e.reason.starts_with("named by") &&
+      e.reason.find("was bound to") == std::string::npos)
+    return {};
   return fmt::format("; bound: {}", e.reason);
 }
 
@@ -145,6 +149,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
     json deps = json::array();
     for (const PlanEdge& e : n.dependencies) {
       json d = {{"alias", e.alias}, {"app", plan.nodes[e.node].id()}, {"release", plan.nodes[e.node].name}};
+      if (!plan.nodes[e.node].tenant.empty()) d["tenant"] = plan.nodes[e.node].tenant;
       if (!e.reason.empty()) d["bound"] = e.reason;
       if (std::string c = condition_suffix(n, e.alias); !c.empty()) d["when"] = c.substr(7);  // After ", when ".
       deps.push_back(std::move(d));
@@ -155,6 +160,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
     nodes.push_back({
         {"name", n.name},
         {"app", app_of(n)},
+        {"tenant", n.tenant.empty() ? plan.tenant : n.tenant},
         {"version", n.version.to_string()},
         {"action", std::string(action_name(n.action))},
         {"root", n.root},

@@ -17,7 +17,7 @@ std::string_view action_name(Action a) { return a == Action::Reuse ? "reuse" : "
 
 std::optional<size_t> Plan::find(std::string_view name) const {
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].name == name) return i;
+    if (nodes[i].name == name && nodes[i].tenant.empty()) return i;
   return std::nullopt;
 }
 
@@ -52,6 +52,10 @@ struct NameInfo {
   // A running release of this name that runs another app: it is never reused or
   // replaced, and whatever binds to it is an error.
   std::string running_other_app;
+  // A release of another tenant ("TENANT/NAME" ids): only ever reused, and only when it
+  // runs there and is exported to this tenant (`not_exported` when it runs but is not).
+  std::string foreign_tenant;
+  bool not_exported = false;
   const AppSpec* root = nullptr;
   std::vector<RunningCandidate> running;  // Highest first.
   std::span<const AppSpec* const> repo;   // Highest first.
@@ -88,7 +92,15 @@ class Resolver {
            const ConfigEvaluator& config)
       : m_repo(repo), m_tenant(tenant), m_config(config) {
     for (const RunningApp& app : running) {
-      if (app.tenant != tenant) continue;
+      if (app.tenant != tenant) {
+        // Another tenant's release: a dependency with `tenant:` may bind to it.
+        if (auto v = semver::parse_version(app.version)) m_foreign[app.tenant + "/" + app.name] = {*v, &app};
+        // Its ranges on this tenant's releases hold like those of this tenant's apps.
+        for (const RunningRequirement& r : app.dependency_ranges)
+          if (const std::string& t = r.target(); t.starts_with(tenant + "/"))
+            if (auto range = semver::Range::parse(r.range)) m_running_reqs[t.substr(tenant.size() + 1)].push_back({&app, *range});
+        continue;
+      }
       // A running app whose version does not parse cannot satisfy any range; it is
       // simply never reused.
       auto v = semver::parse_version(app.version);
@@ -115,6 +127,8 @@ class Resolver {
       if (app.tenant != tenant) continue;
       if (!app.dependency_ranges.empty()) {
         for (const RunningRequirement& r : app.dependency_ranges)
+          // Its ranges on other tenants' releases are theirs to keep.
+          if (r.target().find('/') == std::string::npos)
           // A range that no longer parses constrains nothing: it was valid when the app
           // was deployed, so only a change of the range grammar could break it.
           if (auto range = semver::Range::parse(r.range)) m_running_reqs[r.target()].push_back({&app, *range});
@@ -248,12 +262,22 @@ class Resolver {
     NameInfo info;
     info.name = std::string(name);
     info.app = std::string(app);
-    info.repo = m_repo.versions(app);
-    if (auto it = m_running.find(info.name); it != m_running.end()) {
-      if (it->second.front().app->app_name() == info.app) info.running = it->second;
-      else info.running_other_app = it->second.front().app->app_name();
-    } else if (auto u = m_unparsed.find(info.name); u != m_unparsed.end() && u->second->app_name() != info.app) {
-      info.running_other_app = u->second->app_name();
+    if (size_t slash = info.name.find('/'); slash != std::string::npos) {
+      // Another tenant's release: never deployed from here, so no repository versions.
+      info.foreign_tenant = info.name.substr(0, slash);
+      if (auto it = m_foreign.find(info.name); it != m_foreign.end()) {
+        if (it->second.app->app_name() != info.app) info.running_other_app = it->second.app->app_name();
+        else if (it->second.app->exported_to(m_tenant)) info.running = {it->second};
+        else info.not_exported = true;
+      }
+    } else {
+      info.repo = m_repo.versions(app);
+      if (auto it = m_running.find(info.name); it != m_running.end()) {
+        if (it->second.front().app->app_name() == info.app) info.running = it->second;
+        else info.running_other_app = it->second.front().app->app_name();
+      } else if (auto u = m_unparsed.find(info.name); u != m_unparsed.end() && u->second->app_name() != info.app) {
+        info.running_other_app = u->second->app_name();
+      }
     }
     m_names.push_back(std::move(info));
     m_choice.emplace_back();
@@ -294,6 +318,7 @@ class Resolver {
   // (as a root or at a repository version), in which case its new ranges take part as
   // ordinary requirements.
   bool binding(const RunningReq& r) const {
+    if (r.app->tenant != m_tenant) return true;  // Another tenant's app: this plan never redeploys it.
     auto it = m_ids.find(r.app->name);
     if (it == m_ids.end() || !m_reached[it->second]) return true;
     Kind k = m_choice[it->second].kind;
@@ -317,11 +342,12 @@ class Resolver {
     return broken_by(n, v).empty();
   }
 
-  static std::string running_text(const std::vector<const RunningReq*>& reqs) {
+  std::string running_text(const std::vector<const RunningReq*>& reqs) const {
     std::string out;
     for (const RunningReq* r : reqs) {
       if (!out.empty()) out += ", ";
-      out += fmt::format("{}@{} (running) requires {}", r->app->name, r->app->version, r->range.text());
+      out += fmt::format("{}@{} (running{}) requires {}", r->app->name, r->app->version,
+                         r->app->tenant == m_tenant ? "" : " in tenant " + r->app->tenant, r->range.text());
     }
     return out;
   }
@@ -339,16 +365,55 @@ class Resolver {
     return {};
   }
 
-  // Which release a dependency binds to, and why (docs/spec.md section 8, Releases). Decided
-  // from what is given and what runs only, never from a round's choices, so it is the
-  // same in every round.
-  const Binding& bind(const Dependency& d) {
-    auto [it, fresh] = m_bindings.try_emplace(&d);
+  // Which release dependency `d` of release `n` binds to, and why (docs/spec.md section
+  // 8, Releases). Decided from what is given and what runs only, never from a round's
+  // choices, so it is the same in every round.
+  const Binding& bind(int n, const Dependency& d) {
+    auto [it, fresh] = m_bindings.try_emplace({n, &d});
     Binding& b = it->second;
     if (!fresh) return b;
+    b = choose_binding(n, d);
+    // A dependent that runs keeps what it was bound to unless that no longer serves; a
+    // move is said, never silent.
+    if (std::string was = recorded_binding(n, d); !was.empty() && was != b.release)
+      b.reason += fmt::format("; was bound to {}", was);
+    return b;
+  }
+
+  // The release the running release `n` recorded for `d`'s alias; empty when it does not
+  // run or recorded none.
+  std::string recorded_binding(int n, const Dependency& d) const {
+    const NameInfo& info = m_names[n];
+    if (info.running.empty()) return {};
+    for (const RunningRequirement& r : info.running.front().app->dependency_ranges)
+      if (r.alias == d.alias || (r.alias.empty() && r.name == d.name)) return r.target();
+    return {};
+  }
+
+  Binding choose_binding(int n, const Dependency& d) {
+    Binding b;
+    if (!d.tenant.empty() && d.tenant != m_tenant) {
+      b = {d.tenant + "/" + (d.release.empty() ? d.name : d.release), fmt::format("exported by tenant {}", d.tenant)};
+      return b;
+    }
     if (!d.release.empty()) {
       b = {d.release, "named by its release: field"};
       return b;
+    }
+    // What it was bound to at its last submit, while that runs this app in range (or is
+    // given again with this submission).
+    if (std::string was = recorded_binding(n, d); !was.empty() && was.find('/') == std::string::npos) {
+      auto id = m_ids.find(was);
+      if (id != m_ids.end() && m_names[id->second].root && m_names[id->second].root->name == d.name) {
+        b = {was, "bound to it since its last submit, given in this submission"};
+        return b;
+      }
+      if (auto r = m_running.find(was); r != m_running.end() && r->second.front().app->app_name() == d.name &&
+                                        d.range.satisfies(r->second.front().version)) {
+        b = {was, fmt::format("bound to it since its last submit; running {} satisfies {}",
+                              r->second.front().version.to_string(), d.range.text())};
+        return b;
+      }
     }
     auto roots = m_root_releases.find(d.name);
     if (roots != m_root_releases.end())
@@ -397,7 +462,7 @@ class Resolver {
       for (size_t k = 0; k < spec->dependencies.size(); ++k) {
         if (!act.active[k]) continue;
         const Dependency& d = spec->dependencies[k];
-        int m = intern(bind(d).release, d.name);
+        int m = intern(bind(n, d).release, d.name);
         m_reqs[m].push_back({n, &d});
         if (m_reached[m]) continue;
         Choice c = m_names[m].root ? Choice{Kind::Root, 0} : m_hinted[m] ? m_hint[m] : best(m, m_reqs[m]);
@@ -446,6 +511,10 @@ class Resolver {
   void explain_unresolved(int n, Diagnostics& errors, std::set<int>& reported) const {
     const NameInfo& info = m_names[n];
     const std::vector<Req>& reqs = m_reqs[n];
+    if (!info.foreign_tenant.empty()) {
+      explain_foreign(n, errors);
+      return;
+    }
     if (info.running.empty() && info.repo.empty()) {
       if (!m_repo.diagnostics_for(info.app).empty()) {
         add_repo_problems(n, errors, reported);
@@ -569,7 +638,10 @@ class Resolver {
     if (!bad) return false;
     for (const Req& r : m_reqs[n]) {
       std::string runs = !info.running_other_app.empty()
-                             ? fmt::format("release '{}' in tenant '{}' runs app {}", info.name, m_tenant,
+                             ? fmt::format("release '{}' in tenant '{}' runs app {}",
+                                           info.foreign_tenant.empty() ? info.name
+                                                                       : info.name.substr(info.foreign_tenant.size() + 1),
+                                           info.foreign_tenant.empty() ? m_tenant : info.foreign_tenant,
                                            info.running_other_app)
                              : fmt::format("release '{}' is bound to app {} by another dependency", info.name, info.app);
       if (r.dep->name == info.app && info.running_other_app.empty()) continue;
@@ -584,6 +656,44 @@ class Resolver {
                             : fmt::format("name a release of {} (gaia get apps lists them)", r.dep->name)});
     }
     return true;
+  }
+
+  // Why a release of another tenant cannot be bound: it does not run there, it is not
+  // exported to this tenant, or its version is outside a range (a submit here never
+  // changes another tenant's apps).
+  void explain_foreign(int n, Diagnostics& errors) const {
+    const NameInfo& info = m_names[n];
+    std::string release = info.name.substr(info.foreign_tenant.size() + 1);
+    for (const Req& r : m_reqs[n]) {
+      Location loc = r.dep->tenant_location.file.empty() ? where(r) : r.dep->tenant_location;
+      std::string path = dep_path(r, "tenant");
+      auto it = m_foreign.find(info.name);
+      if (it == m_foreign.end()) {
+        errors.push_back({loc, path,
+                          fmt::format("{} depends on {} of tenant {}, but no release '{}' runs in tenant {}",
+                                      id_of(r.requirer), info.app, info.foreign_tenant, release, info.foreign_tenant),
+                          fmt::format("deploy it there first (gaia submit DIR --tenant {}{}) and export it (gaia "
+                                      "export {} --tenant {} --to {}); a submit never deploys into another tenant",
+                                      info.foreign_tenant, release == info.app ? "" : " --name " + release, release,
+                                      info.foreign_tenant, m_tenant)});
+      } else if (info.not_exported) {
+        errors.push_back({loc, path,
+                          fmt::format("{} depends on {} of tenant {}, but tenant {} does not export release '{}' to "
+                                      "tenant {}",
+                                      id_of(r.requirer), info.app, info.foreign_tenant, info.foreign_tenant, release,
+                                      m_tenant),
+                          fmt::format("its owners export it with: gaia export {} --tenant {} --to {}", release,
+                                      info.foreign_tenant, m_tenant)});
+      } else if (!r.dep->range.satisfies(it->second.version)) {
+        errors.push_back({where(r), dep_path(r, "version"),
+                          fmt::format("{} requires {} {}, but tenant {} runs {} at {}", id_of(r.requirer), info.app,
+                                      r.dep->range.text(), info.foreign_tenant, release,
+                                      it->second.version.to_string()),
+                          fmt::format("a submit never changes another tenant's apps: change the range, or ask tenant "
+                                      "{} to move {}",
+                                      info.foreign_tenant, release)});
+      }
+    }
   }
 
   void check_root_ranges(int n, Diagnostics& errors) const {
@@ -665,7 +775,8 @@ class Resolver {
       }
       Choice c = m_choice[n];
       PlanNode node;
-      node.name = info.name;
+      node.name = info.foreign_tenant.empty() ? info.name : info.name.substr(info.foreign_tenant.size() + 1);
+      node.tenant = info.foreign_tenant;
       node.app = info.app;
       node.version = version_of(n, c);
       node.root = c.kind == Kind::Root;
@@ -691,10 +802,21 @@ class Resolver {
       if (node.spec) {
         const Activity& act = activity(*node.spec, m_names[n].root == node.spec);
         node.skipped = act.skipped;
+        std::map<std::string, size_t> bound;  // Release -> the entry bound to it first.
         for (size_t k = 0; k < node.spec->dependencies.size(); ++k) {
           if (!act.active[k]) continue;
           const Dependency& d = node.spec->dependencies[k];
-          const Binding& b = bind(d);
+          const Binding& b = bind(n, d);
+          // Two entries on one release would read and write the same data under two
+          // aliases (a copy onto itself): each must name its own.
+          if (auto [first, fresh] = bound.emplace(b.release, k); !fresh) {
+            errors.push_back({d.location, fmt::format("dependencies[{}]", k),
+                              fmt::format("{}: dependencies[{}] ({}) and dependencies[{}] ({}) both bind to release {}",
+                                          id_of(n), first->second, node.spec->dependencies[first->second].alias, k,
+                                          d.alias, b.release),
+                              "name the release each binds to with release:"});
+            continue;
+          }
           if (int target = node_of[m_ids.find(b.release)->second]; target >= 0)
             node.dependencies.push_back({d.alias, static_cast<size_t>(target), b.reason});
         }
@@ -832,9 +954,10 @@ class Resolver {
   std::unordered_map<std::string, std::vector<RunningCandidate>> m_running;
   std::unordered_map<std::string, std::vector<RunningCandidate>> m_releases_of;
   std::unordered_map<std::string, const RunningApp*> m_unparsed;  // Versions that do not parse.
+  std::unordered_map<std::string, RunningCandidate> m_foreign;     // Other tenants' releases, by TENANT/NAME.
   // The roots' release ids by the app they run, in the order given.
   std::unordered_map<std::string, std::vector<int>> m_root_releases;
-  std::map<const Dependency*, Binding> m_bindings;
+  std::map<std::pair<int, const Dependency*>, Binding> m_bindings;
   // Ranges running apps place on a release, by its name.
   std::unordered_map<std::string, std::vector<RunningReq>> m_running_reqs;
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> m_ids;

@@ -53,7 +53,9 @@ struct SkippedDependency {
 };
 
 struct PlanNode {
-  std::string name;  // The release name (unique in the tenant).
+  std::string name;  // The release name (unique in its tenant).
+  // The tenant of a release another tenant exports (always reused); empty: the plan's.
+  std::string tenant;
   std::string app;   // The app (app.yaml's name) the release runs.
   semver::Version version;
   Action action = Action::Deploy;
@@ -68,7 +70,7 @@ struct PlanNode {
   std::vector<PlanEdge> dependencies;  // In app.yaml order; empty for Reuse.
   std::vector<SkippedDependency> skipped;  // Conditional ones that do not apply.
 
-  std::string id() const { return name + "@" + version.to_string(); }
+  std::string id() const { return (tenant.empty() ? name : tenant + "/" + name) + "@" + version.to_string(); }
 };
 
 // A spec given directly, and the release it is deployed as (empty: its own name).
@@ -85,6 +87,7 @@ struct Plan {
   // Things the user should know that do not stop the plan (e.g. a fallback choice).
   Diagnostics warnings;
 
+  // The node of a release of the plan's own tenant.
   std::optional<size_t> find(std::string_view name) const;
 };
 

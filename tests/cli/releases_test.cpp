@@ -146,3 +146,62 @@ TEST_CASE("releases: bad names and a name taken by another app are refused, noth
   CHECK_THAT(v.err, Catch::Contains("app.yaml:5:14: error: dependencies[0].release: 'Hdfs_A' is not a valid release name"));
   CHECK(c.cli.revision() == before);
 }
+
+TEST_CASE("releases: an app binds to a release another tenant exports, which is guarded there", "[e2e][release][tenant]") {
+  Catalog c;
+  write_app(c.s, "apps/lake", "lake", "1.0.0", "dependencies:\n  - name: hdfs\n    tenant: shared\n    import: [address]\n",
+            "{}\n",
+            "function(config, deps, app) {\n"
+            "  roles: { worker: { image: 'busybox:1', resources: { cpu: '1', memory: '1Gi' },\n"
+            "    env: { HDFS: deps.hdfs.address } } },\n"
+            "  outputs: {},\n"
+            "}\n");
+  c.cli.ok({"submit", "apps/hdfs", "--tenant", "shared"});
+
+  // Not exported yet: refused with the command that exports it, nothing written.
+  int64_t before = c.cli.revision();
+  auto refused = c.cli.expect(1, {"submit", "apps/lake", "--tenant", "analytics"});
+  CHECK_THAT(refused.err, Catch::Contains("apps/lake/app.yaml:5:13"));
+  CHECK_THAT(refused.err, Catch::Contains("tenant shared does not export release 'hdfs' to tenant analytics"));
+  CHECK_THAT(refused.err, Catch::Contains("gaia export hdfs --tenant shared --to analytics"));
+  CHECK(c.cli.revision() == before);
+
+  auto exported = c.cli.ok({"export", "hdfs", "--tenant", "shared", "--to", "analytics"}).out;
+  CHECK_THAT(exported, Catch::Contains("release hdfs (tenant shared) exported to analytics"));
+  auto plan = c.cli.ok({"plan", "apps/lake", "--tenant", "analytics"}).out;
+  CHECK_THAT(plan, Catch::Contains("lake -> hdfs: release hdfs of tenant shared (exported by tenant shared)"));
+  c.cli.ok({"submit", "apps/lake", "--tenant", "analytics"});
+  auto lake = json::parse(c.cli.ok({"get", "apps", "lake", "--tenant", "analytics", "-o", "json"}).out)[0];
+  CHECK(lake["document"]["spec"]["roles"]["worker"]["env"]["HDFS"] == "hdfs:8020");
+  CHECK(lake["dependencies"] == json::array({"shared/hdfs"}));
+  // Bound and exported: it starts (its dependency is ready in its own tenant).
+  auto inst = json::parse(c.cli.ok({"get", "instances", "--tenant", "analytics", "-o", "json"}).out);
+  REQUIRE(inst.size() == 1);
+  CHECK(inst[0]["state"] == "Running");
+  auto described = json::parse(c.cli.ok({"describe", "app", "hdfs", "--tenant", "shared", "-o", "json"}).out);
+  CHECK(described["exports"] == json::array({"analytics"}));
+  CHECK(described["dependents"][0]["name"] == "analytics/lake");
+
+  // Guarded where it runs: no delete, no revoke, not even with --cascade.
+  before = c.cli.revision();
+  auto del = c.cli.expect(1, {"delete", "hdfs", "--tenant", "shared", "--cascade"});
+  CHECK_THAT(del.err, Catch::Contains("apps of other tenants depend on it: analytics/lake"));
+  auto revoke = c.cli.expect(1, {"export", "hdfs", "--tenant", "shared", "--revoke", "analytics"});
+  CHECK_THAT(revoke.err, Catch::Contains("cannot revoke: analytics/lake is bound to release hdfs of tenant shared"));
+  CHECK(c.cli.revision() == before);
+
+  // A resubmit of the release keeps its exports; a config change it reads reaches the
+  // other tenant's dependent.
+  c.cli.ok({"submit", "apps/hdfs", "--tenant", "shared", "--set", "port=8021"});
+  described = json::parse(c.cli.ok({"describe", "app", "hdfs", "--tenant", "shared", "-o", "json"}).out);
+  CHECK(described["exports"] == json::array({"analytics"}));
+  c.cli.ok({"submit", "apps/hdfs", "--tenant", "shared"});
+  c.cli.ok({"config", "set", "hdfs.port=9000"});
+  lake = json::parse(c.cli.ok({"get", "apps", "lake", "--tenant", "analytics", "-o", "json"}).out)[0];
+  CHECK(lake["document"]["spec"]["roles"]["worker"]["env"]["HDFS"] == "hdfs:9000");
+
+  // Once the dependent is gone, the revoke goes through.
+  c.cli.ok({"delete", "lake", "--tenant", "analytics"});
+  auto revoked = c.cli.ok({"export", "shared/hdfs", "--revoke", "analytics"}).out;
+  CHECK_THAT(revoked, Catch::Contains("no longer exported to analytics"));
+}

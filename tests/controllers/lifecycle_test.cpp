@@ -283,6 +283,51 @@ TEST_CASE("lifecycle: a dependent's environment lists where its dependencies ser
   CHECK(env.at("GAIA_PORT_HTTP") == "8080");
 }
 
+TEST_CASE("lifecycle: GAIA_DEP_ names the app, whichever release or tenant it is bound to", "[lifecycle][release]") {
+  ClusterState s = two_placed();
+  // web runs as release web-b of tenant shared; api (tenant default) is bound to it.
+  std::map<std::string, AppRecord> apps;
+  AppRecord web = s.apps["default/web"];
+  web.tenant = "shared";
+  web.name = "web-b";
+  web.app = "web";
+  web.workload.outputs = {{"url", "http://web-b"}};
+  apps["shared/web-b"] = web;
+  AppRecord api = s.apps["default/web"];
+  api.name = "api";
+  api.dependencies = {"shared/web-b"};
+  api.dependency_ranges = {{"web", "*", "shared/web-b", "web"}};
+  apps["default/api"] = api;
+  s.apps = apps;
+  int k = 0;
+  for (auto& i : s.snapshot.instances) {
+    i.tenant = "shared";
+    i.app = "web-b";
+    i.address = fmt::format("127.64.128.{}", 1 + k);
+    i.ports = {{"http", 8080 + k}};
+    i.state = InstanceState::Running;
+    ++k;
+  }
+  Instance x = s.snapshot.instances[0];
+  x.tenant = "default";
+  x.app = "api";
+  auto env = instance_env(s, x);
+  CHECK(env.at("GAIA_DEP_WEB_URL") == "http://web-b");
+  CHECK(env.at("GAIA_DEP_WEB_FE_HTTP") == "127.64.128.1:8080,127.64.128.2:8081");
+
+  // Two releases of one app: each under its alias.
+  AppRecord other = web;
+  other.name = "web-c";
+  other.workload.outputs = {{"url", "http://web-c"}};
+  s.apps["shared/web-c"] = other;
+  s.apps["default/api"].dependencies = {"shared/web-b", "shared/web-c"};
+  s.apps["default/api"].dependency_ranges = {{"web", "*", "shared/web-b", "front"}, {"web", "*", "shared/web-c", "back"}};
+  env = instance_env(s, x);
+  CHECK(env.at("GAIA_DEP_FRONT_URL") == "http://web-b");
+  CHECK(env.at("GAIA_DEP_BACK_URL") == "http://web-c");
+  CHECK(env.count("GAIA_DEP_WEB_URL") == 0);
+}
+
 TEST_CASE("lifecycle: copies nobody wants are stopped and starting twice is not asked", "[lifecycle]") {
   ClusterState s = two_placed();
   Observation obs;

@@ -17,6 +17,7 @@ struct Dep {
   std::string range = "*";
   std::string release = "";
   std::string alias = "";
+  std::string tenant = "";
 };
 
 // Dependency i sits on line 4 + i of "<name>/app.yaml"; a release: on the line after.
@@ -33,6 +34,8 @@ AppSpec app(const std::string& name, const std::string& version, const std::vect
     d.range = semver::Range::parse(deps[i].range).value();
     d.alias = deps[i].alias.empty() ? default_alias(d.name) : deps[i].alias;
     d.release = deps[i].release;
+    d.tenant = deps[i].tenant;
+    if (!d.tenant.empty()) d.tenant_location = Location{s.yaml_file, static_cast<int>(6 + i), 13};
     d.location = Location{s.yaml_file, static_cast<int>(4 + i), 5};
     d.release_location = Location{s.yaml_file, static_cast<int>(5 + i), 14};
     s.dependencies.push_back(std::move(d));
@@ -41,9 +44,10 @@ AppSpec app(const std::string& name, const std::string& version, const std::vect
 }
 
 // A running release `name` of `app`.
-RunningApp release(const std::string& name, const std::string& app, const std::string& version) {
+RunningApp release(const std::string& name, const std::string& app, const std::string& version,
+                   const std::string& tenant = "default") {
   RunningApp r;
-  r.tenant = "default";
+  r.tenant = tenant;
   r.name = name;
   r.version = version;
   r.outputs = {{"address", name + ":8020"}};
@@ -222,4 +226,99 @@ TEST_CASE("release names are unique in a tenant", "[resolve][release]") {
     CHECK(text.find("both/app.yaml:6:14: error: dependencies[1].release: both@1.0.0 depends on kafka through release "
                     "'store', but release 'store' is bound to app hdfs by another dependency") != std::string::npos);
   }
+}
+
+TEST_CASE("tenant: binds to a release another tenant exports, reused and never changed", "[resolve][release][tenant]") {
+  SpecRepository repo;
+  repo.add(app("hdfs", "3.3.4"));
+  AppSpec spark = app("spark", "3.5.0", {{"hdfs", "^3", "", "", "shared"}});
+  RunningApp shared = release("hdfs", "hdfs", "3.3.4", "shared");
+
+  SECTION("exported to the tenant: reused") {
+    shared.exports = {"analytics"};
+    auto plan = resolve({&spark}, repo, {shared}, "analytics");
+    REQUIRE(plan.has_value());
+    REQUIRE(plan->nodes.size() == 2);
+    const PlanNode& n = plan->nodes[1];
+    CHECK(n.name == "hdfs");
+    CHECK(n.tenant == "shared");
+    CHECK(n.action == Action::Reuse);
+    CHECK(n.outputs["address"] == "hdfs:8020");
+    CHECK(plan->find("hdfs") == std::nullopt);  // Not a release of this tenant.
+    CHECK(plan->nodes[0].dependencies[0].reason == "exported by tenant shared");
+    CHECK(format_plan_tree(*plan).find("hdfs, tenant shared (reuse 3.3.4; bound: exported by tenant shared)") !=
+          std::string::npos);
+    // "*" exports to every tenant.
+    shared.exports = {"*"};
+    CHECK(resolve({&spark}, repo, {shared}, "analytics").has_value());
+  }
+  SECTION("not exported to it: an error with the command that exports it, nothing deployed") {
+    shared.exports = {"ml"};
+    std::string text = errors_text(resolve({&spark}, repo, {shared}, "analytics"));
+    CHECK(text.find("spark/app.yaml:6:13: error: dependencies[0].tenant: spark@3.5.0 depends on hdfs of tenant shared, "
+                    "but tenant shared does not export release 'hdfs' to tenant analytics") != std::string::npos);
+    CHECK(text.find("gaia export hdfs --tenant shared --to analytics") != std::string::npos);
+  }
+  SECTION("not running there: never deployed into another tenant") {
+    std::string text = errors_text(resolve({&spark}, repo, {}, "analytics"));
+    CHECK(text.find("no release 'hdfs' runs in tenant shared") != std::string::npos);
+    CHECK(text.find("a submit never deploys into another tenant") != std::string::npos);
+  }
+  SECTION("out of range: never upgraded from here") {
+    shared.exports = {"analytics"};
+    shared.version = "2.7.0";
+    std::string text = errors_text(resolve({&spark}, repo, {shared}, "analytics"));
+    CHECK(text.find("spark@3.5.0 requires hdfs ^3, but tenant shared runs hdfs at 2.7.0") != std::string::npos);
+  }
+}
+
+TEST_CASE("tenant: the exporting tenant keeps the ranges of other tenants' apps bound to it", "[resolve][release][tenant]") {
+  SpecRepository repo;
+  AppSpec hdfs4 = app("hdfs", "4.0.0");
+  RunningApp shared = release("hdfs", "hdfs", "3.3.4", "shared");
+  shared.exports = {"analytics"};
+  RunningApp spark = release("spark", "spark", "3.5.0", "analytics");
+  spark.dependency_ranges = {{"hdfs", "^3", "shared/hdfs", "hdfs"}};
+  std::string text = errors_text(resolve({&hdfs4}, repo, {shared, spark}, "shared"));
+  CHECK(text.find("spark@3.5.0 (running in tenant analytics) requires ^3") != std::string::npos);
+  // Its own apps of the same name elsewhere are not constraints.
+  RunningApp other = release("spark", "spark", "3.5.0", "analytics");
+  other.dependency_ranges = {{"hdfs", "^3", "hdfs", "hdfs"}};
+  CHECK(resolve({&hdfs4}, repo, {shared, other}, "shared").has_value());
+}
+
+TEST_CASE("a dependent that runs keeps its release, and a move is said", "[resolve][release]") {
+  SpecRepository repo;
+  repo.add(app("hdfs", "3.3.4"));
+  std::vector<RunningApp> run = {release("hdfs", "hdfs", "3.3.4"), release("hdfs-b", "hdfs", "3.2.0")};
+  RunningApp web = release("web", "web", "1.0.0");
+  web.dependency_ranges = {{"hdfs", "^3", "hdfs-b", "hdfs"}};
+  run.push_back(web);
+
+  // Resubmitted: hdfs (the release named after the app) would also do, but web stays
+  // where its data is.
+  AppSpec again = app("web", "1.0.1", {{"hdfs", "^3"}});
+  auto plan = resolve({&again}, repo, run, "default");
+  REQUIRE(plan.has_value());
+  CHECK(edges(*plan, "web") ==
+        std::vector<std::string>{"hdfs -> hdfs-b (bound to it since its last submit; running 3.2.0 satisfies ^3)"});
+
+  // Its new range rules hdfs-b out: it moves, and the plan says from where.
+  AppSpec newer = app("web", "2.0.0", {{"hdfs", "^3.3"}});
+  plan = resolve({&newer}, repo, run, "default");
+  REQUIRE(plan.has_value());
+  CHECK(edges(*plan, "web") ==
+        std::vector<std::string>{"hdfs -> hdfs (running 3.3.4 satisfies ^3.3; was bound to hdfs-b)"});
+  CHECK(format_plan_tree(*plan).find("was bound to hdfs-b") != std::string::npos);
+}
+
+TEST_CASE("two entries of one app bound to one release are an error", "[resolve][release]") {
+  SpecRepository repo;
+  repo.add(app("hdfs", "3.3.4"));
+  // source has no release: and hdfs-b is the only release running: both would copy
+  // within hdfs-b.
+  AppSpec mirror = app("mirror", "1.0.0", {{"hdfs", "^3", "", "source"}, {"hdfs", "^3", "hdfs-b", "target"}});
+  auto r = resolve({&mirror}, repo, {release("hdfs-b", "hdfs", "3.3.4")}, "default");
+  CHECK(errors_text(r).find("mirror/app.yaml:5:5: error: dependencies[1]: mirror@1.0.0: dependencies[0] (source) and "
+                            "dependencies[1] (target) both bind to release hdfs-b") != std::string::npos);
 }
