@@ -72,7 +72,9 @@ std::vector<std::string> app_dependents(const ClusterState& state, const std::st
 
 Result<DeleteOutcome> plan_delete(const ClusterState& state, const std::string& tenant, const std::string& name,
                                   bool cascade) {
-  if (!state.find_app(tenant, name)) {
+  // A name with a '/' would be another tenant's release to find_app: never deleted from
+  // here (release names are DNS labels).
+  if (name.find('/') != std::string::npos || !state.find_app(tenant, name)) {
     std::vector<std::string> names, close;
     for (const auto& [id, a] : state.apps)
       if (a.tenant == tenant) {

@@ -57,7 +57,15 @@ Result<ExportOutcome> plan_export(const ClusterState& state, const ExportRequest
     if (after.insert(t).second) out.added.push_back(t);
   auto bound = bound_apps(state, *app);
   for (const auto& t : req.revoke) {
-    if (!after.erase(t)) continue;
+    if (!after.erase(t)) {
+      // Granted to every tenant: taking one back would silently do nothing.
+      if (t != "*" && after.count("*"))
+        errors.push_back({{}, "", fmt::format("release {} is exported to every tenant ('*'), so {} keeps it", req.name, t),
+                          fmt::format("revoke '*' and grant the tenants that keep it one by one: gaia export {} "
+                                      "--tenant {} --revoke '*' --to TENANT",
+                                      req.name, req.tenant)});
+      continue;
+    }
     out.removed.push_back(t);
   }
   // What stays bound must stay exported: an app whose tenant loses the grant would be

@@ -56,6 +56,22 @@ std::string resolution_fingerprint(const ClusterState& state, const std::string&
       if (!r.release.empty()) h.add("release:" + r.release);
     }
   }
+  // Across tenants: the releases of others this tenant's apps bind to (a version moved, an
+  // export revoked) and the ranges other tenants' apps place on this tenant's releases.
+  const std::string own = tenant + "/";
+  for (const auto& [id, a] : state.apps) {
+    if (a.tenant == tenant) {
+      for (const auto& d : a.dependencies)
+        if (d.find('/') != std::string::npos)
+          if (const AppRecord* f = state.find_app(tenant, d)) {
+            h.add("foreign:" + d + "@" + f->version + (running_app_of(*f).ready ? ":ready" : ":not ready"));
+            for (const auto& t : f->exports) h.add("export:" + t);
+          }
+      continue;
+    }
+    for (const auto& r : a.dependency_ranges)
+      if (r.target().starts_with(own)) h.add("bound:" + id + ":" + r.target() + ":" + r.range);
+  }
   return h.hex();
 }
 
@@ -70,6 +86,16 @@ void add_running_secret_keys(ApplySet& set, const ClusterState& state, const Bun
     if (a.tenant != set.request.tenant || set.request.secrets.count(a.name)) continue;
     if (auto keys = app_secret_keys(a, bundles); keys && !keys->empty()) set.request.secrets[a.name] = *keys;
   }
+  // And those of other tenants' releases the set binds to, under TENANT/NAME (which
+  // find_app reads), so an imported password of a shared database stays hidden too.
+  if (!set.submission) return;
+  for (const auto& node : set.submission->plan.nodes) {
+    if (node.tenant.empty()) continue;
+    std::string ref = node.tenant + "/" + node.name;
+    const AppRecord* a = state.find_app(set.request.tenant, ref);
+    if (!a || set.request.secrets.count(ref)) continue;
+    if (auto keys = app_secret_keys(*a, bundles); keys && !keys->empty()) set.request.secrets[ref] = *keys;
+  }
 }
 
 }  // namespace
@@ -78,8 +104,14 @@ std::set<std::string> prune_released(const ClusterState& state, const std::strin
                                      const std::string& source) {
   std::set<std::string> released;
   std::vector<std::string> used;  // Apps another source's apps depend on, transitively.
+  const std::string own = tenant + "/";
   for (const auto& [id, a] : state.apps) {
-    if (a.tenant != tenant) continue;
+    if (a.tenant != tenant) {
+      // Apps of other tenants bound to a release of this one keep it, and what it runs on.
+      for (const auto& d : a.dependencies)
+        if (d.starts_with(own)) used.push_back(d.substr(own.size()));
+      continue;
+    }
     if (a.source == source) released.insert(a.name);
     else used.insert(used.end(), a.dependencies.begin(), a.dependencies.end());
   }

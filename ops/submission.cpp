@@ -166,6 +166,42 @@ Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant
   return std::move(*s);
 }
 
+namespace {
+
+// The releases of other tenants the submission binds to, checked again on the state the
+// decision is made on: resolution ran before the transaction, and one revoked, deleted or
+// moved out of range since must not be bound.
+Result<void> check_foreign_bindings(const ClusterState& st, const std::string& tenant,
+                                    const std::vector<AppToDeploy>& apps) {
+  Diagnostics errors;
+  for (const auto& a : apps)
+    for (const auto& r : a.record.dependency_ranges) {
+      const std::string& ref = r.target();
+      if (ref.find('/') == std::string::npos) continue;
+      const AppRecord* f = st.find_app(tenant, ref);
+      bool exported = f && std::any_of(f->exports.begin(), f->exports.end(),
+                                       [&](const std::string& t) { return t == "*" || t == tenant; });
+      auto in_range = [&] {
+        auto version = semver::parse_version(f->version);
+        auto range = semver::Range::parse(r.range);
+        return version && range && range->satisfies(*version);
+      };
+      std::string what = !f          ? std::string("no longer runs")
+                         : !exported ? fmt::format("is no longer exported to tenant {}", tenant)
+                         : !in_range() ? fmt::format("now runs {}, outside {}", f->version, r.range)
+                                       : std::string();
+      if (what.empty()) continue;
+      errors.push_back({{}, "",
+                        fmt::format("{} depends on release {}, which {} (changed while this submit was resolved)",
+                                    a.record.name, ref, what),
+                        "nothing was written; run the command again"});
+    }
+  if (!errors.empty()) return fail(std::move(errors));
+  return {};
+}
+
+}  // namespace
+
 Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
   auto loaded = ws.state.load();
   if (!loaded) return fail(loaded.error());
@@ -198,6 +234,7 @@ Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
   // submission is planned again on what it wrote, never on a stale state.
   auto done = commit_and_reconcile(ws, [&](const ClusterState& st, Batch& b) -> Result<void> {
     if (auto ok = check_storage_classes(st, out.submission->apps); !ok) return fail(ok.error());
+    if (auto ok = check_foreign_bindings(st, request.tenant, out.submission->apps); !ok) return fail(ok.error());
     out.outcome = plan_submit(st, out.submission->apps);
     attach_bundles(st, out.submission->apps, out.submission->bundles, out.outcome.batch);
     b = out.outcome.batch;

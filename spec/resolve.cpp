@@ -827,6 +827,7 @@ class Resolver {
     }
     for (int r : root_ids) plan.roots.push_back(static_cast<size_t>(node_of[r]));
     find_cycles(plan, errors);
+    find_foreign_loops(plan, errors);
     if (!errors.empty()) return fail(std::move(errors));
     plan.order = topological_order(plan);
     return plan;
@@ -868,6 +869,46 @@ class Resolver {
   const ConfigEvaluator& m_config;
   std::map<const AppSpec*, Activity> m_activity;
   std::set<const AppSpec*> m_reported_conditions;
+
+  // A release of another tenant that runs on, directly or through others, an app this
+  // plan deploys bound to it would close a loop across tenants: each would wait for the
+  // other, and neither could be deleted. Followed through what the running apps record.
+  void find_foreign_loops(const Plan& plan, Diagnostics& errors) const {
+    auto running = [&](const std::string& id) -> const RunningApp* {
+      if (id.starts_with(m_tenant + "/")) {
+        auto it = m_running.find(id.substr(m_tenant.size() + 1));
+        return it == m_running.end() ? nullptr : it->second.front().app;
+      }
+      auto it = m_foreign.find(id);
+      return it == m_foreign.end() ? nullptr : it->second.app;
+    };
+    for (const PlanNode& f : plan.nodes) {
+      if (f.tenant.empty()) continue;
+      for (const Requirement& req : f.requirers) {
+        const PlanNode& dependent = plan.nodes[req.requirer];
+        if (!dependent.tenant.empty() || dependent.action != Action::Deploy) continue;
+        const std::string goal = m_tenant + "/" + dependent.name;
+        std::set<std::string> seen;
+        std::vector<std::pair<std::string, std::string>> stack{{f.tenant + "/" + f.name, goal + " -> " + f.tenant + "/" + f.name}};
+        while (!stack.empty()) {
+          auto [id, path] = std::move(stack.back());
+          stack.pop_back();
+          if (id == goal) {
+            errors.push_back({req.location, "dependencies", fmt::format("dependency loop across tenants: {}", path),
+                              "apps cannot depend on each other in a loop: remove one of these dependencies"});
+            break;
+          }
+          if (!seen.insert(id).second) continue;
+          const RunningApp* app = running(id);
+          if (!app) continue;
+          for (const RunningRequirement& r : app->dependency_ranges) {
+            std::string next = r.target().find('/') != std::string::npos ? r.target() : app->tenant + "/" + r.target();
+            stack.push_back({next, path + " -> " + next});
+          }
+        }
+      }
+    }
+  }
 
   // Iterative depth-first search: chains thousands deep must not exhaust the stack.
   static void find_cycles(const Plan& plan, Diagnostics& errors) {

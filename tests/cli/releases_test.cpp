@@ -184,6 +184,8 @@ TEST_CASE("releases: an app binds to a release another tenant exports, which is 
 
   // Guarded where it runs: no delete, no revoke, not even with --cascade.
   before = c.cli.revision();
+  auto slash = c.cli.expect(1, {"delete", "analytics/shared/hdfs", "--cascade"});
+  CHECK_THAT(slash.err, Catch::Contains("no app named 'shared/hdfs' in tenant 'analytics'"));
   auto del = c.cli.expect(1, {"delete", "hdfs", "--tenant", "shared", "--cascade"});
   CHECK_THAT(del.err, Catch::Contains("apps of other tenants depend on it: analytics/lake"));
   auto revoke = c.cli.expect(1, {"export", "hdfs", "--tenant", "shared", "--revoke", "analytics"});
@@ -204,4 +206,9 @@ TEST_CASE("releases: an app binds to a release another tenant exports, which is 
   c.cli.ok({"delete", "lake", "--tenant", "analytics"});
   auto revoked = c.cli.ok({"export", "shared/hdfs", "--revoke", "analytics"}).out;
   CHECK_THAT(revoked, Catch::Contains("no longer exported to analytics"));
+
+  // Exported to every tenant, one cannot be left out silently.
+  c.cli.ok({"export", "shared/hdfs", "--to", "*"});
+  auto star = c.cli.expect(1, {"export", "shared/hdfs", "--revoke", "analytics"});
+  CHECK_THAT(star.err, Catch::Contains("release hdfs is exported to every tenant ('*'), so analytics keeps it"));
 }

@@ -213,4 +213,24 @@ TEST_CASE("apply set: a released app the new plan reuses must still get what its
   CHECK(ops::released_ranges_hold(plan, st, "default", {"oldjob"}));
 }
 
+
+TEST_CASE("apply set: apps of other tenants bound to a release keep it and what it runs on from a prune",
+          "[ops][apply][prune][tenant]") {
+  ClusterState st;
+  put(st, "hdfs", "ci", {"zk"});
+  put(st, "zk", "ci", {});
+  put(st, "tool", "ci", {});
+  std::string before = ops::resolution_fingerprint(st, "default");
+  AppRecord lake;
+  lake.tenant = "analytics";
+  lake.name = "lake";
+  lake.version = "1.0.0";
+  lake.dependencies = {"default/hdfs"};
+  lake.dependency_ranges = {{"hdfs", "^1", "default/hdfs", "hdfs"}};
+  st.apps["analytics/lake"] = lake;
+  CHECK(ops::prune_released(st, "default", "ci") == std::set<std::string>{"tool"});
+  // Another tenant binding to a release of this one is a change an apply must see.
+  CHECK(ops::resolution_fingerprint(st, "default") != before);
+}
+
 }  // namespace gaia::test

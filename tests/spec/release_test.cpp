@@ -322,3 +322,15 @@ TEST_CASE("two entries of one app bound to one release are an error", "[resolve]
   CHECK(errors_text(r).find("mirror/app.yaml:5:5: error: dependencies[1]: mirror@1.0.0: dependencies[0] (source) and "
                             "dependencies[1] (target) both bind to release hdfs-b") != std::string::npos);
 }
+
+TEST_CASE("tenant: a loop across tenants through what runs is an error", "[resolve][release][tenant]") {
+  SpecRepository repo;
+  // shared/y runs bound to analytics/x; x is resubmitted bound to shared/y.
+  RunningApp y = release("y", "y", "1.0.0", "shared");
+  y.exports = {"analytics"};
+  y.dependency_ranges = {{"x", "*", "analytics/x", "x"}};
+  RunningApp x = release("x", "x", "1.0.0", "analytics");
+  AppSpec again = app("x", "1.1.0", {{"y", "*", "", "", "shared"}});
+  std::string text = errors_text(resolve({&again}, repo, {x, y}, "analytics"));
+  CHECK(text.find("dependency loop across tenants: analytics/x -> shared/y -> analytics/x") != std::string::npos);
+}
