@@ -5,6 +5,7 @@
 
 #include "cli/context.hpp"
 #include "controllers/app_export.hpp"
+#include "spec/app_spec.hpp"
 
 namespace gaia::cli {
 
@@ -27,6 +28,13 @@ int run_export(const Globals& g, const ExportArgs& a) {
   }
   req.to = a.to;
   req.revoke = a.revoke;
+  Diagnostics bad;
+  for (const auto* list : {&req.to, &req.revoke})
+    for (const auto& t : *list)
+      if (std::string problem = t == "*" ? "" : spec::dns_label_problem(t); !problem.empty())
+        bad.push_back({{}, "", fmt::format("'{}' is not a tenant name: {}", t, problem),
+                       "tenant names are DNS labels (a-z, 0-9 and '-'), or '*' for every tenant"});
+  if (!bad.empty()) return report(g, bad);
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;

@@ -26,8 +26,8 @@ struct ExportOutcome {
   std::vector<std::string> added, removed;
 };
 
-// Errors (collected, with hints): no such release (suggesting close names), a tenant name
-// that is not a DNS label or "*", the release's own tenant, a revoke while apps of that
+// Errors (collected, with hints): no such release (listing the tenant's), the release's
+// own tenant, a revoke of one tenant from a "*" export, a revoke while apps of that
 // tenant (or of any tenant, for "*") are bound to it, naming them.
 Result<ExportOutcome> plan_export(const ClusterState& state, const ExportRequest& request);
 

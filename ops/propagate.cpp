@@ -110,10 +110,7 @@ Result<ActiveDeps> bind_dependencies(const ClusterState& state, const AppRecord&
     const AppRecord* rec = state.find_app(app.tenant, target);
     if (rec && rec->app_name() != d.name) rec = nullptr;
     // Another tenant's release binds only while that tenant exports it here.
-    if (rec && rec->tenant != app.tenant &&
-        std::none_of(rec->exports.begin(), rec->exports.end(),
-                     [&](const std::string& t) { return t == "*" || t == app.tenant; }))
-      rec = nullptr;
+    if (rec && rec->tenant != app.tenant && !running_app_of(*rec).exported_to(app.tenant)) rec = nullptr;
     std::optional<semver::Version> version;
     if (rec)
       if (auto v = semver::parse_version(rec->version)) version = *v;

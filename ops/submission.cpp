@@ -179,8 +179,7 @@ Result<void> check_foreign_bindings(const ClusterState& st, const std::string& t
       const std::string& ref = r.target();
       if (ref.find('/') == std::string::npos) continue;
       const AppRecord* f = st.find_app(tenant, ref);
-      bool exported = f && std::any_of(f->exports.begin(), f->exports.end(),
-                                       [&](const std::string& t) { return t == "*" || t == tenant; });
+      bool exported = f && running_app_of(*f).exported_to(tenant);
       auto in_range = [&] {
         auto version = semver::parse_version(f->version);
         auto range = semver::Range::parse(r.range);

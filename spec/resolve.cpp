@@ -342,6 +342,11 @@ class Resolver {
     return broken_by(n, v).empty();
   }
 
+  // A running dependent as a hint names it: TENANT/NAME when another tenant's.
+  std::string dependent_name(const RunningReq& r) const {
+    return r.app->tenant == m_tenant ? r.app->name : r.app->tenant + "/" + r.app->name;
+  }
+
   std::string running_text(const std::vector<const RunningReq*>& reqs) const {
     std::string out;
     for (const RunningReq* r : reqs) {
@@ -578,7 +583,7 @@ class Resolver {
         std::string running_now;
         if (!info.running.empty()) running_now = fmt::format(" instead of the running {}", info.running.front().version.to_string());
         std::vector<std::string> dependents;
-        for (const RunningReq* r : broken) dependents.push_back(r->app->name);
+        for (const RunningReq* r : broken) dependents.push_back(dependent_name(*r));
         errors.push_back(
             {where(reqs.front()), dep_path(reqs.front(), "version"),
              fmt::format("{}: {}, which means deploying {}{}; that breaks apps running on it: {}; {}", info.name,
@@ -705,7 +710,7 @@ class Resolver {
       auto broken = broken_by(n, root->version);
       if (!broken.empty()) {
         std::vector<std::string> dependents;
-        for (const RunningReq* r : broken) dependents.push_back(r->app->name);
+        for (const RunningReq* r : broken) dependents.push_back(dependent_name(*r));
         errors.push_back({Location{root->yaml_file}, "version",
                           fmt::format("{} is given to be deployed, which breaks apps running on {}: {}", root->id(),
                                       m_names[n].name, running_text(broken)),

@@ -166,6 +166,13 @@ TEST_CASE("releases: an app binds to a release another tenant exports, which is 
   CHECK_THAT(refused.err, Catch::Contains("gaia export hdfs --tenant shared --to analytics"));
   CHECK(c.cli.revision() == before);
 
+  auto bad_name = c.cli.expect(1, {"export", "hdfs", "--tenant", "shared", "--to", "Bad_Name"});
+  CHECK_THAT(bad_name.err, Catch::Contains("'Bad_Name' is not a tenant name"));
+  auto own = c.cli.expect(1, {"export", "hdfs", "--tenant", "shared", "--to", "shared"});
+  CHECK_THAT(own.err, Catch::Contains("release hdfs belongs to tenant shared"));
+  auto missing = c.cli.expect(1, {"export", "hdfz", "--tenant", "shared", "--to", "analytics"});
+  CHECK_THAT(missing.err, Catch::Contains("no release named 'hdfz' in tenant 'shared'"));
+  CHECK(c.cli.revision() == before);
   auto exported = c.cli.ok({"export", "hdfs", "--tenant", "shared", "--to", "analytics"}).out;
   CHECK_THAT(exported, Catch::Contains("release hdfs (tenant shared) exported to analytics"));
   auto plan = c.cli.ok({"plan", "apps/lake", "--tenant", "analytics"}).out;
