@@ -90,7 +90,7 @@ class Resolver {
  public:
   Resolver(const SpecRepository& repo, const std::vector<RunningApp>& running, const std::string& tenant,
            const ConfigEvaluator& config)
-      : m_repo(repo), m_tenant(tenant), m_config(config) {
+      : m_config(config), m_repo(repo), m_tenant(tenant) {
     for (const RunningApp& app : running) {
       if (app.tenant != tenant) {
         // Another tenant's release: a dependency with `tenant:` may bind to it.
