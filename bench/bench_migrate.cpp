@@ -35,7 +35,7 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_seed = 20240620;
+constexpr uint64_t k_migrate_seed = 20240620;
 constexpr int k_nodes = 5000;
 constexpr size_t k_background = 20000;
 constexpr int k_roles = 10, k_per_role = 10;
@@ -62,7 +62,7 @@ ClusterState build(const ControllerContext& ctx) {
   // The subject node takes no background instances.
   s.snapshot.nodes[0].state = NodeState::Cordoned;
   std::vector<AppToDeploy> apps;
-  for (const auto& g : make_apps(k_background, k_seed)) apps.push_back(to_deploy(g.tenant, g.name, g.roles));
+  for (const auto& g : make_apps(k_background, k_migrate_seed)) apps.push_back(to_deploy(g.tenant, g.name, g.roles));
   SubmitOutcome placed = plan_submit(s, apps);
   if (placed.pending != 0) throw std::runtime_error(fmt::format("{} background instances pending", placed.pending));
   s = std::move(placed.after);
@@ -100,7 +100,7 @@ ClusterState build(const ControllerContext& ctx) {
   return std::move(settled.after);
 }
 
-void check(const ClusterState& s) {
+void check_moved(const ClusterState& s) {
   std::unordered_map<std::string, Resources> used;
   size_t subject_running = 0;
   for (const auto& i : s.snapshot.instances) {
@@ -133,7 +133,7 @@ Figures run_case(bool drain) {
   });
   double cpu = cpu_ms() - cpu_before;
   if (!out.converged) throw std::runtime_error("the reconcile did not converge");
-  check(out.after);
+  check_moved(out.after);
   size_t moved = 0;
   for (const auto& e : out.batch.events)
     if (e.reason == (drain ? "Migrated" : "Evicted")) ++moved;
@@ -144,7 +144,7 @@ Figures run_case(bool drain) {
   Figures f;
   f["nodes"] = k_nodes;
   f["instances"] = out.after.snapshot.instances.size();
-  f["seed"] = k_seed;
+  f["seed"] = k_migrate_seed;
   f["moved"] = moved;
   f["passes"] = out.passes;
   f["events"] = out.batch.events.size();

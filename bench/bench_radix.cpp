@@ -32,10 +32,10 @@ namespace {
 
 using Bits = unsigned __int128;
 
-constexpr uint64_t k_seed = 20240613;
+constexpr uint64_t k_radix_seed = 20240613;
 constexpr size_t k_prefixes = 100000;
 constexpr size_t k_lookups = 1000000;
-constexpr size_t k_batch = 10000;
+constexpr size_t k_radix_batch = 10000;
 constexpr size_t k_copy_lookups = 200000;
 constexpr size_t k_linear_checks = 500;
 constexpr int k_builds = 3;
@@ -123,7 +123,7 @@ class HashLpm {
 };
 
 Figures run_radix_100k() {
-  Rng rng(k_seed);
+  Rng rng(k_radix_seed);
   const std::vector<Weighted> v4_lengths = {{3, 12, 16}, {45, 17, 24}, {32, 25, 28}, {20, 32, 32}};
   const std::vector<Weighted> v6_lengths = {{10, 32, 47}, {20, 48, 56}, {50, 57, 64}, {5, 65, 96}, {15, 128, 128}};
 
@@ -177,8 +177,8 @@ Figures run_radix_100k() {
   size_t hits = 0;
   cpu_before = cpu_ms();
   Timer wall;
-  for (size_t start = 0; start < k_lookups; start += k_batch) {
-    size_t end = std::min(k_lookups, start + k_batch);
+  for (size_t start = 0; start < k_lookups; start += k_radix_batch) {
+    size_t end = std::min(k_lookups, start + k_radix_batch);
     double ms = time_ms([&] {
       for (size_t i = start; i < end; ++i)
         if (auto m = tree.longest_match(addrs[i])) {
@@ -255,7 +255,7 @@ Figures run_radix_100k() {
   out["prefixes"] = prefixes.size();
   out["v4_prefixes"] = v4;
   out["v6_prefixes"] = prefixes.size() - v4;
-  out["seed"] = k_seed;
+  out["seed"] = k_radix_seed;
   out["insert_ms"] = round3(percentile(build_ms, 50));
   out["insert_cpu_ms"] = round3(build_cpu_ms);
   out["inserts_per_s"] = round3(static_cast<double>(k_prefixes) * 1000.0 / percentile(build_ms, 50));
@@ -263,7 +263,7 @@ Figures run_radix_100k() {
   out["hit_rate"] = round3(static_cast<double>(hits) / static_cast<double>(k_lookups));
   out["lookups_per_s"] = round3(static_cast<double>(k_lookups) * 1000.0 / lookup_wall_ms);
   out["cpu_lookups_per_s"] = round3(static_cast<double>(k_lookups) * 1000.0 / lookup_cpu_ms);
-  out["latency_basis"] = fmt::format("batches of {} longest_match calls, batch wall time / {}", k_batch, k_batch);
+  out["latency_basis"] = fmt::format("batches of {} longest_match calls, batch wall time / {}", k_radix_batch, k_radix_batch);
   out["p50_us"] = round3(percentile(per_lookup_us, 50));
   out["p99_us"] = round3(percentile(per_lookup_us, 99));
   out["copying_lookups_per_s"] = round3(static_cast<double>(k_copy_lookups) * 1000.0 / copy_ms);

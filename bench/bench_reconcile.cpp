@@ -28,17 +28,17 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_seed = 20240701;
-constexpr int k_nodes = 1000;
+constexpr uint64_t k_reconcile_seed = 20240701;
+constexpr int k_reconcile_nodes = 1000;
 constexpr size_t k_instances = 10000;
 constexpr int64_t k_now = 1'700'000'000'000;
 
 ClusterState build() {
   ClusterState s;
-  s.snapshot.nodes = make_nodes(k_nodes);
+  s.snapshot.nodes = make_nodes(k_reconcile_nodes);
   s.snapshot.tenants = make_tenants();
   std::vector<AppToDeploy> apps;
-  for (const auto& g : make_apps(k_instances, k_seed)) {
+  for (const auto& g : make_apps(k_instances, k_reconcile_seed)) {
     AppToDeploy d;
     d.record.tenant = g.tenant;
     d.record.name = g.name;
@@ -76,9 +76,9 @@ Figures run() {
   Figures f;
   ClusterState s;
   f["setup_ms"] = round3(time_ms([&] { s = build(); }));
-  f["nodes"] = k_nodes;
+  f["nodes"] = k_reconcile_nodes;
   f["instances"] = s.snapshot.instances.size();
-  f["seed"] = k_seed;
+  f["seed"] = k_reconcile_seed;
   ControllerContext ctx{k_now + 1000, {}};
 
   std::vector<double> idle, base, churn;

@@ -33,7 +33,7 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_seed = 20240612;
+constexpr uint64_t k_schedule_seed = 20240612;
 constexpr int k_submissions = 100;
 constexpr int k_sample_pct = 10;
 
@@ -50,7 +50,7 @@ Scenario make_scenario(int nodes, size_t instances, bool anti_affinity) {
   sc.nodes = make_nodes(nodes);
   WorkloadOptions options;
   options.anti_affinity = anti_affinity;
-  sc.apps = make_apps(instances, k_seed, options);
+  sc.apps = make_apps(instances, k_schedule_seed, options);
   sc.instances = instances;
   sc.anti_affinity = anti_affinity;
   for (const auto& a : sc.apps) sc.roles += a.roles.size();
@@ -226,7 +226,7 @@ Figures run_schedule_case(int nodes, size_t instances, bool anti_affinity, size_
   out["instances"] = instances;
   out["roles"] = sc.roles;
   out["apps"] = sc.apps.size();
-  out["seed"] = k_seed;
+  out["seed"] = k_schedule_seed;
   out["anti_affinity"] = anti_affinity ? "required, topology node, within each role" : "none";
 
   OneCall full = one_call(sc, 100);
@@ -316,7 +316,7 @@ struct PreemptScenario {
 };
 
 PreemptScenario make_preempt_scenario() {
-  Rng rng(k_seed + 1);
+  Rng rng(k_schedule_seed + 1);
   PreemptScenario sc;
   sc.s.tenants = make_tenants();
   const std::vector<Size> low_sizes = {{40, 1000, 4}, {40, 2000, 8}, {20, 4000, 16}};
@@ -530,7 +530,7 @@ Figures run_preempt_20k() {
   out["running_nonprod"] = k_preempt_running;
   out["arrivals_prod"] = k_preempt_arrivals;
   out["arrival_calls"] = sc.arrivals.size();
-  out["seed"] = k_seed + 1;
+  out["seed"] = k_schedule_seed + 1;
   out["placements"] = placed;
   out["placements_per_s"] = per_s(placed, wall_ms);
   out["cpu_placements_per_s"] = per_s(placed, arrivals_cpu_ms);

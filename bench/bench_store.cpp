@@ -32,18 +32,8 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
 
 namespace {
 
-constexpr int k_nodes = 5000;
-constexpr int k_instances = 50000;
-
-template <class T>
-T check(Result<T> r, const char* what) {
-  if (!r) throw std::runtime_error(fmt::format("{}: {}", what, format_diagnostics(r.error())));
-  return std::move(*r);
-}
-
-void check(Result<void> r, const char* what) {
-  if (!r) throw std::runtime_error(fmt::format("{}: {}", what, format_diagnostics(r.error())));
-}
+constexpr int k_store_nodes = 5000;
+constexpr int k_store_instances = 50000;
 
 std::unique_ptr<EtcdStore> open_etcd(const testing::EtcdServer& server) {
   EtcdOptions options;
@@ -63,14 +53,14 @@ Figures run_submit_e2e_5k_etcd() {
 // 5,000 nodes and 50,000 placed instances, written in commits of 5,000 objects.
 void fill(State& state) {
   SystemClock clock;
-  auto nodes = make_nodes(k_nodes);
+  auto nodes = make_nodes(k_store_nodes);
   for (size_t from = 0; from < nodes.size(); from += 2500) {
     check(state.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
       for (size_t k = from; k < std::min(nodes.size(), from + 2500); ++k) b.put_nodes.push_back(nodes[k]);
       return {};
     }), "writing nodes");
   }
-  for (int from = 0; from < k_instances; from += 5000) {
+  for (int from = 0; from < k_store_instances; from += 5000) {
     check(state.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
       for (int k = from; k < from + 5000; ++k) {
         Instance i;
@@ -138,8 +128,8 @@ Figures idle(Store& store, const std::string& describe) {
 
   Figures out;
   out["store"] = describe;
-  out["nodes"] = k_nodes;
-  out["instances"] = k_instances;
+  out["nodes"] = k_store_nodes;
+  out["instances"] = k_store_instances;
   out["fill_ms"] = round3(fill_ms);
   out["store_read_p50_ms"] = round3(percentile(raw, 50));
   out["full_load_p50_ms"] = round3(percentile(full, 50));

@@ -12,6 +12,7 @@
 // static (its construction order is then well defined). This is acceptable here because
 // gaia-bench is an executable, not library code.
 
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -26,6 +27,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "lib/error.hpp"
 
 namespace gaia::bench {
 
@@ -115,6 +118,17 @@ inline double cpu_ms() {
     if (getrusage(who, &usage) == 0) total += ms(usage.ru_utime) + ms(usage.ru_stime);
   }
   return total;
+}
+
+// The value of `r`; throws, naming `what`, when it holds an error instead.
+template <class T>
+T check(Result<T> r, const char* what) {
+  if (!r) throw std::runtime_error(fmt::format("{}: {}", what, format_diagnostics(r.error())));
+  return std::move(*r);
+}
+
+inline void check(Result<void> r, const char* what) {
+  if (!r) throw std::runtime_error(fmt::format("{}: {}", what, format_diagnostics(r.error())));
 }
 
 // A fresh directory under the system temp dir, removed with everything in it when the

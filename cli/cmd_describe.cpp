@@ -220,7 +220,7 @@ BundleInfo bundle_info(Session& session, const AppRecord& a) {
 std::string bundle_text(const BundleInfo& b) {
   if (b.hash.empty()) return "<none> (re-rendered from the spec folder)";
   if (!b.problem.empty()) return fmt::format("{} ({})", b.hash, b.problem);
-  return fmt::format("{} ({} file{}, {})", b.hash, b.files, b.files == 1 ? "" : "s", render::format_bytes(b.bytes));
+  return fmt::format("{} ({} file{}, {})", b.hash, b.files, b.files == 1 ? "" : "s", render::format_byte_size(b.bytes));
 }
 
 json bundle_json(const BundleInfo& b) {

@@ -115,7 +115,7 @@ int run_migrate(const Globals& g, const MigrateArgs& a) {
   return k_ok;
 }
 
-using Decide = Result<NodeChange> (*)(const ClusterState&, const NodeCmdArgs&);
+using NodeChangeDecider = Result<NodeChange> (*)(const ClusterState&, const NodeCmdArgs&);
 
 Result<NodeChange> decide_drain_cmd(const ClusterState& st, const NodeCmdArgs& a) { return decide_drain(st, a.node); }
 Result<NodeChange> decide_fail_cmd(const ClusterState& st, const NodeCmdArgs& a) {
@@ -126,7 +126,7 @@ Result<NodeChange> decide_recover_cmd(const ClusterState& st, const NodeCmdArgs&
 }
 
 // Instances still on the node and why, for a drain that has not finished.
-std::string format_blockers(const std::vector<DrainBlocker>& blockers) {
+std::string format_drain_blockers(const std::vector<DrainBlocker>& blockers) {
   std::string out;
   for (const auto& b : blockers) out += fmt::format("  {}: {}\n", b.instance, b.reason);
   return out;
@@ -139,7 +139,7 @@ bool drained(const ClusterState& st, const std::string& node) {
 
 // The shared flow of drain, node fail and node recover: validate, decide, then either
 // report the what-if (dry run) or commit, run the controllers and report the same.
-int run_node_change(const Globals& g, const NodeCmdArgs& a, Decide decide, const std::string& what) {
+int run_node_change(const Globals& g, const NodeCmdArgs& a, NodeChangeDecider decide, const std::string& what) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;
@@ -227,7 +227,7 @@ int run_node_change(const Globals& g, const NodeCmdArgs& a, Decide decide, const
       if (!g.quiet || to == stderr) {
         std::fprintf(to, "%s %zu instance(s) still on %s:\n", yellow(g, to, "note:").c_str(), blockers.size(),
                      a.node.c_str());
-        std::fputs(format_blockers(blockers).c_str(), to);
+        std::fputs(format_drain_blockers(blockers).c_str(), to);
       }
     }
     if (a.wait && !done) {

@@ -32,7 +32,7 @@ void CounterPool::release_all() {
   m_in_use.clear();
 }
 
-std::optional<Cidr> parse_cidr(std::string_view text) {
+std::optional<Cidr> parse_subnet(std::string_view text) {
   Cidr c;
   std::string addr(text);
   int max_prefix = 0;
@@ -130,7 +130,7 @@ void build_request(Request& rq, const ClusterIndex& idx, int inst) {
   }
   if (!role.required_subnet.empty()) {
     rq.has_subnet = true;
-    rq.subnet = parse_cidr(role.required_subnet);
+    rq.subnet = parse_subnet(role.required_subnet);
   }
   std::string_view topo = role.required_topology;
   while (!topo.empty()) {

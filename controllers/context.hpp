@@ -59,7 +59,7 @@ struct Cidr {
   int prefix = 0;
 };
 // "10.1.0.0/16", "fd00::/8", or a bare address (full-length prefix).
-std::optional<Cidr> parse_cidr(std::string_view text);
+std::optional<Cidr> parse_subnet(std::string_view text);
 // Whether `inner` (an address or a prefix) lies entirely inside `outer`.
 bool cidr_contains(const Cidr& outer, const Cidr& inner);
 

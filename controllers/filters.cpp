@@ -155,8 +155,8 @@ bool check_network(const Node& node, const Request& rq, std::string* msg) {
       if (msg) *msg = fmt::format("required_subnet '{}' is not a CIDR", rq.role->required_subnet);
       return false;
     }
-    auto addr = parse_cidr(node.address);
-    auto sub = parse_cidr(node.instance_subnet);
+    auto addr = parse_subnet(node.address);
+    auto sub = parse_subnet(node.instance_subnet);
     bool ok = (addr && cidr_contains(*rq.subnet, *addr)) || (sub && cidr_contains(*rq.subnet, *sub));
     if (!ok) {
       if (msg)

@@ -18,7 +18,7 @@ namespace {
 
 std::string role_id(const Instance& i) { return i.tenant + "/" + i.app + "/" + i.role; }
 
-const Role* role_of(const ClusterState& state, const Instance& i) {
+const Role* migration_role_of(const ClusterState& state, const Instance& i) {
   auto it = state.snapshot.roles.find(role_id(i));
   return it == state.snapshot.roles.end() ? nullptr : &it->second;
 }
@@ -77,7 +77,7 @@ std::vector<const Instance*> drain_batch(const ClusterState& state, const Node& 
       continue;
     }
     if (i->state == InstanceState::Running) {
-      const Role* role = role_of(state, *i);
+      const Role* role = migration_role_of(state, *i);
       int min_available = role ? role->min_available : 0;
       std::string id = role_id(*i);
       int budget = running[id] - min_available - taken[id];
@@ -137,7 +137,7 @@ size_t count_on(const ClusterState& state, const std::string& node) {
 }  // namespace
 
 std::string migrate_times_refusal(const ClusterState& state, const Instance& i) {
-  const Role* role = role_of(state, i);
+  const Role* role = migration_role_of(state, i);
   int limit = role ? role->migrate_times : Role{}.migrate_times;
   if (i.migrations < limit) return "";
   return fmt::format("moved {} time(s) already; its role {} allows {} (migrate_times)", i.migrations, i.role, limit);
@@ -214,7 +214,7 @@ ControllerResult reconcile_migration(const ClusterState& state, const Controller
       std::erase_if(moved.volumes, [&](const VolumeBinding& v) { return v.node == n->name; });
       unplace(moved, fmt::format("moving off draining node {}", n->name), false);
       ++moved.migrations;
-      const Role* role = role_of(state, *i);
+      const Role* role = migration_role_of(state, *i);
       std::string msg = fmt::format("moving off {} (draining); migration {} of {}", n->name, moved.migrations,
                                     role ? role->migrate_times : Role{}.migrate_times);
       if (!held.empty()) msg += fmt::format("; volume {} is copied to its new node", fmt::join(held, ", "));

@@ -11,7 +11,7 @@ namespace gaia {
 
 namespace {
 
-std::string seconds_text(int64_t ms) {
+std::string health_seconds_text(int64_t ms) {
   return ms % 1000 == 0 ? fmt::format("{}s", ms / 1000) : fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
 }
 
@@ -33,8 +33,8 @@ ControllerResult reconcile_node_health(const ClusterState& state, const Controll
         continue;
       }
       std::string why = fmt::format("{}: no heartbeat from its agent ({}) for {}, timeout {}", k_heartbeat_down_prefix,
-                                    beat.agent.empty() ? "unknown" : beat.agent, seconds_text(silent),
-                                    seconds_text(timeout));
+                                    beat.agent.empty() ? "unknown" : beat.agent, health_seconds_text(silent),
+                                    health_seconds_text(timeout));
       auto change = decide_node_fail(state, name, false, why);
       if (change && change->changed) merge_batch(out.batch, std::move(change->batch));
     } else if (n->down_reason.starts_with(k_heartbeat_down_prefix) && silent <= timeout) {

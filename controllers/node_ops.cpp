@@ -17,7 +17,7 @@ namespace gaia {
 namespace {
 
 
-TimelineEvent& node_event(Batch& b, const std::string& node, std::string reason, std::string message,
+TimelineEvent& node_op_event(Batch& b, const std::string& node, std::string reason, std::string message,
                           std::string type = "Normal") {
   auto& e = b.event(std::move(reason), std::move(message), std::move(type));
   e.node = node;
@@ -230,7 +230,7 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
       }
     b.put_nodes.push_back(std::move(put));
     out.nodes.push_back(n.name);
-    node_event(b, n.name, "NodeAdded", node_summary(n));
+    node_op_event(b, n.name, "NodeAdded", node_summary(n));
   }
   for (const auto& t : spec.tenants) b.put_tenants.push_back(t);
   b.profile = spec.profile;
@@ -289,7 +289,7 @@ Result<NodeOpOutcome> decide_node_add(const ClusterState& state, const std::vect
   for (const auto& n : nodes) {
     out.batch.put_nodes.push_back(n);
     out.nodes.push_back(n.name);
-    node_event(out.batch, n.name, "NodeAdded", node_summary(n));
+    node_op_event(out.batch, n.name, "NodeAdded", node_summary(n));
   }
   retry_pending(state, out);
   return out;
@@ -334,7 +334,7 @@ Result<NodeOpOutcome> decide_node_remove(const ClusterState& state, const std::v
   for (const Node* n : *found) {
     out.batch.delete_nodes.push_back(n->name);
     out.nodes.push_back(n->name);
-    node_event(out.batch, n->name, "NodeRemoved",
+    node_op_event(out.batch, n->name, "NodeRemoved",
                force ? "removed (forced)" : "removed", "Normal");
   }
   retry_pending(state, out);
@@ -415,7 +415,7 @@ Result<NodeOpOutcome> decide_node_label(const ClusterState& state, const std::ve
     out.changed = true;
     out.nodes.push_back(n->name);
     out.batch.put_nodes.push_back(std::move(changed));
-    node_event(out.batch, n->name, "NodeLabeled", fmt::format("{}", fmt::join(done, ", ")));
+    node_op_event(out.batch, n->name, "NodeLabeled", fmt::format("{}", fmt::join(done, ", ")));
   }
   if (!errors.empty()) return fail(errors);
   if (out.changed) retry_pending(state, out);
@@ -442,7 +442,7 @@ Result<NodeOpOutcome> decide_node_cordon(const ClusterState& state, const std::v
     out.changed = true;
     out.nodes.push_back(n->name);
     out.batch.put_nodes.push_back(std::move(changed));
-    node_event(out.batch, n->name, cordon ? "NodeCordoned" : "NodeUncordoned",
+    node_op_event(out.batch, n->name, cordon ? "NodeCordoned" : "NodeUncordoned",
                cordon ? "no new instances are placed here; running ones stay" : "open for new instances again");
   }
   if (!errors.empty()) return fail(errors);

@@ -12,7 +12,7 @@ namespace gaia {
 
 namespace {
 
-std::string duration_text(int64_t ms) {
+std::string backoff_text(int64_t ms) {
   if (ms >= 1000 && ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
   return fmt::format("{}ms", ms);
 }
@@ -72,8 +72,8 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
         out.batch.instance_event(i, "BackOff",
                        i.internal_failure
                            ? fmt::format("restarting in {} after an internal failure (not counted against retry_times)",
-                                         duration_text(backoff))
-                           : fmt::format("restarting in {} (restart {} of {})", duration_text(backoff), i.restarts + 1,
+                                         backoff_text(backoff))
+                           : fmt::format("restarting in {} (restart {} of {})", backoff_text(backoff), i.restarts + 1,
                                          role.retry_times));
     }
     if (x.restart_at_ms <= ctx.now_ms) {
@@ -83,7 +83,7 @@ ControllerResult restart_failed(const ClusterState& state, const ControllerConte
       if (!internal) ++x.restarts;
       requeue_instance(x, fmt::format("restarting after failure: {}", failure.empty() ? "exited" : failure));
       x.failure = failure;  // Kept as the last failure, for `gaia describe`.
-      std::string after_backoff = backoff > 0 ? fmt::format(" after {} back-off", duration_text(backoff)) : "";
+      std::string after_backoff = backoff > 0 ? fmt::format(" after {} back-off", backoff_text(backoff)) : "";
       out.batch.instance_event(i, "Restarted",
                      internal ? fmt::format("restarted{} after an internal failure on {} (not counted; {} of {} "
                                             "restarts used); back in the queue",

@@ -21,7 +21,7 @@ namespace {
 
 using Bits = unsigned __int128;
 
-std::string app_id(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
+std::string submit_app_key(const std::string& tenant, const std::string& name) { return tenant + "/" + name; }
 
 // The lowest address of `prefix` not in `used`, skipping the network address and, for
 // IPv4, the broadcast address. Scans at most a million candidates: an instance subnet
@@ -192,7 +192,7 @@ struct Work {
     if (current && current->tenant == i.tenant && current->name == i.app) return *current;
     for (auto& r : out.apps)
       if (r.tenant == i.tenant && r.name == i.app) return r;
-    std::string id = app_id(i.tenant, i.app);
+    std::string id = submit_app_key(i.tenant, i.app);
     auto it = other_index.find(id);
     if (it != other_index.end()) return out.others[it->second];
     const AppRecord* a = state.find_app(i.tenant, i.app);
@@ -303,7 +303,7 @@ struct Work {
 
   // Sets the app's status from its instances (an event when it changes).
   void set_app_status(const std::string& tenant, const std::string& name, const Readiness& r) {
-    auto it = state.apps.find(app_id(tenant, name));
+    auto it = state.apps.find(submit_app_key(tenant, name));
     if (it == state.apps.end()) return;
     std::string status = status_of(state, r, it->second);
     if (it->second.status == status) return;
@@ -351,7 +351,7 @@ struct Work {
         if (i.state != InstanceState::Pending) continue;
         std::string key = i.key();
         bool victim = requeued.count(key) > 0;
-        if (!victim && scope && !scope->count(app_id(i.tenant, i.app))) continue;
+        if (!victim && scope && !scope->count(submit_app_key(i.tenant, i.app))) continue;
         if (attempted.count(key) && !victim) continue;
         // A stateful instance whose volume sits on a down node can only go back there:
         // it waits for the node rather than failing every filter on every pass.
@@ -401,11 +401,11 @@ struct Work {
     // Pending instances of the reported apps as they stand at the end (an instance tried
     // twice is counted once).
     std::set<std::string> reported;
-    for (const auto& rep : out.apps) reported.insert(app_id(rep.tenant, rep.name));
-    for (const auto& rep : out.others) reported.insert(app_id(rep.tenant, rep.name));
+    for (const auto& rep : out.apps) reported.insert(submit_app_key(rep.tenant, rep.name));
+    for (const auto& rep : out.others) reported.insert(submit_app_key(rep.tenant, rep.name));
     out.pending = 0;
     for (const auto& i : state.snapshot.instances)
-      if (i.state == InstanceState::Pending && reported.count(app_id(i.tenant, i.app))) ++out.pending;
+      if (i.state == InstanceState::Pending && reported.count(submit_app_key(i.tenant, i.app))) ++out.pending;
   }
 };
 
@@ -504,13 +504,13 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
     else state.snapshot.tenants.push_back(t);
   }
   for (const auto& [t, n] : batch.delete_apps) {
-    state.apps.erase(app_id(t, n));
-    std::string prefix = app_id(t, n) + "/";
+    state.apps.erase(submit_app_key(t, n));
+    std::string prefix = submit_app_key(t, n) + "/";
     std::erase_if(state.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
   }
   for (const auto& a : batch.put_apps) {
-    state.apps[app_id(a.tenant, a.name)] = a;
-    for (const auto& role : a.workload.roles) state.snapshot.roles[app_id(a.tenant, a.name) + "/" + role.name] = role;
+    state.apps[submit_app_key(a.tenant, a.name)] = a;
+    for (const auto& role : a.workload.roles) state.snapshot.roles[submit_app_key(a.tenant, a.name) + "/" + role.name] = role;
   }
   std::unordered_set<std::string> deleted(batch.delete_instances.begin(), batch.delete_instances.end());
   std::unordered_map<std::string, const Instance*> puts;
@@ -588,7 +588,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
   w.out.apps.reserve(apps.size());
   for (const auto& to_deploy : apps) {
     AppRecord rec = to_deploy.record;
-    std::string id = app_id(rec.tenant, rec.name);
+    std::string id = submit_app_key(rec.tenant, rec.name);
     submitted.insert(id);
     w.out.apps.push_back(AppReport{rec.tenant, rec.name, rec.version, "deploy", {}, {}, {}, {}, {}, {}, 0, 0, false, ""});
     AppReport& report = w.out.apps.back();

@@ -167,12 +167,12 @@ Result<PackedBundle> make_bundle(const spec::AppSpec& spec, const std::vector<re
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
     std::vector<std::string> largest;
     for (size_t k = 0; k < sizes.size() && k < 3; ++k)
-      largest.push_back(fmt::format("{} ({})", sizes[k].second, render::format_bytes(sizes[k].first)));
+      largest.push_back(fmt::format("{} ({})", sizes[k].second, render::format_byte_size(sizes[k].first)));
     return fail(Diagnostic{{spec.yaml_file}, "",
                            fmt::format("the files of {} come to {} as a spec bundle, over the {} one bundle may hold "
                                        "(it is stored as one value, so that any machine can render the app again)",
-                                       spec.name, render::format_bytes(packed.json.size()),
-                                       render::format_bytes(max_bytes)),
+                                       spec.name, render::format_byte_size(packed.json.size()),
+                                       render::format_byte_size(max_bytes)),
                            fmt::format("every file below the app directory is stored, and every file it imports from "
                                        "vendor/, -J or GAIA_PATH; the largest: {}. Move data files that the "
                                        "templates do not import out of the app directory",

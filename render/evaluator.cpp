@@ -17,6 +17,7 @@ extern "C" {
 
 #include "lib/hash.hpp"
 #include "render/embedded.hpp"
+#include "render/json_fields.hpp"
 #include "render/overrides.hpp"
 #include "render/sandbox.hpp"
 
@@ -229,7 +230,6 @@ std::string jsonnet_string_literal(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -367,7 +367,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
       "    config: config,\n"
       "    main: {}"
       "    }}\n",
-      compact(in.overrides.is_object() ? in.overrides : json::object()), compact(in.deps), compact(in.app),
+      detail::json_compact(in.overrides.is_object() ? in.overrides : json::object()), detail::json_compact(in.deps), detail::json_compact(in.app),
       jsonnet_string_literal(config_file),
       in.config_only ? std::string("null,\n")
                      : fmt::format("local main = import {};\n"
@@ -379,7 +379,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   auto [ok, text] = vm.eval(k_wrapper, wrapper);
   if (!ok) return fail(jsonnet_error_to_diagnostic(text, app_dir, in.display_dir, ctx.phase));
   if (text.size() > in.max_output_bytes) {
-    return fail(Diagnostic{{ctx.phase}, "", fmt::format("output exceeds {} ({})", format_bytes(in.max_output_bytes), ctx.phase),
+    return fail(Diagnostic{{ctx.phase}, "", fmt::format("output exceeds {} ({})", format_byte_size(in.max_output_bytes), ctx.phase),
                            "the template probably builds far more than intended; raise --render-max-output if not"});
   }
   json result = json::parse(text);
@@ -403,7 +403,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   std::sort(ctx.reads.begin(), ctx.reads.end(), [](const ConfigRead& a, const ConfigRead& b) {
     if (a.kind != b.kind) return a.kind < b.kind;
     if (a.key != b.key) return a.key < b.key;
-    return compact(a.value) < compact(b.value);
+    return detail::json_compact(a.value) < detail::json_compact(b.value);
   });
   ctx.reads.erase(std::unique(ctx.reads.begin(), ctx.reads.end()), ctx.reads.end());
   out.raw.reads = std::move(ctx.reads);

@@ -28,6 +28,8 @@ std::string json_type_name(const json& v) {
   }
 }
 
+std::string json_compact(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 std::string json_preview(const json& v, size_t max) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > max) s = s.substr(0, max - 3) + "...";

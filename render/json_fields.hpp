@@ -16,6 +16,9 @@ namespace gaia::render::detail {
 
 // "a string", "a number", "a list", "an object", "a boolean", "null".
 std::string json_type_name(const nlohmann::json& v);
+// The value as compact JSON; invalid UTF-8 is replaced rather than thrown, as the text
+// only feeds messages, hashes and comparisons.
+std::string json_compact(const nlohmann::json& v);
 // The value as compact JSON, shortened to `max` characters for messages.
 std::string json_preview(const nlohmann::json& v, size_t max = 60);
 

@@ -15,6 +15,7 @@ extern "C" {
 #include "lib/hash.hpp"
 #include "render/embedded.hpp"
 #include "render/evaluator.hpp"
+#include "render/json_fields.hpp"
 #include "render/sandbox.hpp"
 
 namespace gaia::render {
@@ -27,7 +28,6 @@ namespace {
 // shape of RawRender), so old entries stop matching.
 constexpr const char* k_cache_format = "gaia-render/1";
 
-std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string display_dir_of(const RenderRequest& req) {
   if (!req.options.display_dir.empty()) return req.options.display_dir;
@@ -71,13 +71,13 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
   auto outcome = run_sandboxed(limits, [&](SandboxChannel& channel) -> std::string {
     try {
       auto r = evaluate_jsonnet(in, [&](std::string_view file) { channel.progress(file); });
-      if (!r) return compact(json{{"ok", false}, {"diagnostics", to_json(r.error())}});
+      if (!r) return detail::json_compact(json{{"ok", false}, {"diagnostics", to_json(r.error())}});
       json ext = json::array();
       for (const auto& f : r->external) ext.push_back(to_json(f));
-      return compact(json{{"ok", true}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
+      return detail::json_compact(json{{"ok", true}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
     } catch (const std::exception& e) {
       Diagnostics ds{Diagnostic{{}, "", fmt::format("internal error while rendering: {}", e.what()), ""}};
-      return compact(json{{"ok", false}, {"diagnostics", to_json(ds)}});
+      return detail::json_compact(json{{"ok", false}, {"diagnostics", to_json(ds)}});
     }
   });
 
@@ -95,7 +95,7 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
     case S::OutputTooLarge:
       return fail(Diagnostic{{where}, "",
                              fmt::format("render of {}: output exceeds {} ({})", app,
-                                         format_bytes(req.options.max_output_bytes), where),
+                                         format_byte_size(req.options.max_output_bytes), where),
                              "the template probably builds far more than intended; raise --render-max-output if not"});
     case S::Crashed: {
       std::string how = outcome.signal ? fmt::format("was killed by signal {} ({})", outcome.signal, ::strsignal(outcome.signal))
@@ -103,7 +103,7 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
       return fail(Diagnostic{{where}, "",
                              fmt::format("render of {} {} while evaluating {}; most likely it needed more than the "
                                          "memory limit of {}",
-                                         app, how, where, format_bytes(req.options.memory_limit_bytes)),
+                                         app, how, where, format_byte_size(req.options.memory_limit_bytes)),
                              "raise --render-memory if the template really needs that much memory"});
     }
     case S::SystemError:
@@ -200,10 +200,10 @@ std::string render_input_key(const RenderRequest& req, const json& built_deps) {
   if (!req.release.empty() && req.release != req.spec->name) h.add("release:" + req.release);
   for (const auto& [alias, release] : req.dep_releases) h.add("dep-release:" + alias + "=" + release);
   h.add(req.spec->version.to_string());
-  h.add(compact(built_deps));
-  h.add(compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
+  h.add(detail::json_compact(built_deps));
+  h.add(detail::json_compact(req.options.overrides.is_null() ? json::object() : req.options.overrides));
   // Only when set, so the renders of apps nobody scaled keep the keys they had.
-  if (!req.options.scale.empty()) h.add("scale:" + compact(json(req.options.scale)));
+  if (!req.options.scale.empty()) h.add("scale:" + detail::json_compact(json(req.options.scale)));
   h.add(fmt::format("max_stack:{}", req.options.max_stack));
   if (!req.sources_key.empty()) return h.hex();
   h.add(fmt::format("jpaths:{}", req.options.jpaths.size()));

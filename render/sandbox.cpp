@@ -183,7 +183,7 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
   return out;
 }
 
-std::string format_bytes(size_t n) {
+std::string format_byte_size(size_t n) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(n);
   int u = 0;

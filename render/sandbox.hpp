@@ -57,7 +57,7 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
                              const std::function<std::string(SandboxChannel&)>& body);
 
 // "16MiB", "1.5GiB", "512KiB", "100B".
-std::string format_bytes(size_t n);
+std::string format_byte_size(size_t n);
 // "10s", "1.5s", "250ms".
 std::string format_ms(int ms);
 

@@ -13,7 +13,11 @@ BUILD="${GAIA_BUILD_DIR:-$ROOT/build}"
 JOBS="${GAIA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 TARGETS=()
 for t in "$@"; do TARGETS+=(--target "$t"); done
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE="${GAIA_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+CONFIG=(-DCMAKE_BUILD_TYPE="${GAIA_BUILD_TYPE:-RelWithDebInfo}")
+# Everything means the tests and the benchmarks too: a package they need that is missing
+# is then an error at configure time (CMakeLists.txt).
+if [ ${#TARGETS[@]} -eq 0 ]; then CONFIG+=(-DGAIA_BUILD_TESTS=ON -DGAIA_BUILD_BENCH=ON); fi
+cmake -S "$ROOT" -B "$BUILD" "${CONFIG[@]}" >/dev/null
 cmake --build "$BUILD" -j"$JOBS" "${TARGETS[@]}"
 
 COMPLETIONS="$BUILD/completions"

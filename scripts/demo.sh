@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GAIA_BUILD_DIR:-$ROOT/build}"
 if [ "${1:-}" != "--no-setup" ]; then
-  bash "$ROOT/scripts/setup.sh"
+  bash "$ROOT/scripts/setup.sh" --main
   bash "$ROOT/scripts/build.sh" gaia
 fi
 GAIA="$BUILD/cli/gaia"

@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
-# Installs every Debian package gaia needs to build, test and benchmark.
-# Idempotent: packages already present are skipped, and apt is not touched at all
-# when nothing is missing. Must run as root (or with sudo available) on Debian bookworm.
+# Installs the Debian packages gaia needs. Idempotent: packages already present are
+# skipped, and apt is not touched at all when nothing is missing. Must run as root (or
+# with sudo available) on Debian bookworm.
 #   bash scripts/setup.sh          what the build, the tests and the benchmarks need
-#   bash scripts/setup.sh --fuzz   that, and clang 19 with libFuzzer (scripts/fuzz.sh)
+#   bash scripts/setup.sh --main   only what the main job needs (scripts/demo.sh): the
+#                                  compiler, the libraries the gaia binary links, and the
+#                                  two programs of the process demo; a newcomer waits for
+#                                  this one, so it leaves out the test-only packages
+#   bash scripts/setup.sh --fuzz   everything, and clang 19 with libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
-PACKAGES=(
-  build-essential g++ cmake make pkg-config git ca-certificates
+# What the gaia binary needs to build (scripts/build.sh gaia) and the demo to run.
+MAIN_PACKAGES=(
+  g++ cmake make pkg-config ca-certificates
   libjsonnet-dev libyaml-cpp-dev libcli11-dev libcurl4-openssl-dev
-  libboost-dev libboost-filesystem-dev catch2 libfmt-dev libsqlite3-dev
-  nlohmann-json3-dev librapidcheck-dev libbenchmark-dev libxxhash-dev
+  libboost-dev libboost-filesystem-dev libfmt-dev libsqlite3-dev
+  nlohmann-json3-dev libxxhash-dev
+  # The example stack of examples/local runs these on the process backend (the main
+  # job sends a request through it; the end-to-end tests kill and restart them).
+  redis-server busybox
+)
+# The tests, the benchmarks and the stand-ins need these as well.
+PACKAGES=(
+  "${MAIN_PACKAGES[@]}"
+  build-essential git catch2 librapidcheck-dev libbenchmark-dev
   libcpp-httplib-dev libspdlog-dev sqlite3
   # The Kubernetes tests make TLS certificates for the stand-in API server with it.
   openssl libssl-dev
   # The completion tests run the generated scripts in each shell; `script` (bsdutils)
   # gives the terminal tests a pseudo-terminal.
   zsh fish bsdutils
-  # The example stack of examples/local runs these on the process backend (the main
-  # job sends a request through it; the end-to-end tests kill and restart them).
-  redis-server busybox
   # The etcd store's tests (tests/store/etcd_store_test.cpp) start their own etcd from
   # /usr/bin/etcd on free ports with scratch data dirs; the package's own service is
   # not needed by gaia and may stay stopped.
@@ -28,9 +38,12 @@ PACKAGES=(
 # The coverage-guided fuzz build (docs/fuzzing.md) needs clang with libFuzzer; clang 19
 # is the first of Debian's clangs that compiles libstdc++ 12's <expected>. The test
 # suite's short fuzz pass does not need it: it runs the same targets built with g++.
-if [ "${1:-}" = "--fuzz" ]; then
-  PACKAGES+=(clang-19 libclang-rt-19-dev)
-fi
+case "${1:-}" in
+  --fuzz) PACKAGES+=(clang-19 libclang-rt-19-dev) ;;
+  --main) PACKAGES=("${MAIN_PACKAGES[@]}") ;;
+  "") ;;
+  *) echo "setup: unknown option $1 (expected --main or --fuzz)" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -20,7 +20,7 @@ namespace {
 
 using u128 = unsigned __int128;
 
-const std::vector<std::string> kTopFields = {"name",    "subnet",    "subnets",        "nodes",
+const std::vector<std::string> kClusterTopFields = {"name",    "subnet",    "subnets",        "nodes",
                                              "node_groups", "tenants", "scheduler", "storage_classes"};
 const std::vector<std::string> kNodeFields = {"name",   "address",       "instance_subnet", "capacity",
                                               "labels", "volume_groups", "cached_images",   "ports"};
@@ -36,7 +36,7 @@ const std::vector<std::string> kWeightFields = {"allocation", "balance", "locali
 const std::vector<std::string> kPortFields = {"min", "max"};
 const std::vector<std::string> kStorageClassFields = {"name", "kind", "description", "capacity", "selector"};
 
-std::string describe(const YAML::Node& n) {
+std::string describe_yaml(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Null: return "nothing (null)";
     case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
@@ -79,9 +79,9 @@ struct DeclaredClass {
   bool valid_name = true;  // Invalid names are not offered in hints.
 };
 
-class Parser {
+class ClusterFileParser {
  public:
-  explicit Parser(std::string file) : m_file(std::move(file)) {}
+  explicit ClusterFileParser(std::string file) : m_file(std::move(file)) {}
 
   Result<ClusterFile> run(std::string_view text) {
     std::vector<YAML::Node> docs;
@@ -122,14 +122,14 @@ class Parser {
   void fields(const YAML::Node& map, const Location& where, const std::string& prefix,
               const std::vector<std::string>& known, Visit visit) {
     if (!map.IsMap()) {
-      error(where, prefix, fmt::format("expected a map (fields {}), found {}", join_limited(known, 6), describe(map)));
+      error(where, prefix, fmt::format("expected a map (fields {}), found {}", join_limited(known, 6), describe_yaml(map)));
       return;
     }
     std::map<std::string, int> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
       Location key_loc = loc(it->first, where);
       if (!it->first.IsScalar()) {
-        error(key_loc, prefix, fmt::format("expected a field name, found {}", describe(it->first)));
+        error(key_loc, prefix, fmt::format("expected a field name, found {}", describe_yaml(it->first)));
         continue;
       }
       std::string key = it->first.Scalar();
@@ -151,7 +151,7 @@ class Parser {
   std::optional<std::string> scalar(const YAML::Node& n, const std::string& path, const Location& where,
                                     std::string_view what) {
     if (n.IsScalar()) return n.Scalar();
-    error(where, path, fmt::format("expected {}, found {}", what, describe(n)));
+    error(where, path, fmt::format("expected {}, found {}", what, describe_yaml(n)));
     return std::nullopt;
   }
 
@@ -184,7 +184,7 @@ class Parser {
     std::map<std::string, std::string> out;
     if (n.IsNull()) return out;
     if (!n.IsMap()) {
-      error(where, path, fmt::format("expected a map of label keys to values, found {}", describe(n)),
+      error(where, path, fmt::format("expected a map of label keys to values, found {}", describe_yaml(n)),
             "write labels as key: value lines, e.g. disk: ssd");
       return out;
     }
@@ -219,7 +219,7 @@ class Parser {
   void parse_root(const YAML::Node& root) {
     Location root_loc = loc(root, {m_file, 1, 1});
     bool any_nodes = false;
-    fields(root, root_loc, "", kTopFields, [&](const std::string& key, const std::string& path, const YAML::Node& v,
+    fields(root, root_loc, "", kClusterTopFields, [&](const std::string& key, const std::string& path, const YAML::Node& v,
                                                 const Location& where) {
       if (key == "name") {
         if (auto s = scalar(v, path, where, "a string")) m_out.cluster.name = *s;
@@ -265,7 +265,7 @@ class Parser {
   void each(const YAML::Node& v, const std::string& path, const Location& where, std::string_view what, Visit visit) {
     if (v.IsNull()) return;
     if (!v.IsSequence()) {
-      error(where, path, fmt::format("expected a list of {}, found {}", what, describe(v)),
+      error(where, path, fmt::format("expected a list of {}, found {}", what, describe_yaml(v)),
             "start each entry with '- ' on its own line");
       return;
     }
@@ -404,7 +404,7 @@ class Parser {
         if (auto c = count(fv, p, l, 1, 65535)) (k == "min" ? lo : hi) = *c;
       });
     } else {
-      error(where, path, fmt::format("expected a port range MIN-MAX or {{min, max}}, found {}", describe(v)),
+      error(where, path, fmt::format("expected a port range MIN-MAX or {{min, max}}, found {}", describe_yaml(v)),
             "for example ports: 20000-29999");
       return;
     }
@@ -856,7 +856,7 @@ class Parser {
 }  // namespace
 
 Result<ClusterFile> parse_cluster_file(std::string_view text, const std::string& file) {
-  return Parser(file).run(text);
+  return ClusterFileParser(file).run(text);
 }
 
 Result<ClusterFile> load_cluster_file(const std::filesystem::path& path) {

@@ -26,6 +26,7 @@ namespace gaia::standin {
 using detail::ApiError;
 using detail::ApiReply;
 using detail::ApiRequest;
+using detail::is_true;
 using nlohmann::json;
 
 namespace {
@@ -46,8 +47,6 @@ std::vector<std::string> split_path(const std::string& path) {
 }
 
 ApiError path_not_found() { return ApiError(404, "NotFound", "the server could not find the requested resource"); }
-
-bool is_true(const std::string& value) { return value == "1" || value == "true"; }
 
 }  // namespace
 

@@ -184,6 +184,9 @@ struct ApiReply {
 
 json parse_body(const std::string& body);  // A JSON object, or 400.
 
+// A boolean query parameter as the API server reads it: "1" or "true".
+inline bool is_true(const std::string& value) { return value == "1" || value == "true"; }
+
 }  // namespace detail
 
 struct KubeApiServer::Impl {

@@ -95,8 +95,6 @@ void collect(const ObjectStore& store, WatchState& st, std::vector<std::string>&
   }
 }
 
-bool is_true(const std::string& value) { return value == "1" || value == "true"; }
-
 }  // namespace
 
 void KubeApiServer::Impl::start_watch(const ApiRequest& r, int peer_port, httplib::Response& response) {

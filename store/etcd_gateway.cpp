@@ -1,4 +1,5 @@
 #include "store/etcd_gateway.hpp"
+#include "store/store_errors.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -39,10 +40,6 @@ std::string redacted(std::string_view endpoint) {
   return std::string(endpoint.substr(0, start)) + "***@" + std::string(endpoint.substr(at + 1));
 }
 
-StoreError error(StoreErrc code, std::string message, std::string hint = {}) {
-  return StoreError{code, std::move(message), std::move(hint), 0};
-}
-
 std::string dump(const json& body) {
   // Replacing invalid UTF-8 instead of throwing: only a username could carry it, and
   // etcd would then simply not know the user.
@@ -75,7 +72,7 @@ StoreResult<KeyValue> decode_kv(const json& kv, std::string_view endpoint) {
   auto key = field("key");
   auto value = field("value");
   if (!key || !value)
-    return std::unexpected(error(StoreErrc::Io,
+    return std::unexpected(store_error(StoreErrc::Io,
                                  fmt::format("etcd at {} sent a key or value that is not base64", endpoint)));
   return KeyValue{std::move(*key),
                   std::move(*value),
@@ -92,29 +89,29 @@ EtcdGateway::EtcdGateway(EtcdOptions options)
 
 StoreResult<std::unique_ptr<EtcdGateway>> EtcdGateway::create(EtcdOptions options) {
   if (options.endpoints.empty())
-    return std::unexpected(error(StoreErrc::InvalidArgument, "no etcd endpoint given",
+    return std::unexpected(store_error(StoreErrc::InvalidArgument, "no etcd endpoint given",
                                  "name at least one client URL, e.g. http://127.0.0.1:2379"));
   bool tls = !options.ca_file.empty() || !options.cert_file.empty();
   for (auto& endpoint : options.endpoints) {
     while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
     if (endpoint.empty())
-      return std::unexpected(error(StoreErrc::InvalidArgument, "an etcd endpoint is empty"));
+      return std::unexpected(store_error(StoreErrc::InvalidArgument, "an etcd endpoint is empty"));
     if (!contains(endpoint, "://")) endpoint = (tls ? "https://" : "http://") + endpoint;
     if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://"))
-      return std::unexpected(error(StoreErrc::InvalidArgument,
+      return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                    fmt::format("etcd endpoint '{}' is neither http:// nor https://",
                                                redacted(endpoint))));
     if (redacted(endpoint) != endpoint)
-      return std::unexpected(error(StoreErrc::InvalidArgument,
+      return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                    fmt::format("etcd endpoint '{}' carries credentials",
                                                redacted(endpoint)),
                                    "give the username and password as options instead"));
   }
   if (options.username.empty() && !options.password.empty())
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  "an etcd password is set without a username"));
   if (options.request_timeout.count() <= 0)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  "the etcd request timeout must be positive"));
   return std::unique_ptr<EtcdGateway>(new EtcdGateway(std::move(options)));
 }
@@ -187,14 +184,14 @@ StoreResult<EtcdGateway::Attempt> EtcdGateway::send(std::string_view path, const
     return Attempt{std::move(result), endpoint};
   }
   if (unreachable.empty())
-    return std::unexpected(error(StoreErrc::Io, fmt::format("the request to {} was cancelled", path)));
+    return std::unexpected(store_error(StoreErrc::Io, fmt::format("the request to {} was cancelled", path)));
   std::string hint = count == 1 ? "check that etcd runs and listens on this client URL"
                                 : "check that etcd runs and listens on these client URLs";
   if (tls_failed)
     hint += "; a TLS failure means the CA file, client certificate or key does not match the server";
   // Members that are down or unreachable may come back, so the failure is transient
   // (Unavailable); a handshake refused by every member is a configuration to fix (Io).
-  return std::unexpected(error(only_tls ? StoreErrc::Io : StoreErrc::Unavailable,
+  return std::unexpected(store_error(only_tls ? StoreErrc::Io : StoreErrc::Unavailable,
                                fmt::format("cannot reach etcd: {}", fmt::join(unreachable, "; ")),
                                std::move(hint)));
 }
@@ -207,7 +204,7 @@ StoreError EtcdGateway::map_failure(const Attempt& attempt, std::string_view pat
   *token_invalid = false;
   switch (failure.code) {
     case http::HttpErrc::Timeout:
-      return error(StoreErrc::Timeout,
+      return store_error(StoreErrc::Timeout,
                    fmt::format("etcd at {} did not answer {} within {} ms", endpoint, path,
                                m_options.request_timeout.count()),
                    "the member may be overloaded, stopped or cut off; a write may or may not "
@@ -215,28 +212,28 @@ StoreError EtcdGateway::map_failure(const Attempt& attempt, std::string_view pat
     case http::HttpErrc::CannotConnect:
       // Nothing was sent: the member is down or unreachable, which passes when it is back.
       *retryable = true;
-      return error(StoreErrc::Unavailable, fmt::format("etcd at {}: {}", endpoint, failure.message));
+      return store_error(StoreErrc::Unavailable, fmt::format("etcd at {}: {}", endpoint, failure.message));
     case http::HttpErrc::Other:
       // A connection that broke after the request went out: the answer is lost, not the
       // member, so a read may simply be asked again, and a write may or may not have been
       // applied, which is what Timeout says (a restart of etcd mid-commit).
       *retryable = true;
-      if (!failure.maybe_sent) return error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
-      return error(StoreErrc::Timeout, fmt::format("etcd at {}: {}", endpoint, failure.message),
+      if (!failure.maybe_sent) return store_error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
+      return store_error(StoreErrc::Timeout, fmt::format("etcd at {}: {}", endpoint, failure.message),
                    "the connection broke mid-request; a write may or may not have been applied, so read it "
                    "back before repeating it");
     case http::HttpErrc::Tls:
       *retryable = true;
-      return error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
+      return store_error(StoreErrc::Io, fmt::format("etcd at {}: {}", endpoint, failure.message));
     case http::HttpErrc::Cancelled:
-      return error(StoreErrc::Io, fmt::format("the request to etcd at {} was cancelled", endpoint));
+      return store_error(StoreErrc::Io, fmt::format("the request to etcd at {} was cancelled", endpoint));
     case http::HttpErrc::Status:
       break;
   }
   json body = json::parse(failure.body, nullptr, false);
   if (body.is_object() && body.contains("error") && body["error"].is_object()) body = body["error"];
   if (!body.is_object() || !(body.contains("message") || body.contains("error")))
-    return error(StoreErrc::Io,
+    return store_error(StoreErrc::Io,
                  fmt::format("etcd at {} answered {} with HTTP status {}", endpoint, path,
                              failure.status),
                  fmt::format("is {} the client URL of an etcd v3.4 or later member?", endpoint));
@@ -257,57 +254,57 @@ StoreError EtcdGateway::map_etcd_error(int code, const std::string& message,
   // request cannot help, the configuration (or the cluster's roles) must change.
   if (contains(message, "invalid auth token") || contains(message, "revision of auth store is old")) {
     *token_invalid = true;
-    return error(StoreErrc::Unauthenticated, at(message), "the authentication token was refused");
+    return store_error(StoreErrc::Unauthenticated, at(message), "the authentication token was refused");
   }
   if (contains(message, "user name is empty"))
-    return error(StoreErrc::Unauthenticated, at("the cluster requires authentication"),
+    return store_error(StoreErrc::Unauthenticated, at("the cluster requires authentication"),
                  "give the store a username and password");
   if (contains(message, "authentication failed"))
-    return error(StoreErrc::Unauthenticated,
+    return store_error(StoreErrc::Unauthenticated,
                  at(fmt::format("the credentials of user '{}' were rejected", m_options.username)),
                  "check the username and password");
   if (code == kPermissionDenied || contains(message, "permission denied"))
-    return error(StoreErrc::Unauthenticated,
+    return store_error(StoreErrc::Unauthenticated,
                  at(fmt::format("user '{}' may not do {}: {}", m_options.username, path, message)),
                  "grant the user's role read and write access to gaia's keys");
   if (code == kNotFound && contains(message, "lease not found"))
-    return error(StoreErrc::LeaseNotFound, at(message));
+    return store_error(StoreErrc::LeaseNotFound, at(message));
   if (contains(message, "required revision has been compacted"))
-    return error(StoreErrc::Compacted, at(message));
+    return store_error(StoreErrc::Compacted, at(message));
   if (contains(message, "required revision is a future revision"))
-    return error(StoreErrc::FutureRevision, at(message));
+    return store_error(StoreErrc::FutureRevision, at(message));
   if (contains(message, "too many operations in txn request"))
-    return error(StoreErrc::TooLarge,
+    return store_error(StoreErrc::TooLarge,
                  at("the transaction has more operations than the server allows"),
                  "etcd's --max-txn-ops bounds one transaction; set EtcdOptions::max_txn_ops to it");
   // etcd checks --max-request-bytes itself; gRPC refuses even larger messages first.
   if (contains(message, "request is too large") || contains(message, "message larger than max"))
-    return error(StoreErrc::TooLarge, at("the transaction is larger than the server allows"),
+    return store_error(StoreErrc::TooLarge, at("the transaction is larger than the server allows"),
                  "etcd's --max-request-bytes bounds one request; set "
                  "EtcdOptions::max_request_bytes to it");
   if (contains(message, "duplicate key given in txn request"))
-    return error(StoreErrc::InvalidArgument, at("the transaction writes a key twice"),
+    return store_error(StoreErrc::InvalidArgument, at("the transaction writes a key twice"),
                  "merge the puts into one");
   if (contains(message, "request timed out") || code == kDeadlineExceeded) {
     // The member gave up waiting for the cluster to commit: a write may still be applied.
     *retryable = true;
-    return error(StoreErrc::Timeout, at(message),
+    return store_error(StoreErrc::Timeout, at(message),
                  "a write may or may not have been applied; read it back before repeating it");
   }
   if (code == kResourceExhausted) {
     *retryable = true;
-    return error(StoreErrc::Busy, at(message), "the cluster is overloaded; try again later");
+    return store_error(StoreErrc::Busy, at(message), "the cluster is overloaded; try again later");
   }
   // No leader, a leader change, a member not yet ready: the cluster cannot serve now but
   // applied nothing; reads are retried, and what is left is Unavailable.
   if (code == kUnavailable || contains(message, "no leader") || contains(message, "leader changed")) {
     *retryable = true;
-    return error(StoreErrc::Unavailable, at(message),
+    return store_error(StoreErrc::Unavailable, at(message),
                  "the cluster may be electing a leader or have lost its quorum");
   }
   if (code == kUnauthenticated)
-    return error(StoreErrc::Unauthenticated, at(message), "check the username and password");
-  return error(StoreErrc::Io, at(message.empty() ? fmt::format("error code {}", code) : message));
+    return store_error(StoreErrc::Unauthenticated, at(message), "check the username and password");
+  return store_error(StoreErrc::Io, at(message.empty() ? fmt::format("error code {}", code) : message));
 }
 
 StoreResult<void> EtcdGateway::authenticate(std::string_view stale_token) {
@@ -327,7 +324,7 @@ StoreResult<void> EtcdGateway::authenticate(std::string_view stale_token) {
   json answer = json::parse(sent->result->body, nullptr, false);
   std::string token = answer.is_object() ? answer.value("token", std::string()) : std::string();
   if (token.empty())
-    return std::unexpected(error(StoreErrc::Io,
+    return std::unexpected(store_error(StoreErrc::Io,
                                  fmt::format("etcd at {} answered the authentication without a token",
                                              sent->endpoint),
                                  "is authentication enabled on the cluster (etcdctl auth enable)?"));
@@ -381,7 +378,7 @@ StoreResult<json> EtcdGateway::call(std::string_view path, const json& body,
     if (sent->result) {
       json answer = json::parse(sent->result->body, nullptr, false);
       if (!answer.is_object())
-        return std::unexpected(error(StoreErrc::Io,
+        return std::unexpected(store_error(StoreErrc::Io,
                                      fmt::format("etcd at {} answered {} with something that is "
                                                  "not a JSON object",
                                                  sent->endpoint, path)));
@@ -427,7 +424,7 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
       if (line.find_first_not_of(" \r\t") == std::string_view::npos) return true;
       json message = json::parse(line, nullptr, false);
       if (!message.is_object()) {
-        failed = error(StoreErrc::Io, fmt::format("etcd at {} sent a line on {} that is not JSON",
+        failed = store_error(StoreErrc::Io, fmt::format("etcd at {} sent a line on {} that is not JSON",
                                                   endpoint, path));
         return false;
       }
@@ -507,7 +504,7 @@ StoreResult<void> EtcdGateway::stream(std::string_view path, const json& body,
       continue;
     }
     if (token_expired)
-      return std::unexpected(error(StoreErrc::Unauthenticated,
+      return std::unexpected(store_error(StoreErrc::Unauthenticated,
                                    fmt::format("etcd at {}: invalid auth token", endpoint),
                                    "check the username and password"));
     if (failed) return std::unexpected(std::move(*failed));

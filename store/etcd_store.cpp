@@ -1,4 +1,5 @@
 #include "store/etcd_store.hpp"
+#include "store/store_errors.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -26,11 +27,6 @@ std::string str(int64_t n) { return std::to_string(n); }
 json prefix_range(std::string_view prefix) {
   return json{{"key", b64(prefix.empty() ? kZeroKey : prefix)},
               {"range_end", b64(prefix_range_end(prefix))}};
-}
-
-StoreError error(StoreErrc code, std::string message, std::string hint = {},
-                 int64_t compact_revision = 0) {
-  return StoreError{code, std::move(message), std::move(hint), compact_revision};
 }
 
 int64_t header_revision(const json& answer) {
@@ -70,14 +66,14 @@ StoreResult<std::unique_ptr<EtcdStore>> EtcdStore::open(EtcdOptions options) {
 StoreError EtcdStore::compacted(int64_t revision, StoreError fallback) {
   auto oldest = oldest_revision();
   if (!oldest) return fallback;
-  return error(StoreErrc::Compacted,
+  return store_error(StoreErrc::Compacted,
                fmt::format("revision {} has been compacted; oldest available is {}", revision, *oldest),
                kCompactedHint, *oldest);
 }
 
 StoreResult<RangeResponse> EtcdStore::read(const RangeRequest& request) {
   if (request.revision < 0)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  fmt::format("cannot read at revision {}; revisions are >= 0", request.revision)));
   // etcd refuses an empty key. No key is empty, so the single key "" names nothing: the
   // request still goes out, as a count of key "\0", so a bad revision fails as for any
@@ -105,7 +101,7 @@ StoreResult<RangeResponse> EtcdStore::read(const RangeRequest& request) {
     if (txn) {
       const json& responses = txn->value("responses", json::array());
       if (responses.empty() || !responses[0].is_object() || !responses[0].contains("response_range"))
-        return std::unexpected(error(StoreErrc::Io,
+        return std::unexpected(store_error(StoreErrc::Io,
                                      fmt::format("etcd at {} answered a read without its range",
                                                  m_gateway->current_endpoint())));
       answer = responses[0]["response_range"];
@@ -147,20 +143,20 @@ StoreResult<TxnResult> EtcdStore::txn(const Txn& txn) {
       "a transaction is atomic, so gaia does not split it: change fewer keys at once, or raise "
       "etcd's --max-txn-ops together with the store's max_txn_ops";
   if (txn.compares.size() > m_options.max_txn_ops)
-    return std::unexpected(error(StoreErrc::TooLarge,
+    return std::unexpected(store_error(StoreErrc::TooLarge,
                                  fmt::format("transaction has {} compares; etcd allows at most {} "
                                              "in one transaction",
                                              txn.compares.size(), m_options.max_txn_ops),
                                  split_hint));
   size_t operations = txn.puts.size() + txn.deletes.size();
   if (operations > m_options.max_txn_ops)
-    return std::unexpected(error(StoreErrc::TooLarge,
+    return std::unexpected(store_error(StoreErrc::TooLarge,
                                  fmt::format("transaction has {} operations (puts and deletes); "
                                              "etcd allows at most {} in one transaction",
                                              operations, m_options.max_txn_ops),
                                  split_hint));
   if (size_t bytes = txn_request_bytes(txn); bytes > m_options.max_request_bytes)
-    return std::unexpected(error(StoreErrc::TooLarge,
+    return std::unexpected(store_error(StoreErrc::TooLarge,
                                  fmt::format("transaction is about {} bytes; etcd accepts at most {} "
                                              "in one request",
                                              bytes, m_options.max_request_bytes),
@@ -198,7 +194,7 @@ StoreResult<TxnResult> EtcdStore::txn(const Txn& txn) {
     if (answer.error().code == StoreErrc::LeaseNotFound) {
       auto leased = std::find_if(txn.puts.begin(), txn.puts.end(), [](const Put& p) { return p.lease != 0; });
       if (leased != txn.puts.end())
-        return std::unexpected(error(StoreErrc::LeaseNotFound,
+        return std::unexpected(store_error(StoreErrc::LeaseNotFound,
                                      fmt::format("cannot attach '{}' to lease {}: the lease has "
                                                  "expired or does not exist",
                                                  leased->key, leased->lease),
@@ -231,7 +227,7 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
   auto done = m_gateway->stream("/v3/watch", create, Idempotence::Safe,
                                 [&](const json& result) -> StoreResult<bool> {
     if (int64_t compacted = json_int64(result, "compact_revision"); compacted > 0)
-      return std::unexpected(error(StoreErrc::Compacted,
+      return std::unexpected(store_error(StoreErrc::Compacted,
                                    fmt::format("revision {} has been compacted; oldest available is {}",
                                                from_revision, compacted + 1),
                                    kCompactedHint, compacted + 1));
@@ -241,7 +237,7 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
       if (!result.value("canceled", false)) return target >= start;
     }
     if (result.value("canceled", false))
-      return std::unexpected(error(StoreErrc::Io,
+      return std::unexpected(store_error(StoreErrc::Io,
                                    fmt::format("etcd at {} cancelled the watch: {}",
                                                m_gateway->current_endpoint(),
                                                result.value("cancel_reason", std::string("no reason given")))));
@@ -271,7 +267,7 @@ StoreResult<std::vector<Event>> EtcdStore::changes_since(int64_t from_revision,
 
 StoreResult<std::unique_ptr<Watch>> EtcdStore::watch(std::string_view prefix, int64_t from_revision) {
   if (from_revision < 1)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  fmt::format("a watch starts at revision {}; revisions start at 1", from_revision)));
   return std::unique_ptr<Watch>(std::make_unique<EtcdWatch>(m_gateway, std::string(prefix), from_revision));
 }
@@ -303,7 +299,7 @@ StoreResult<void> EtcdStore::compact(int64_t revision) {
   auto current = this->revision();
   if (!current) return std::unexpected(current.error());
   if (revision > *current)
-    return std::unexpected(error(StoreErrc::FutureRevision,
+    return std::unexpected(store_error(StoreErrc::FutureRevision,
                                  fmt::format("cannot compact to revision {}: the current revision is {}",
                                              revision, *current)));
   // Before revision 2 there is nothing to discard (revision 1 is etcd's empty start);
@@ -312,7 +308,7 @@ StoreResult<void> EtcdStore::compact(int64_t revision) {
     auto oldest = oldest_revision();
     if (!oldest) return std::unexpected(oldest.error());
     if (revision >= *oldest || revision == 1) return {};
-    return std::unexpected(error(StoreErrc::Compacted,
+    return std::unexpected(store_error(StoreErrc::Compacted,
                                  fmt::format("revision {} has been compacted; oldest available is {}",
                                              revision, *oldest),
                                  "", *oldest));
@@ -326,7 +322,7 @@ StoreResult<void> EtcdStore::compact(int64_t revision) {
     if (!oldest) return std::unexpected(failure);
     // Compacting to where history already starts changes nothing, which is no error.
     if (revision == *oldest) return {};
-    return std::unexpected(error(StoreErrc::Compacted,
+    return std::unexpected(store_error(StoreErrc::Compacted,
                                  fmt::format("revision {} has been compacted; oldest available is {}",
                                              revision, *oldest),
                                  "", *oldest));
@@ -336,25 +332,19 @@ StoreResult<void> EtcdStore::compact(int64_t revision) {
 
 StoreResult<int64_t> EtcdStore::grant(std::chrono::seconds ttl) {
   if (ttl.count() <= 0)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  fmt::format("lease TTL must be positive, got {}s", ttl.count())));
   auto answer = m_gateway->call("/v3/lease/grant", json{{"TTL", str(ttl.count())}}, Idempotence::Unsafe);
   if (!answer) return std::unexpected(answer.error());
   int64_t id = json_int64(*answer, "ID");
   std::string refused = answer->value("error", std::string());
   if (id <= 0 || !refused.empty())
-    return std::unexpected(error(StoreErrc::Io,
+    return std::unexpected(store_error(StoreErrc::Io,
                                  fmt::format("etcd at {} granted no lease: {}", m_gateway->current_endpoint(),
                                              refused.empty() ? "the answer has no lease ID" : refused)));
   return id;
 }
 
-namespace {
-StoreError lease_not_found(int64_t lease) {
-  return error(StoreErrc::LeaseNotFound, fmt::format("lease {} has expired or does not exist", lease),
-               "grant a new lease; keys attached to the old one are gone");
-}
-}  // namespace
 
 StoreResult<void> EtcdStore::keep_alive(int64_t lease) {
   std::optional<int64_t> ttl;
@@ -365,7 +355,7 @@ StoreResult<void> EtcdStore::keep_alive(int64_t lease) {
   });
   if (!done) return std::unexpected(done.error());
   if (!ttl)
-    return std::unexpected(error(StoreErrc::Io,
+    return std::unexpected(store_error(StoreErrc::Io,
                                  fmt::format("etcd at {} ended the keep-alive of lease {} without an "
                                              "answer",
                                              m_gateway->current_endpoint(), lease)));

@@ -1,4 +1,5 @@
 #include "store/etcd_watch.hpp"
+#include "store/store_errors.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -14,10 +15,6 @@ using std::chrono::steady_clock;
 namespace {
 
 constexpr std::string_view kPath = "/v3/watch";
-
-StoreError error(StoreErrc code, std::string message, std::string hint = {}, int64_t compact_revision = 0) {
-  return StoreError{code, std::move(message), std::move(hint), compact_revision};
-}
 
 // Whether connecting again could cure a failure: a member that is down, frozen, busy or
 // without a leader may come back; refused credentials or compacted history do not.
@@ -141,7 +138,7 @@ EtcdWatch::Outcome EtcdWatch::follow_once(int64_t next) {
     heard = steady_clock::now();
     if (int64_t compacted = json_int64(result, "compact_revision"); compacted > 0) {
       judged = outcome.permanent = true;
-      return std::unexpected(error(StoreErrc::Compacted,
+      return std::unexpected(store_error(StoreErrc::Compacted,
                                    fmt::format("revision {} has been compacted; oldest available is {}", next,
                                                compacted + 1),
                                    "re-read the current state and follow changes from its revision", compacted + 1));
@@ -196,7 +193,7 @@ EtcdWatch::Outcome EtcdWatch::follow_once(int64_t next) {
     } catch (const std::exception& e) {
       judged = outcome.permanent = true;
       return std::unexpected(
-          error(StoreErrc::Io, fmt::format("etcd at {} sent a watch answer gaia cannot read: {}", endpoint, e.what())));
+          store_error(StoreErrc::Io, fmt::format("etcd at {} sent a watch answer gaia cannot read: {}", endpoint, e.what())));
     }
   };
 
@@ -233,7 +230,7 @@ EtcdWatch::Outcome EtcdWatch::follow_once(int64_t next) {
   auto streamed = m_gateway->stream(kPath, create, Idempotence::Safe, on_result, control);
   // Being destroyed is no reason to move the store's requests to another member.
   if (m_cancellation.cancelled()) {
-    outcome.error = error(StoreErrc::Io, "the watch was ended");
+    outcome.error = store_error(StoreErrc::Io, "the watch was ended");
     return outcome;
   }
   if (!streamed) {
@@ -248,14 +245,14 @@ EtcdWatch::Outcome EtcdWatch::follow_once(int64_t next) {
     return outcome;
   }
   if (unanswered) {
-    outcome.error = error(StoreErrc::Timeout,
+    outcome.error = store_error(StoreErrc::Timeout,
                           fmt::format("etcd at {} did not answer {} within {} ms", endpoint, kPath,
                                       options.request_timeout.count()),
                           "the member may be overloaded, stopped or cut off");
     return outcome;
   }
   // The member ended the stream itself (it is shutting down): connect again.
-  outcome.error = error(StoreErrc::Unavailable, fmt::format("etcd at {} ended the watch stream", endpoint),
+  outcome.error = store_error(StoreErrc::Unavailable, fmt::format("etcd at {} ended the watch stream", endpoint),
                         "check that etcd runs and listens on the client URLs");
   return outcome;
 }

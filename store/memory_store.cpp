@@ -1,4 +1,5 @@
 #include "store/memory_store.hpp"
+#include "store/store_errors.hpp"
 
 #include <fmt/format.h>
 
@@ -44,19 +45,10 @@ namespace {
 
 using Backing = MemoryStore::Backing;
 
-StoreError error(StoreErrc code, std::string message, std::string hint = {}, int64_t compact_revision = 0) {
-  return StoreError{code, std::move(message), std::move(hint), compact_revision};
-}
-
 StoreError compacted_error(int64_t revision, int64_t oldest, std::string hint) {
-  return error(StoreErrc::Compacted,
+  return store_error(StoreErrc::Compacted,
                fmt::format("revision {} has been compacted; oldest available is {}", revision, oldest),
                std::move(hint), oldest);
-}
-
-StoreError lease_not_found(int64_t lease) {
-  return error(StoreErrc::LeaseNotFound, fmt::format("lease {} has expired or does not exist", lease),
-               "grant a new lease; keys attached to the old one are gone");
 }
 
 int64_t now_ms(const Backing& b) {
@@ -75,9 +67,9 @@ const KeyValue* state_at(const std::vector<Backing::Version>& versions, int64_t 
 
 // Applies the changes of one revision: a new state for each key and an event for
 // changes_since.
-class RevisionWriter {
+class MemoryRevisionWriter {
  public:
-  explicit RevisionWriter(Backing& b) : m_b(b), m_revision(b.revision + 1) {}
+  explicit MemoryRevisionWriter(Backing& b) : m_b(b), m_revision(b.revision + 1) {}
 
   void put(const Put& p) {
     auto& versions = m_b.keys[p.key];
@@ -131,7 +123,7 @@ void expire_leases(Backing& b) {
   for (const auto& [id, lease] : b.leases)
     if (lease.expires_at_ms <= now) expired.insert(id);
   if (expired.empty()) return;
-  RevisionWriter writer(b);
+  MemoryRevisionWriter writer(b);
   writer.remove_lease_keys(expired);
   for (int64_t id : expired) b.leases.erase(id);
   writer.finish();
@@ -176,10 +168,10 @@ StoreResult<RangeResponse> MemoryStore::read(const RangeRequest& request) {
   std::lock_guard lock(b.mutex);
   expire_leases(b);
   if (request.revision < 0)
-    return std::unexpected(error(StoreErrc::InvalidArgument,
+    return std::unexpected(store_error(StoreErrc::InvalidArgument,
                                  fmt::format("cannot read at revision {}; revisions are >= 0", request.revision)));
   if (request.revision > b.revision)
-    return std::unexpected(error(StoreErrc::FutureRevision,
+    return std::unexpected(store_error(StoreErrc::FutureRevision,
                                  fmt::format("cannot read at revision {}: the current revision is {}",
                                              request.revision, b.revision)));
   if (request.revision != 0 && request.revision < b.compact_revision)
@@ -223,7 +215,7 @@ StoreResult<TxnResult> MemoryStore::txn(const Txn& txn) {
   if (auto invalid = validate_txn(txn)) return std::unexpected(std::move(*invalid));
   const TxnLimits& limits = m_backing->options.limits;
   if (!txn_fits(txn, limits))
-    return std::unexpected(error(
+    return std::unexpected(store_error(
         StoreErrc::TooLarge,
         fmt::format("transaction has {} compares, {} operations and about {} bytes; this store allows at "
                     "most {} compares and {} operations (0: any) and {} bytes (0: any)",
@@ -240,11 +232,11 @@ StoreResult<TxnResult> MemoryStore::txn(const Txn& txn) {
   }
   for (const auto& p : txn.puts)
     if (p.lease != 0 && !b.leases.contains(p.lease))
-      return std::unexpected(error(
+      return std::unexpected(store_error(
           StoreErrc::LeaseNotFound,
           fmt::format("cannot attach '{}' to lease {}: the lease has expired or does not exist", p.key, p.lease),
           "grant a new lease and retry"));
-  RevisionWriter writer(b);
+  MemoryRevisionWriter writer(b);
   for (const auto& d : txn.deletes) writer.remove_matching(d);
   for (const auto& p : txn.puts) writer.put(p);
   return TxnResult{true, writer.finish()};
@@ -274,7 +266,7 @@ StoreResult<void> MemoryStore::compact(int64_t revision) {
   std::lock_guard lock(b.mutex);
   expire_leases(b);
   if (revision > b.revision)
-    return std::unexpected(error(
+    return std::unexpected(store_error(
         StoreErrc::FutureRevision,
         fmt::format("cannot compact to revision {}: the current revision is {}", revision, b.revision)));
   if (revision < b.compact_revision) return std::unexpected(compacted_error(revision, b.compact_revision, ""));
@@ -285,7 +277,7 @@ StoreResult<void> MemoryStore::compact(int64_t revision) {
 StoreResult<int64_t> MemoryStore::grant(std::chrono::seconds ttl) {
   if (ttl.count() <= 0)
     return std::unexpected(
-        error(StoreErrc::InvalidArgument, fmt::format("lease TTL must be positive, got {}s", ttl.count())));
+        store_error(StoreErrc::InvalidArgument, fmt::format("lease TTL must be positive, got {}s", ttl.count())));
   Backing& b = *m_backing;
   std::lock_guard lock(b.mutex);
   expire_leases(b);
@@ -312,7 +304,7 @@ StoreResult<void> MemoryStore::revoke(int64_t lease) {
   std::lock_guard lock(b.mutex);
   expire_leases(b);
   if (!b.leases.contains(lease)) return std::unexpected(lease_not_found(lease));
-  RevisionWriter writer(b);
+  MemoryRevisionWriter writer(b);
   writer.remove_lease_keys({lease});
   b.leases.erase(lease);
   writer.finish();

@@ -22,7 +22,7 @@ json json_of(const RunResult& r) {
   return j;
 }
 
-size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+size_t line_count(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 std::string cluster_file(const std::string& name) { return examples_dir() + "/clusters/" + name; }
 
@@ -109,7 +109,7 @@ TEST_CASE("cluster: the example cluster files", "[e2e][cluster]") {
     CHECK(json_of(s.gaia({"get", "nodes", "-l", "gpu-model=a100,rack=r3", "-o", "json"})).size() == 4);
     CHECK(json_of(s.gaia({"get", "nodes", "-l", "rack in (r1,r2),!gpu-model", "-o", "json"})).size() == 31);
     auto table = ok(s, {"get", "nodes", "-l", "node-role=master"});
-    CHECK(lines(table.out) == 4);
+    CHECK(line_count(table.out) == 4);
     CHECK(table.out.rfind("NAME", 0) == 0);
     auto d = ok(s, {"describe", "node", "datanode-14"});
     CHECK(d.out.find("zone z1, rack r2, switch s2") != std::string::npos);
@@ -162,7 +162,7 @@ TEST_CASE("cluster: the big-data cluster hosts the whole example stack", "[e2e][
   // Tables and YAML of the same objects.
   auto table = ok(s, {"get", "apps"});
   CHECK(table.out.find("NAME") == 0);
-  CHECK(lines(table.out) == 8);
+  CHECK(line_count(table.out) == 8);
   YAML::Node y = YAML::Load(ok(s, {"get", "instances", "-o", "yaml"}).out);
   CHECK(y.size() == instances.size());
   auto app = ok(s, {"describe", "app", "hbase"});

@@ -86,7 +86,7 @@ std::vector<std::string> bash_complete(const Scratch& s, const std::vector<std::
   return lines(r.out);
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& x) { return std::ranges::find(v, x) != v.end(); }
+bool contains_word(const std::vector<std::string>& v, const std::string& x) { return std::ranges::find(v, x) != v.end(); }
 
 }  // namespace
 
@@ -203,9 +203,9 @@ TEST_CASE("bash completion: commands, flags, choices and store names", "[complet
 
   CHECK(bash_complete(s, {"su"}) == std::vector<std::string>{"submit"});
   auto top = bash_complete(s, {""});
-  CHECK(contains(top, "get"));
-  CHECK(contains(top, "completion"));
-  CHECK_FALSE(contains(top, "__complete"));
+  CHECK(contains_word(top, "get"));
+  CHECK(contains_word(top, "completion"));
+  CHECK_FALSE(contains_word(top, "__complete"));
   CHECK(bash_complete(s, {"node", "cor"}) == std::vector<std::string>{"cordon"});
   CHECK(bash_complete(s, {"get", "-o", ""}) == std::vector<std::string>{"wide", "json", "yaml"});
   CHECK(bash_complete(s, {"get", "--output", "=", "j"}) == std::vector<std::string>{"json"});
@@ -214,9 +214,9 @@ TEST_CASE("bash completion: commands, flags, choices and store names", "[complet
   CHECK(bash_complete(s, {"get", ""}) == std::vector<std::string>{"nodes", "apps", "instances"});
   // Flags: the command's own and the global ones.
   auto flags = bash_complete(s, {"submit", "--t"});
-  CHECK(contains(flags, "--tenant"));
-  CHECK(contains(flags, "--timeout"));
-  CHECK(contains(bash_complete(s, {"node", "cordon", "--"}), "--store"));
+  CHECK(contains_word(flags, "--tenant"));
+  CHECK(contains_word(flags, "--timeout"));
+  CHECK(contains_word(bash_complete(s, {"node", "cordon", "--"}), "--store"));
   // Names from the store, by the rule table.
   CHECK(bash_complete(s, {"node", "cordon", ""}) == std::vector<std::string>{"node-1", "node-2", "node-3"});
   CHECK(bash_complete(s, {"node", "cordon", "node-1", "node-"}) ==
@@ -274,13 +274,13 @@ TEST_CASE("zsh completion: parses, and offers what bash offers", "[completion][z
     CHECK(r.err.empty());
     return lines(r.out);
   };
-  CHECK(contains(complete({"no"}), "node"));
-  CHECK(contains(complete({"node", "cor"}), "cordon"));
+  CHECK(contains_word(complete({"no"}), "node"));
+  CHECK(contains_word(complete({"node", "cor"}), "cordon"));
   CHECK(complete({"get", "-o", ""}) == std::vector<std::string>{"wide", "json", "yaml"});
   CHECK(complete({"--color=a"}) == std::vector<std::string>{"auto", "always", "never"});
   CHECK(complete({"node", "cordon", ""}) == std::vector<std::string>{"node-1", "node-2", "node-3"});
   CHECK(complete({"describe", "instance", ""}) == std::vector<std::string>{"0.web.small.default"});
-  CHECK(contains(complete({"submit", "--"}), "--wait"));
+  CHECK(contains_word(complete({"submit", "--"}), "--wait"));
   CHECK(complete({"submit", ""}) == std::vector<std::string>{"FILES -/"});
 
   // And once through the real completion system: an interactive zsh on a pseudo-terminal
@@ -336,11 +336,11 @@ TEST_CASE("fish completion: parses, and offers what bash offers", "[completion][
     return words;
   };
   CHECK(complete("gaia su") == std::vector<std::string>{"submit"});
-  CHECK(contains(complete("gaia node "), "cordon"));
+  CHECK(contains_word(complete("gaia node "), "cordon"));
   auto outputs = complete("gaia get -o ");
   CHECK(std::set<std::string>(outputs.begin(), outputs.end()) == std::set<std::string>{"wide", "json", "yaml"});
   CHECK(complete("gaia get --output=j") == std::vector<std::string>{"--output=json"});
   CHECK(complete("gaia node cordon ") == std::vector<std::string>{"node-1", "node-2", "node-3"});
   CHECK(complete("gaia describe app ") == std::vector<std::string>{"small"});
-  CHECK(contains(complete("gaia submit --"), "--wait"));
+  CHECK(contains_word(complete("gaia submit --"), "--wait"));
 }

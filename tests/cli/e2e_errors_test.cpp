@@ -61,7 +61,7 @@ std::vector<pid_t> children_of(pid_t parent) {
 
 // Whether `pid` still exists as a process that is not a zombie (an orphan re-parented
 // to an init that does not reap would stay a zombie, which uses no CPU).
-bool alive(pid_t pid) {
+bool pid_alive(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   if (!std::getline(in, stat)) return false;
@@ -259,9 +259,9 @@ TEST_CASE("e2e errors: killing gaia mid-render leaves no Jsonnet child behind", 
   CHECK(guard.wait() == 128 + sig);
   for (pid_t child : children) {
     INFO("child " << child);
-    CHECK(eventually([&] { return !alive(child); }, std::chrono::seconds(5)));
+    CHECK(eventually([&] { return !pid_alive(child); }, std::chrono::seconds(5)));
     // Never leave a looping process on the machine, even when the check failed.
-    if (alive(child)) ::kill(child, SIGKILL);
+    if (pid_alive(child)) ::kill(child, SIGKILL);
   }
 }
 

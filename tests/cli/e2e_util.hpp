@@ -182,6 +182,16 @@ inline std::vector<int> ordinals(const gaia::ClusterState& st, const std::string
   return out;
 }
 
+// The instance `key` of `st`, which must exist.
+inline const gaia::Instance& instance(const gaia::ClusterState& st, const std::string& key) {
+  const gaia::Instance* i = st.find_instance(key);
+  REQUIRE(i);
+  return *i;
+}
+
+// Whether `part` occurs in `text` (a command's output, a log file).
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline std::string examples_dir() { return std::string(GAIA_SOURCE_DIR) + "/examples"; }
 
 // Runs gaia in `s` and requires exit code `code`; on failure shows the command and both

@@ -70,7 +70,7 @@ gaia::ClusterState load_etcd(const EtcdServer& server) {
   return *loaded;
 }
 
-std::multiset<std::string> app_names(const gaia::ClusterState& st) {
+std::multiset<std::string> app_name_multiset(const gaia::ClusterState& st) {
   std::multiset<std::string> out;
   for (const auto& [key, app] : st.apps) out.insert(app.name);
   return out;
@@ -94,8 +94,6 @@ size_t check_events_gap_free(const EtcdCli& g, const std::string& reason) {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -122,7 +120,7 @@ TEST_CASE("etcd: two gaia installations sharing one etcd see each other's apps",
     CHECK_FALSE(fs::exists(s->dir() / "etcd:"));
   }
   auto st = load_etcd(server);
-  CHECK(app_names(st) == std::multiset<std::string>{"hits", "kv"});
+  CHECK(app_name_multiset(st) == std::multiset<std::string>{"hits", "kv"});
   CHECK(st.snapshot.nodes.size() == 2);
   // Both see the same timeline, which says who did what.
   auto from_b = b.gaia({"events", "-o", "json"}, env);
@@ -145,7 +143,7 @@ TEST_CASE("etcd: two gaia installations sharing one etcd see each other's apps",
   auto applied = b.gaia({"apply", (a.dir() / "plan.json").string()}, env);
   INFO(applied.out << applied.err);
   CHECK(applied.code == 0);
-  CHECK(app_names(load_etcd(server)).count("m1") == 1);
+  CHECK(app_name_multiset(load_etcd(server)).count("m1") == 1);
 }
 
 TEST_CASE("etcd: eight concurrent applies converge with nothing lost or duplicated", "[e2e][etcd]") {
@@ -181,7 +179,7 @@ TEST_CASE("etcd: eight concurrent applies converge with nothing lost or duplicat
   for (size_t k : refused) g.ok({"apply", "-f", dirs[k]});
 
   auto st = load_etcd(server);
-  CHECK(app_names(st) == std::multiset<std::string>{"s0", "s1", "s2", "s3", "t0", "t1", "t2", "t3"});
+  CHECK(app_name_multiset(st) == std::multiset<std::string>{"s0", "s1", "s2", "s3", "t0", "t1", "t2", "t3"});
   CHECK(st.snapshot.instances.size() == 8);
   std::set<std::string> instance_keys;
   for (const auto& i : st.snapshot.instances) instance_keys.insert(i.key());
@@ -242,7 +240,7 @@ TEST_CASE("etcd: a paused member fails a command within its timeout, naming the 
 
   server.resume();
   g.ok({"submit", examples_dir() + "/local/kv"});
-  CHECK(app_names(load_etcd(server)) == std::multiset<std::string>{"kv"});
+  CHECK(app_name_multiset(load_etcd(server)) == std::multiset<std::string>{"kv"});
 }
 
 TEST_CASE("etcd: killed and restarted mid-apply, a command fails cleanly or completes, the next converges",
@@ -295,7 +293,7 @@ TEST_CASE("etcd: killed and restarted mid-apply, a command fails cleanly or comp
   WARN(fmt::format("{} of {} applies interrupted by an etcd restart failed (the rest completed)", failed,
                    std::size(rounds)));
   auto st = load_etcd(server);
-  CHECK(app_names(st) == expected);
+  CHECK(app_name_multiset(st) == expected);
   CHECK(st.snapshot.instances.size() == expected.size());
   CHECK(check_events_gap_free(g, "Submitted") == expected.size());
 }

@@ -48,12 +48,6 @@ int running(const gaia::ClusterState& st, const std::string& app) {
   return n;
 }
 
-const gaia::Instance& instance(const gaia::ClusterState& st, const std::string& key) {
-  const gaia::Instance* i = st.find_instance(key);
-  REQUIRE(i);
-  return *i;
-}
-
 }  // namespace
 
 TEST_CASE("scale: absolute and relative counts, highest ordinals removed first", "[e2e][scale]") {

@@ -16,11 +16,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Catalog {
+struct ReleaseCatalog {
   Scratch s;
   StoreCli cli{s};
 
-  Catalog() {
+  ReleaseCatalog() {
     s.write("cluster.yaml", "name: sim\nnodes:\n  - name: n1\n    capacity: {cpu: 16, memory: 32Gi}\n");
     cli.ok({"cluster", "create", "-f", "cluster.yaml"});
     // The address is made of app.name, the release: two releases answer apart.
@@ -61,7 +61,7 @@ struct Catalog {
 }  // namespace
 
 TEST_CASE("releases: two releases of hdfs side by side, dependents bound to each", "[e2e][release]") {
-  Catalog c;
+  ReleaseCatalog c;
   c.cli.ok({"submit", "apps/hdfs"});
   auto second = c.cli.ok({"submit", "apps/hdfs", "--name", "hdfs-analytics"}).out;
   CHECK_THAT(second, Catch::Contains("hdfs-analytics"));
@@ -114,7 +114,7 @@ TEST_CASE("releases: two releases of hdfs side by side, dependents bound to each
 }
 
 TEST_CASE("releases: a dependency reuses any release its range accepts", "[e2e][release]") {
-  Catalog c;
+  ReleaseCatalog c;
   // Only a release of another name runs: spark reuses it instead of deploying hdfs.
   c.cli.ok({"submit", "apps/hdfs", "--name", "hdfs-shared"});
   auto deps = c.cli.ok({"deps", "apps/spark"}).out;
@@ -126,7 +126,7 @@ TEST_CASE("releases: a dependency reuses any release its range accepts", "[e2e][
 }
 
 TEST_CASE("releases: bad names and a name taken by another app are refused, nothing written", "[e2e][release]") {
-  Catalog c;
+  ReleaseCatalog c;
   c.cli.ok({"submit", "apps/hdfs"});
   int64_t before = c.cli.revision();
 
@@ -148,7 +148,7 @@ TEST_CASE("releases: bad names and a name taken by another app are refused, noth
 }
 
 TEST_CASE("releases: an app binds to a release another tenant exports, which is guarded there", "[e2e][release][tenant]") {
-  Catalog c;
+  ReleaseCatalog c;
   write_app(c.s, "apps/lake", "lake", "1.0.0", "dependencies:\n  - name: hdfs\n    tenant: shared\n    import: [address]\n",
             "{}\n",
             "function(config, deps, app) {\n"

@@ -17,7 +17,7 @@ namespace {
 
 // Runs a command that must fail with `code`, mention each of `needles` on stderr, and
 // write nothing.
-void refused(const StoreCli& g, const std::vector<std::string>& args, int code, const std::vector<std::string>& needles) {
+void refused_all(const StoreCli& g, const std::vector<std::string>& args, int code, const std::vector<std::string>& needles) {
   int64_t before = g.revision();
   auto r = g.run(args);
   INFO("gaia " << fmt::format("{}", fmt::join(args, " ")) << "\nstdout: " << r.out << "\nstderr: " << r.err);
@@ -34,12 +34,6 @@ std::vector<std::string> kept_volumes(const gaia::ClusterState& st) {
       out.push_back(fmt::format("{}.{}.{}.{} {} on {}", k.ordinal, k.role, k.app, k.tenant, k.volume, n.name));
   std::sort(out.begin(), out.end());
   return out;
-}
-
-const gaia::Instance& instance(const gaia::ClusterState& st, const std::string& key) {
-  const gaia::Instance* i = st.find_instance(key);
-  REQUIRE(i);
-  return *i;
 }
 
 // An app `db` with one stateful role of `replicas` instances, each with a 10Gi volume.
@@ -80,16 +74,16 @@ TEST_CASE("scale: --replicas is a count, a sign there is refused with the --by s
   REQUIRE(ordinals(g.load(), "web") == std::vector<int>{0, 1, 2, 3, 4});
 
   // What took web from 5 to 0: now a usage error naming the relative spelling.
-  refused(g, {"scale", "web", "--replicas", "-5"}, 2, {"--replicas -5: a replica count cannot be negative", "--by -5"});
-  refused(g, {"scale", "web", "--replicas=-5"}, 2, {"cannot be negative", "--by -5"});
-  refused(g, {"scale", "web", "--replicas", "+2"}, 2, {"takes the count itself", "--by +2"});
-  refused(g, {"scale", "web", "--by", "2"}, 2, {"--by 2: a change needs its sign", "--by +2", "--replicas 2"});
-  refused(g, {"scale", "web", "--by", "lots"}, 2, {"expected a signed change"});
-  refused(g, {"scale", "web", "--replicas", "lots"}, 2, {"expected a count"});
-  refused(g, {"scale", "web"}, 2, {"--replicas N or --by"});
-  refused(g, {"scale", "web", "--replicas", "3", "--by", "+1"}, 2, {"excludes"});
-  refused(g, {"scale", "web", "--by", "-6"}, 1, {"web/web has 5 replica(s); --by -6 would make -1", "--by -5"});
-  refused(g, {"scale", "web", "--by", "+100000"}, 1, {"more than the 10000"});
+  refused_all(g, {"scale", "web", "--replicas", "-5"}, 2, {"--replicas -5: a replica count cannot be negative", "--by -5"});
+  refused_all(g, {"scale", "web", "--replicas=-5"}, 2, {"cannot be negative", "--by -5"});
+  refused_all(g, {"scale", "web", "--replicas", "+2"}, 2, {"takes the count itself", "--by +2"});
+  refused_all(g, {"scale", "web", "--by", "2"}, 2, {"--by 2: a change needs its sign", "--by +2", "--replicas 2"});
+  refused_all(g, {"scale", "web", "--by", "lots"}, 2, {"expected a signed change"});
+  refused_all(g, {"scale", "web", "--replicas", "lots"}, 2, {"expected a count"});
+  refused_all(g, {"scale", "web"}, 2, {"--replicas N or --by"});
+  refused_all(g, {"scale", "web", "--replicas", "3", "--by", "+1"}, 2, {"excludes"});
+  refused_all(g, {"scale", "web", "--by", "-6"}, 1, {"web/web has 5 replica(s); --by -6 would make -1", "--by -5"});
+  refused_all(g, {"scale", "web", "--by", "+100000"}, 1, {"more than the 10000"});
   CHECK(ordinals(g.load(), "web") == std::vector<int>{0, 1, 2, 3, 4});
   CHECK(g.load().apps.at("default/web").scale.empty());
 }
@@ -264,11 +258,11 @@ TEST_CASE("scale: a count the template refuses is refused with the template's er
             "}\n");
   g.ok({"submit", "apps/store", "--wait", "--timeout", "30s"});
 
-  refused(g, {"scale", "store", "--replicas", "2"}, 1,
+  refused_all(g, {"scale", "store", "--replicas", "2"}, 1,
           {"refuses 2 replica(s) of datanode", "replication (3) cannot exceed the number of datanodes (2)"});
-  refused(g, {"scale", "store", "--by", "-1"}, 1, {"replication (3) cannot exceed the number of datanodes (2)"});
-  refused(g, {"scale", "store", "--replicas", "2", "--dry-run"}, 1, {"cannot exceed the number of datanodes (2)"});
-  refused(g, {"scale", "store", "--replicas", "7"}, 1, {"refuses 7 replica(s) of datanode", "at most 6 datanodes per store"});
+  refused_all(g, {"scale", "store", "--by", "-1"}, 1, {"replication (3) cannot exceed the number of datanodes (2)"});
+  refused_all(g, {"scale", "store", "--replicas", "2", "--dry-run"}, 1, {"cannot exceed the number of datanodes (2)"});
+  refused_all(g, {"scale", "store", "--replicas", "7"}, 1, {"refuses 7 replica(s) of datanode", "at most 6 datanodes per store"});
   auto st = g.load();
   CHECK(ordinals(st, "store") == std::vector<int>{0, 1, 2});
   CHECK(st.apps.at("default/store").scale.empty());
@@ -277,7 +271,7 @@ TEST_CASE("scale: a count the template refuses is refused with the template's er
   g.ok({"scale", "store", "--replicas", "5"});
   CHECK(ordinals(g.load(), "store") == std::vector<int>{0, 1, 2, 3, 4});
   g.ok({"scale", "store", "--by", "-2"});
-  refused(g, {"scale", "store", "--by", "-1"}, 1, {"cannot exceed the number of datanodes (2)"});
+  refused_all(g, {"scale", "store", "--by", "-1"}, 1, {"cannot exceed the number of datanodes (2)"});
 }
 
 TEST_CASE("scale: the hdfs example refuses fewer datanodes than its replication", "[e2e][scale]") {
@@ -286,7 +280,7 @@ TEST_CASE("scale: the hdfs example refuses fewer datanodes than its replication"
   copy_examples(s);
   g.ok({"cluster", "create", "-f", "examples/clusters/bigdata-50.yaml"});
   g.ok({"submit", "examples/hdfs", "--wait", "--timeout", "60s"});
-  refused(g, {"scale", "hdfs/datanode", "--replicas", "2"}, 1,
+  refused_all(g, {"scale", "hdfs/datanode", "--replicas", "2"}, 1,
           {"replication (3) cannot exceed the number of datanodes (2)"});
   auto up = g.ok({"scale", "hdfs/datanode", "--by", "+1"});
   CHECK(up.out.find("scaled hdfs/datanode: 3 -> 4 replica(s)") != std::string::npos);

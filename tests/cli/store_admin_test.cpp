@@ -27,8 +27,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // Writes `bytes` as the value of `key`, straight through SQLite, as a disk error or a
 // stray tool would.
 void corrupt(const std::string& store, const std::string& key, const std::string& bytes) {

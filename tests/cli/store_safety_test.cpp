@@ -22,9 +22,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-bool wait_for_text(const fs::path& file, const std::string& text, std::chrono::milliseconds limit) {
+bool wait_for_file_text(const fs::path& file, const std::string& text, std::chrono::milliseconds limit) {
   return eventually([&] { return contains(Scratch::slurp(file), text); }, limit);
 }
 
@@ -92,7 +90,7 @@ TEST_CASE("events -f stops with an error when its store file is deleted", "[e2e]
   StoreCli g(s);
   g.ok({"cluster", "create", "--nodes", "2"});
   pid_t pid = s.spawn({"--store", g.store, "events", "-f"}, "follow");
-  if (!wait_for_text(s.dir() / "follow.out", "NodeAdded", 10s)) exit_within(pid, 0ms);
+  if (!wait_for_file_text(s.dir() / "follow.out", "NodeAdded", 10s)) exit_within(pid, 0ms);
   remove_store(g.store);
   int code = exit_within(pid, 10s);
   INFO(Scratch::slurp(s.dir() / "follow.out") << Scratch::slurp(s.dir() / "follow.err"));
@@ -108,7 +106,7 @@ TEST_CASE("controller run stops with an error when its store file is replaced", 
   other.store = (s.dir() / "other.db").string();
   other.ok({"cluster", "create", "--nodes", "3"});
   pid_t pid = s.spawn({"--store", g.store, "controller", "run", "--interval", "200ms"}, "runner");
-  if (!wait_for_text(s.dir() / "runner.out", "leading the controllers", 10s)) exit_within(pid, 0ms);
+  if (!wait_for_file_text(s.dir() / "runner.out", "leading the controllers", 10s)) exit_within(pid, 0ms);
   // The way a careless copy replaces a file: another file renamed over it.
   fs::rename(other.store, g.store);
   int code = exit_within(pid, 10s);

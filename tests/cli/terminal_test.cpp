@@ -64,7 +64,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-void make_cluster(const Scratch& s) {
+void make_long_label_cluster(const Scratch& s) {
   REQUIRE(s.gaia({"cluster", "create", "--nodes", "3", "--cpu", "8", "--memory", "32Gi", "--label",
                   "a-rather-long-label-key=and-an-even-longer-label-value"})
               .code == 0);
@@ -149,7 +149,7 @@ TEST_CASE("progress: the summary groups why instances wait", "[progress]") {
 
 TEST_CASE("submit --wait: a status line on a terminal, plain lines to a pipe, nothing with -q", "[progress][e2e]") {
   Scratch s;
-  make_cluster(s);
+  make_long_label_cluster(s);
   write_huge_app(s);
   RunResult piped = s.gaia({"submit", "huge", "--wait", "--timeout", "1s"});
   CHECK(piped.code == 1);
@@ -201,7 +201,7 @@ TEST_CASE("colour: only on a terminal, never with NO_COLOR", "[color][e2e]") {
 
 TEST_CASE("tables: fitted to the terminal's width, whole in a pipe", "[table][e2e]") {
   Scratch s;
-  make_cluster(s);
+  make_long_label_cluster(s);
   RunResult piped = s.gaia({"get", "nodes", "-o", "wide"}, {{"COLUMNS", "40"}});
   REQUIRE(piped.code == 0);
   CHECK(piped.out.find("and-an-even-longer-label-value") != std::string::npos);
@@ -316,7 +316,7 @@ std::string without_spaces(std::string s) {
 
 TEST_CASE("tables: narrow terminals leave out columns, keep names whole and wrap messages", "[table][e2e]") {
   Scratch s;
-  make_cluster(s);
+  make_long_label_cluster(s);
   gaia::test::write_app(s, "small", "small", "1.0.0");
   REQUIRE(s.gaia({"submit", "small"}).code == 0);
   write_huge_app(s);

@@ -11,8 +11,6 @@ namespace {
 
 using namespace test;
 
-constexpr int64_t kNow = 1'700'000'000'000;
-
 ClusterState with_web() {
   ClusterState s = fixture_cluster(3);
   add_record(s, fixture_app("web", {fixture_role("web", 2, res(500, 1))}));

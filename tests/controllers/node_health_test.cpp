@@ -12,8 +12,6 @@ namespace {
 
 using namespace test;
 
-constexpr int64_t kNow = 1'700'000'000'000;
-
 // Three nodes; four web instances running on n1; n1 and n2 served by an agent that
 // beat `ago_ms` before kNow. n3 never had an agent.
 ClusterState served(int64_t ago_ms) {

@@ -3,12 +3,15 @@
 #include <algorithm>
 
 #include "controllers/node_ops.hpp"
+#include "tests/controllers/cluster_builder.hpp"
 
 using namespace gaia;
 
 namespace {
 
-constexpr int64_t kGi = 1LL << 30;
+// The shared constant, not a copy: in a unity build a second kGi here would make the name
+// ambiguous in the files that use gaia::test.
+using gaia::test::kGi;
 
 Node make_node(const std::string& name, int64_t cpu, int64_t mem_gi, int index) {
   Node n;

@@ -16,11 +16,8 @@
 namespace gaia {
 namespace {
 
-// The state after `b` is committed and the backend started what it placed (the sim
-// starts copies at once).
-inline ClusterState applied(const ClusterState& s, const Batch& b) { return test::started(apply_batch(s, b)); }
-
 using json = nlohmann::json;
+using test::applied;
 using test::res;
 
 ConfigRead config_read(const std::string& key, json value, bool defaulted = false) {

@@ -23,7 +23,15 @@ namespace {
 
 using test::kGi;
 using test::res;
-using namespace test::random_cluster;
+// Named one by one rather than with a using-directive: in a unity build the directive
+// would also reach the files compiled after this one and add random_cluster's other
+// helpers (app, role, prio...) to their overload sets.
+using test::random_cluster::base_cluster;
+using test::random_cluster::catalogue;
+using test::random_cluster::random_change;
+using test::random_cluster::StoreHarness;
+using test::random_cluster::TempDir;
+using test::random_cluster::violations;
 
 
 struct Harness : StoreHarness {

@@ -106,11 +106,6 @@ std::vector<std::string> kept_volumes(const ClusterState& s) {
   return out;
 }
 
-ScalePlan scale_db(const ClusterState& s, int to, bool delete_volumes) {
-  const AppRecord& app = s.apps.at("default/db");
-  return plan_scale(s, app, app.workload.roles.front(), to, delete_volumes);
-}
-
 TEST_CASE("replicas: a scale down keeps the volumes of stateful instances on their nodes", "[replicas][volumes]") {
   ClusterState s = deploy(fixture_cluster(3), {fixture_app("db", {stateful_db(3)})});
   VolumeBinding two = s.find_instance("2.db.db.default")->volumes.at(0);

@@ -14,10 +14,7 @@
 namespace gaia {
 namespace {
 
-// The state after `b` is committed and the backend started what it placed (the sim
-// starts copies at once).
-inline ClusterState applied(const ClusterState& s, const Batch& b) { return test::started(apply_batch(s, b)); }
-
+using test::applied;
 using test::kGi;
 using test::res;
 using json = nlohmann::json;
@@ -66,7 +63,7 @@ size_t with_hash(const ClusterState& s, const std::string& h) {
   return n;
 }
 
-bool has_event(const Batch& b, const std::string& reason) {
+bool batch_has_event(const Batch& b, const std::string& reason) {
   for (const auto& e : b.events)
     if (e.reason == reason) return true;
   return false;
@@ -132,8 +129,8 @@ TEST_CASE("rollout: reconcile rolls a changed app out completely and says so", "
   REQUIRE(r.converged);
   CHECK(with_hash(r.after, "h2") == 3);
   CHECK(running(r.after) == 3);
-  CHECK(has_event(r.batch, "Replaced"));
-  CHECK(has_event(r.batch, "RolledOut"));
+  CHECK(batch_has_event(r.batch, "Replaced"));
+  CHECK(batch_has_event(r.batch, "RolledOut"));
   CHECK(r.after.find_app("default", "web")->status == "Ready");
   // A second reconcile is a no-op.
   CHECK(test::settle_sim(r.after, ControllerContext{}).batch.empty());

@@ -256,16 +256,16 @@ TEST_CASE("required subnet and required topology", "[scheduler]") {
 
 TEST_CASE("cidr parsing and containment for v4 and v6", "[scheduler]") {
   using gaia::sched::cidr_contains;
-  using gaia::sched::parse_cidr;
-  CHECK(cidr_contains(*parse_cidr("10.0.0.0/8"), *parse_cidr("10.200.1.1")));
-  CHECK_FALSE(cidr_contains(*parse_cidr("10.0.0.0/9"), *parse_cidr("10.200.1.1")));
-  CHECK(cidr_contains(*parse_cidr("10.1.0.0/16"), *parse_cidr("10.1.4.0/24")));
-  CHECK_FALSE(cidr_contains(*parse_cidr("10.1.4.0/24"), *parse_cidr("10.1.0.0/16")));
-  CHECK(cidr_contains(*parse_cidr("fd00::/8"), *parse_cidr("fd12:3456::1")));
-  CHECK_FALSE(cidr_contains(*parse_cidr("fd00::/8"), *parse_cidr("10.0.0.1")));
-  CHECK(cidr_contains(*parse_cidr("0.0.0.0/0"), *parse_cidr("1.2.3.4")));
-  CHECK_FALSE(parse_cidr("10.0.0.0/33"));
-  CHECK_FALSE(parse_cidr("banana/8"));
+  using gaia::sched::parse_subnet;
+  CHECK(cidr_contains(*parse_subnet("10.0.0.0/8"), *parse_subnet("10.200.1.1")));
+  CHECK_FALSE(cidr_contains(*parse_subnet("10.0.0.0/9"), *parse_subnet("10.200.1.1")));
+  CHECK(cidr_contains(*parse_subnet("10.1.0.0/16"), *parse_subnet("10.1.4.0/24")));
+  CHECK_FALSE(cidr_contains(*parse_subnet("10.1.4.0/24"), *parse_subnet("10.1.0.0/16")));
+  CHECK(cidr_contains(*parse_subnet("fd00::/8"), *parse_subnet("fd12:3456::1")));
+  CHECK_FALSE(cidr_contains(*parse_subnet("fd00::/8"), *parse_subnet("10.0.0.1")));
+  CHECK(cidr_contains(*parse_subnet("0.0.0.0/0"), *parse_subnet("1.2.3.4")));
+  CHECK_FALSE(parse_subnet("10.0.0.0/33"));
+  CHECK_FALSE(parse_subnet("banana/8"));
 }
 
 TEST_CASE("fixed host ports conflict, allocated ports come from the range", "[scheduler]") {

@@ -42,4 +42,8 @@ inline ClusterState started(const ClusterState& s, int64_t now_ms = 1'700'000'00
   return out;
 }
 
+// The state after `b` is committed and the backend started what it placed (the sim
+// starts copies at once): what a command on the embedded default ends with.
+inline ClusterState applied(const ClusterState& s, const Batch& b) { return started(apply_batch(s, b)); }
+
 }  // namespace gaia::test

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "controllers/reconcile.hpp"
+#include "controllers/replicas.hpp"
 #include "tests/controllers/sim_fixture.hpp"
 #include "controllers/submit.hpp"
 #include "tests/controllers/cluster_builder.hpp"
@@ -91,6 +92,9 @@ inline Instance& pin(ClusterState& s, const std::string& app, const std::string&
   return s.snapshot.instances.back();
 }
 
+// A fixed instant for tests that need a "now": the one test_ctx() runs at.
+inline constexpr int64_t kNow = 1'700'000'000'000;
+
 inline ControllerContext test_ctx() { return ControllerContext{1'700'000'000'000, {}}; }
 
 // The state after the default controllers converge.
@@ -119,6 +123,12 @@ inline int count_if_state(const ClusterState& s, const std::function<bool(const 
   for (const auto& i : s.snapshot.instances)
     if (f(i)) ++n;
   return n;
+}
+
+// `gaia scale db/db --replicas to [--delete-volumes]` as decided on `s`.
+inline ScalePlan scale_db(const ClusterState& s, int to, bool delete_volumes = false) {
+  const AppRecord& app = s.apps.at("default/db");
+  return plan_scale(s, app, app.workload.roles.front(), to, delete_volumes);
 }
 
 inline int events_with(const Batch& b, const std::string& reason) {

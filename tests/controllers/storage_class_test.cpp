@@ -47,12 +47,6 @@ int64_t pool_used(const ClusterState& s, const std::string& cls) {
   return used;
 }
 
-// `gaia scale db/db --replicas to [--delete-volumes]` as decided on `s`.
-ScalePlan scale_db(const ClusterState& s, int to, bool delete_volumes = false) {
-  const AppRecord& app = s.apps.at("default/db");
-  return plan_scale(s, app, app.workload.roles.front(), to, delete_volumes);
-}
-
 // Fails the node of 0.db.db.default and lets the controllers settle: the node it was on,
 // and the state afterwards.
 std::pair<std::string, ClusterState> fail_its_node(const ClusterState& s) {

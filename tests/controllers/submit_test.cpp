@@ -19,10 +19,7 @@
 namespace gaia {
 namespace {
 
-// The state after `b` is committed and the backend started what it placed (the sim
-// starts copies at once): what a command on the embedded default ends with.
-ClusterState applied(const ClusterState& s, const Batch& b) { return test::started(apply_batch(s, b)); }
-
+using test::applied;
 using test::kGi;
 using test::res;
 
@@ -63,7 +60,7 @@ AppToDeploy make_app(const std::string& name, std::vector<Role> roles, std::vect
   return a;
 }
 
-ClusterState cluster(int nodes, int64_t cpu = 4000, int64_t mem_gi = 16) {
+ClusterState sized_cluster(int nodes, int64_t cpu = 4000, int64_t mem_gi = 16) {
   ClusterState s;
   for (int k = 0; k < nodes; ++k) s.snapshot.nodes.push_back(make_node(fmt::format("node-{}", k + 1), k, cpu, mem_gi));
   return s;
@@ -108,7 +105,7 @@ void check_invariants(const ClusterState& s) {
 }
 
 TEST_CASE("submit deploys a chain in dependency order and every app becomes ready", "[submit]") {
-  auto state = cluster(3);
+  auto state = sized_cluster(3);
   std::vector<AppToDeploy> apps{make_app("zookeeper", {make_role("server", 3, res(500, 1))}),
                                 make_app("hdfs", {make_role("datanode", 3, res(1000, 2))}, {"zookeeper"})};
   auto out = plan_submit(state, apps);
@@ -141,7 +138,7 @@ TEST_CASE("submit deploys a chain in dependency order and every app becomes read
 
 TEST_CASE("a dependent waits while its dependency is pending, and follows it once capacity appears",
           "[submit]") {
-  auto state = cluster(2, 2000, 8);
+  auto state = sized_cluster(2, 2000, 8);
   // zookeeper needs all 3 servers up to be available (min_available 3).
   Role servers = make_role("server", 3, res(1500, 1));
   servers.min_available = 3;
@@ -177,7 +174,7 @@ TEST_CASE("a dependent waits while its dependency is pending, and follows it onc
 }
 
 TEST_CASE("preemption evicts lower-priority instances, which are requeued and reported", "[submit]") {
-  auto state = cluster(2, 2000, 8);
+  auto state = sized_cluster(2, 2000, 8);
   Priority low{Band::Nonprod, 50};
   Priority high{Band::Prod, 200};
   auto batch_out = plan_submit(state, {make_app("spark", {make_role("worker", 4, res(1000, 1), low)})});
@@ -220,7 +217,7 @@ TEST_CASE("preemption evicts lower-priority instances, which are requeued and re
 }
 
 TEST_CASE("resubmitting an unchanged spec changes nothing", "[submit]") {
-  auto state = cluster(3);
+  auto state = sized_cluster(3);
   std::vector<AppToDeploy> apps{make_app("zookeeper", {make_role("server", 3, res(500, 1))}),
                                 make_app("kafka", {make_role("broker", 2, res(500, 1))}, {"zookeeper"})};
   auto first = plan_submit(state, apps);
@@ -306,7 +303,7 @@ TEST_CASE("an update rolls the instances out and commits cleanly to a real store
 }
 
 TEST_CASE("an update never hands out an address another app holds", "[submit][address]") {
-  auto state = cluster(1);
+  auto state = sized_cluster(1);
   auto first = plan_submit(state, {make_app("alpha", {make_role("a", 2, res(100, 1))}),
                                    make_app("beta", {make_role("b", 2, res(100, 1))})});
   auto after = applied(state, first.batch);
@@ -362,7 +359,7 @@ TEST_CASE("instance addresses come from the node's instance subnet, IPv4 and IPv
 
   // Through a submit: every placed instance gets a distinct address inside its node's
   // subnet, on an IPv6 node too.
-  auto state = cluster(2);
+  auto state = sized_cluster(2);
   state.snapshot.nodes[1].instance_subnet = "fd00:0:0:2::/64";
   auto out = plan_submit(state, {make_app("web", {make_role("frontend", 6, res(100, 1))})});
   auto after = applied(state, out.batch);
@@ -376,7 +373,7 @@ TEST_CASE("instance addresses come from the node's instance subnet, IPv4 and IPv
 }
 
 TEST_CASE("an instance address looked up in the nodes' topology table gives its node back", "[submit][topology]") {
-  auto state = cluster(4);
+  auto state = sized_cluster(4);
   state.snapshot.nodes[0].rack = state.snapshot.nodes[1].rack = "r1";
   state.snapshot.nodes[2].rack = state.snapshot.nodes[3].rack = "r2";
   state.snapshot.nodes[3].instance_subnet = "fd00:0:0:4::/64";
@@ -397,7 +394,7 @@ TEST_CASE("an instance address looked up in the nodes' topology table gives its 
 }
 
 TEST_CASE("a role with near reports where its dependency's data lives", "[submit][topology]") {
-  auto state = cluster(3);
+  auto state = sized_cluster(3);
   state.snapshot.nodes[0].rack = "r1";
   state.snapshot.nodes[1].rack = "r1";
   state.snapshot.nodes[2].rack = "r2";
@@ -424,7 +421,7 @@ TEST_CASE("a role with near reports where its dependency's data lives", "[submit
 }
 
 TEST_CASE("delete refuses while dependents exist and cascades dependents first", "[submit][delete]") {
-  auto state = cluster(3);
+  auto state = sized_cluster(3);
   std::vector<AppToDeploy> apps{make_app("zookeeper", {make_role("server", 3, res(500, 1))}),
                                 make_app("hdfs", {make_role("datanode", 3, res(500, 1))}, {"zookeeper"}),
                                 make_app("hbase", {make_role("region", 2, res(500, 1))}, {"hdfs", "zookeeper"}),
@@ -477,7 +474,7 @@ TEST_CASE("merge_batch lets later changes win and never puts and deletes one key
 // be ready" forever while `get apps` said hdfs Ready 3/4.
 TEST_CASE("a dependency with its min_available serving is available: one stuck instance does not stall the chain",
           "[submit][health]") {
-  auto state = cluster(3, 2000, 8);
+  auto state = sized_cluster(3, 2000, 8);
   Role datanode = make_role("datanode", 4, res(1500, 1));
   datanode.min_available = 2;
   auto out = plan_submit(state, {make_app("hdfs", {datanode}),
@@ -498,7 +495,7 @@ TEST_CASE("a dependency with its min_available serving is available: one stuck i
   check_invariants(after);
 
   // Below min_available the dependency is not available and the dependent waits.
-  auto tight = cluster(1, 2000, 8);
+  auto tight = sized_cluster(1, 2000, 8);
   auto held = plan_submit(tight, {make_app("hdfs", {datanode}),
                                   make_app("hbase", {make_role("regionserver", 2, res(200, 1))}, {"hdfs"})});
   auto waiting = applied(tight, held.batch);
@@ -509,7 +506,7 @@ TEST_CASE("a dependency with its min_available serving is available: one stuck i
 }
 
 TEST_CASE("AppReady events follow readiness, not the alphabet", "[submit][health]") {
-  auto state = cluster(2, 4000, 16);
+  auto state = sized_cluster(2, 4000, 16);
   // zeta is placed first, its instances start first, so its AppReady comes first.
   auto out = plan_submit(state, {make_app("zeta", {make_role("server", 2, res(200, 1))}),
                                  make_app("alpha", {make_role("web", 2, res(200, 1))})});

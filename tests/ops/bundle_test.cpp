@@ -89,12 +89,6 @@ size_t stored_bundles(Store& store) {
   return kvs->size();
 }
 
-ops::CenterChange set_global(OpsFixture& f, const std::string& key, const json& value) {
-  auto centers = StoreConfigSource::load(f.store());
-  REQUIRE(centers);
-  return ops::config_change(std::string(k_global_scope), {ConfigEdit{key, value}}, *centers);
-}
-
 }  // namespace
 
 TEST_CASE("bundle: made from a render, stored as JSON, unpacked elsewhere, it renders the same workload",

@@ -15,6 +15,7 @@
 #include "lib/sim_backend.hpp"
 #include "store/sqlite_store.hpp"
 #include "lib/state.hpp"
+#include "ops/center_changes.hpp"
 #include "ops/workspace.hpp"
 #include "tests/controllers/state_fixture.hpp"
 #include "tests/temp_dir.hpp"
@@ -148,6 +149,13 @@ inline bool has_event(const std::vector<TimelineEvent>& events, const std::strin
   for (const auto& e : events)
     if (e.reason == reason) return true;
   return false;
+}
+
+// The change that sets the global config `key` to `value`, decided on the stored centers.
+inline ops::CenterChange set_global(OpsFixture& f, const std::string& key, const nlohmann::json& value) {
+  auto centers = StoreConfigSource::load(f.store());
+  REQUIRE(centers);
+  return ops::config_change(std::string(k_global_scope), {ConfigEdit{key, value}}, *centers);
 }
 
 }  // namespace gaia::test

@@ -28,12 +28,6 @@ void submit_chain(OpsFixture& f) {
   REQUIRE(running_of(f.load(), "top") == 1);
 }
 
-ops::CenterChange set_global(OpsFixture& f, const std::string& key, const json& value) {
-  auto centers = StoreConfigSource::load(f.store());
-  REQUIRE(centers);
-  return ops::config_change(std::string(k_global_scope), {ConfigEdit{key, value}}, *centers);
-}
-
 const ops::PropagatedApp* find(const ops::Propagation& p, const std::string& name) {
   for (const auto& a : p.apps)
     if (a.name == name) return &a;

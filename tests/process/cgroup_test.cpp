@@ -25,11 +25,6 @@ namespace cg = gaia::process::cgroup;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // The cgroup support of this machine, or nothing (with a WARN saying why) when no
 // cgroup can be made here: the caller then returns without checking anything.
 std::optional<cg::Support> usable_cgroups() {

@@ -17,11 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 size_t copies_reported(ProcessBackend& b) {
   auto obs = b.observe(now_ms());
   REQUIRE(obs);

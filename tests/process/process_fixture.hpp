@@ -13,7 +13,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "process/cgroup.hpp"
@@ -25,6 +28,12 @@
 namespace gaia::test {
 
 inline int64_t now_ms() { return process::wall_clock_ms(); }
+
+// The whole content of the file `p` (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
 
 // A TCP port nobody uses right now, from the kernel.
 inline int free_port(const char* address = "127.0.0.1") {

@@ -111,8 +111,8 @@ TEST_CASE("sandbox: payloads, progress, crashes and limits", "[hostile]") {
   CHECK(big.status == render::SandboxOutcome::Status::OutputTooLarge);
   CHECK(big.payload.empty());
 
-  CHECK(render::format_bytes(16u << 20) == "16MiB");
-  CHECK(render::format_bytes(1536) == "1.5KiB");
+  CHECK(render::format_byte_size(16u << 20) == "16MiB");
+  CHECK(render::format_byte_size(1536) == "1.5KiB");
   CHECK(render::format_ms(10000) == "10s");
   CHECK(render::format_ms(1500) == "1.5s");
   CHECK(render::format_ms(250) == "250ms");

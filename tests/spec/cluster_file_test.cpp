@@ -15,7 +15,7 @@ const Node& node(const spec::ClusterFile& f, const std::string& name) {
   return *it;
 }
 
-Diagnostics errors_of(const std::string& text) {
+Diagnostics cluster_file_errors(const std::string& text) {
   auto r = spec::parse_cluster_file(text, "c.yaml");
   REQUIRE_FALSE(r.has_value());
   return r.error();
@@ -106,7 +106,7 @@ nodes:
 }
 
 TEST_CASE("cluster file: every error is reported with its position", "[cluster_file]") {
-  auto ds = errors_of(R"(name: bad
+  auto ds = cluster_file_errors(R"(name: bad
 subnets:
   - {cidr: 10.1.1.0/33, rack: r1}
   - {cidr: 10.1.2.0/24}
@@ -148,7 +148,7 @@ extra: 1
 }
 
 TEST_CASE("cluster file: cross-node checks", "[cluster_file]") {
-  auto ds = errors_of(R"(nodes:
+  auto ds = cluster_file_errors(R"(nodes:
   - {name: a, address: 10.0.0.1, instance_subnet: 10.5.0.0/16, capacity: {cpu: 1, memory: 1Gi}}
   - {name: b, address: 10.0.0.1, instance_subnet: 10.5.3.0/24, capacity: {cpu: 1, memory: 1Gi}}
   - {name: a, address: 10.5.9.9, instance_subnet: 10.6.0.0/24, capacity: {cpu: 1, memory: 1Gi}}
@@ -166,25 +166,25 @@ tenants:
 }
 
 TEST_CASE("cluster file: YAML syntax errors and empty files", "[cluster_file]") {
-  auto ds = errors_of("nodes:\n  - {name: a\n");
+  auto ds = cluster_file_errors("nodes:\n  - {name: a\n");
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].message.find("invalid YAML") != std::string::npos);
   CHECK(ds[0].location.line > 0);
-  ds = errors_of("");
+  ds = cluster_file_errors("");
   CHECK(ds[0].message.find("empty") != std::string::npos);
-  ds = errors_of("name: x\n");
+  ds = cluster_file_errors("name: x\n");
   CHECK(ds[0].message.find("no nodes") != std::string::npos);
-  ds = errors_of("node_groups:\n  - {name: g, count: 3, instance_subnets: 10.0.0.0/23, capacity: {cpu: 1, memory: 1Gi}}\n");
+  ds = cluster_file_errors("node_groups:\n  - {name: g, count: 3, instance_subnets: 10.0.0.0/23, capacity: {cpu: 1, memory: 1Gi}}\n");
   CHECK(ds[0].message.find("cannot hold 3 /24") != std::string::npos);
 }
 
 // Found by fuzzing (fuzz/targets/cluster_file.cpp): a stray ',' at the top level hung
 // `gaia cluster create -f` in yaml-cpp's LoadAll.
 TEST_CASE("a stray comma in a cluster file is a located error, not a hang", "[cluster-file][fuzz]") {
-  auto ds = errors_of("nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}}\n---\n, \n");
+  auto ds = cluster_file_errors("nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}}\n---\n, \n");
   REQUIRE_FALSE(ds.empty());
   CHECK_THAT(ds.front().message, Catch::Contains("invalid YAML"));
-  ds = errors_of("nodes:\n  - name: \"n\xFF\"\n");
+  ds = cluster_file_errors("nodes:\n  - name: \"n\xFF\"\n");
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].location.line == 2);
   CHECK_THAT(ds[0].message, Catch::Contains("not UTF-8"));
@@ -250,7 +250,7 @@ nodes:
   CHECK((f->cluster.storage_classes.empty() || f->cluster.storage_classes == default_storage_classes()));
   CHECK(node(*f, "a").volume_groups[1].storage_class == "hdd");
   // Only those two are valid there, and the error says so in the new form.
-  auto ds = errors_of(R"(nodes:
+  auto ds = cluster_file_errors(R"(nodes:
   - name: a
     capacity: {cpu: 1, memory: 1Gi}
     volume_groups: [{name: v, class: sdd, size: 1Ti}]
@@ -292,7 +292,7 @@ node_groups:
 }
 
 TEST_CASE("cluster file: a volume group naming an unknown or claim class", "[cluster_file]") {
-  auto ds = errors_of(R"(nodes:
+  auto ds = cluster_file_errors(R"(nodes:
   - name: a
     capacity: {cpu: 1, memory: 1Gi}
     volume_groups:
@@ -328,7 +328,7 @@ storage_classes:
 }
 
 TEST_CASE("cluster file: storage class errors", "[cluster_file]") {
-  auto ds = errors_of(R"(storage_classes:
+  auto ds = cluster_file_errors(R"(storage_classes:
   - {name: Gold_Pool, kind: claim}
   - {name: silver, capacity: 10Ti, selector: {zone: z1}}
   - {name: gold, kind: claim, capacity: lots}
@@ -354,7 +354,7 @@ nodes:
   REQUIRE(speed != ds.end());
   CHECK(speed->hint == "known fields are: name, kind, description, capacity, selector");
   // Too long for a Kubernetes name.
-  ds = errors_of("storage_classes: [{name: " + std::string(254, 'a') + "}]\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
+  ds = cluster_file_errors("storage_classes: [{name: " + std::string(254, 'a') + "}]\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
   REQUIRE(ds.size() == 1);
   CHECK_THAT(ds[0].message, Catch::Contains("at most 253"));
   // 253 characters with dots is fine.
@@ -368,7 +368,7 @@ nodes:
 
 TEST_CASE("cluster file: an empty storage_classes is an error", "[cluster_file]") {
   for (const char* empty : {"storage_classes: []\n", "storage_classes:\n"}) {
-    auto ds = errors_of(std::string(empty) + "nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, size: 1Ti}]}\n");
+    auto ds = cluster_file_errors(std::string(empty) + "nodes:\n  - {name: a, capacity: {cpu: 1, memory: 1Gi}, volume_groups: [{name: v, size: 1Ti}]}\n");
     INFO(dump(ds));
     // One error: the volume group's class is not also reported.
     REQUIRE(ds.size() == 1);
@@ -376,7 +376,7 @@ TEST_CASE("cluster file: an empty storage_classes is an error", "[cluster_file]"
     CHECK(ds[0].path == "storage_classes");
     CHECK_THAT(ds[0].message, Catch::Contains("a cluster needs at least one storage class"));
   }
-  auto ds = errors_of("storage_classes: {name: ssd}\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
+  auto ds = cluster_file_errors("storage_classes: {name: ssd}\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
   REQUIRE(ds.size() == 1);
   CHECK_THAT(ds[0].message, Catch::Contains("expected a list of storage classes"));
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "spec/plan_format.hpp"
+#include "tests/spec/resolve_util.hpp"
 #include "spec/resolve.hpp"
 
 using namespace gaia;
@@ -10,7 +11,9 @@ using namespace gaia::spec;
 
 namespace {
 
-semver::Version ver(const std::string& s) { return semver::parse_version(s).value(); }
+using gaia::test::errors_text;
+using gaia::test::node;
+using gaia::test::ver;
 
 struct Dep {
   std::string name;
@@ -21,7 +24,7 @@ struct Dep {
 };
 
 // Dependency i sits on line 4 + i of "<name>/app.yaml"; a release: on the line after.
-AppSpec app(const std::string& name, const std::string& version, const std::vector<Dep>& deps = {}) {
+AppSpec release_app(const std::string& name, const std::string& version, const std::vector<Dep>& deps = {}) {
   AppSpec s;
   s.name = name;
   s.version = ver(version);
@@ -55,13 +58,6 @@ RunningApp release(const std::string& name, const std::string& app, const std::s
   return r;
 }
 
-const PlanNode& node(const Plan& plan, const std::string& name) {
-  auto i = plan.find(name);
-  INFO("no node " << name);
-  REQUIRE(i.has_value());
-  return plan.nodes[*i];
-}
-
 // "alias -> release (reason)" for each edge of `from`.
 std::vector<std::string> edges(const Plan& plan, const std::string& from) {
   std::vector<std::string> out;
@@ -70,16 +66,11 @@ std::vector<std::string> edges(const Plan& plan, const std::string& from) {
   return out;
 }
 
-std::string errors_text(const Result<Plan>& r) {
-  REQUIRE_FALSE(r.has_value());
-  return format_diagnostics(r.error());
-}
-
 }  // namespace
 
 TEST_CASE("a spec given with a release name is deployed as that release beside the app's own", "[resolve][release]") {
   SpecRepository repo;
-  AppSpec hdfs = app("hdfs", "3.3.4");
+  AppSpec hdfs = release_app("hdfs", "3.3.4");
   auto plan = resolve_releases(std::vector<RootSpec>{{&hdfs, "hdfs-analytics"}}, repo, {release("hdfs", "hdfs", "3.3.4")},
                       "default");
   REQUIRE(plan.has_value());
@@ -96,14 +87,14 @@ TEST_CASE("a spec given with a release name is deployed as that release beside t
 
 TEST_CASE("two releases of one dependency run side by side with dependents bound to each", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "2.7.0"));
-  repo.add(app("hdfs", "3.3.4"));
+  repo.add(release_app("hdfs", "2.7.0"));
+  repo.add(release_app("hdfs", "3.3.4"));
   std::vector<RunningApp> run = {release("hdfs", "hdfs", "2.7.0"), release("hdfs-new", "hdfs", "3.3.4")};
 
   // Each dependent takes the running release its range accepts: no upgrade of the old
   // one, no third hdfs.
-  AppSpec legacy = app("hive", "1.0.0", {{"hdfs", "^2"}});
-  AppSpec modern = app("spark", "3.5.0", {{"hdfs", "^3"}});
+  AppSpec legacy = release_app("hive", "1.0.0", {{"hdfs", "^2"}});
+  AppSpec modern = release_app("spark", "3.5.0", {{"hdfs", "^3"}});
   auto plan = resolve({&legacy, &modern}, repo, run, "default");
   REQUIRE(plan.has_value());
   CHECK(node(*plan, "hdfs").action == Action::Reuse);
@@ -131,10 +122,10 @@ TEST_CASE("two releases of one dependency run side by side with dependents bound
 
 TEST_CASE("release: binds a dependency to the named release, deploying it when it does not run", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "3.3.4"));
-  repo.add(app("hdfs", "3.4.0"));
+  repo.add(release_app("hdfs", "3.3.4"));
+  repo.add(release_app("hdfs", "3.4.0"));
   // A replicator reads one cluster and writes the other.
-  AppSpec mirror = app("mirror", "1.0.0",
+  AppSpec mirror = release_app("mirror", "1.0.0",
                        {{"hdfs", "^3", "hdfs-a", "source"}, {"hdfs", "^3", "hdfs-b", "target"}});
   auto plan = resolve({&mirror}, repo, {release("hdfs-a", "hdfs", "3.3.4")}, "default");
   REQUIRE(plan.has_value());
@@ -150,9 +141,9 @@ TEST_CASE("release: binds a dependency to the named release, deploying it when i
 
 TEST_CASE("without a satisfying release the dependency binds to the release named after the app", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "2.7.0"));
-  repo.add(app("hdfs", "3.3.4"));
-  AppSpec spark = app("spark", "3.5.0", {{"hdfs", "^3"}});
+  repo.add(release_app("hdfs", "2.7.0"));
+  repo.add(release_app("hdfs", "3.3.4"));
+  AppSpec spark = release_app("spark", "3.5.0", {{"hdfs", "^3"}});
 
   SECTION("it runs out of range: upgraded in place, as before releases") {
     auto plan = resolve({&spark}, repo, {release("hdfs", "hdfs", "2.7.0"), release("hdfs-old", "hdfs", "2.7.0")},
@@ -174,9 +165,9 @@ TEST_CASE("without a satisfying release the dependency binds to the release name
 
 TEST_CASE("a given release is what its dependents in the same submission bind to", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "3.3.4"));
-  AppSpec hdfs = app("hdfs", "3.4.0");
-  AppSpec spark = app("spark", "3.5.0", {{"hdfs", "^3.4"}});
+  repo.add(release_app("hdfs", "3.3.4"));
+  AppSpec hdfs = release_app("hdfs", "3.4.0");
+  AppSpec spark = release_app("spark", "3.5.0", {{"hdfs", "^3.4"}});
   auto plan = resolve_releases(std::vector<RootSpec>{{&hdfs, "hdfs-b"}, {&spark, ""}}, repo,
                       {release("hdfs", "hdfs", "3.3.4")}, "default");
   REQUIRE(plan.has_value());
@@ -186,13 +177,13 @@ TEST_CASE("a given release is what its dependents in the same submission bind to
 
 TEST_CASE("running apps' ranges hold per release", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "2.7.0"));
-  repo.add(app("hdfs", "3.3.4"));
+  repo.add(release_app("hdfs", "2.7.0"));
+  repo.add(release_app("hdfs", "3.3.4"));
   // hive runs on release hdfs-old and requires ^2 of it; release hdfs may move to 3.
   RunningApp hive = release("hive", "hive", "1.0.0");
   hive.dependency_ranges = {{"hdfs", "^2", "hdfs-old", "hdfs"}};
   std::vector<RunningApp> run = {release("hdfs", "hdfs", "2.7.0"), release("hdfs-old", "hdfs", "2.7.0"), hive};
-  AppSpec hdfs3 = app("hdfs", "3.3.4");
+  AppSpec hdfs3 = release_app("hdfs", "3.3.4");
   auto moved = resolve({&hdfs3}, repo, run, "default");
   REQUIRE(moved.has_value());
   CHECK(node(*moved, "hdfs").replaces->to_string() == "2.7.0");
@@ -204,8 +195,8 @@ TEST_CASE("running apps' ranges hold per release", "[resolve][release]") {
 
 TEST_CASE("release names are unique in a tenant", "[resolve][release]") {
   SpecRepository repo;
-  AppSpec hdfs = app("hdfs", "3.3.4");
-  AppSpec kafka = app("kafka", "3.6.0");
+  AppSpec hdfs = release_app("hdfs", "3.3.4");
+  AppSpec kafka = release_app("kafka", "3.6.0");
   SECTION("a release of another app runs under the name") {
     auto r = resolve_releases(std::vector<RootSpec>{{&kafka, "hdfs"}}, repo, {release("hdfs", "hdfs", "3.3.4")}, "default");
     std::string text = errors_text(r);
@@ -218,7 +209,7 @@ TEST_CASE("release names are unique in a tenant", "[resolve][release]") {
     CHECK(errors_text(r).find("is given for app hdfs") != std::string::npos);
   }
   SECTION("two dependencies bind one release to different apps") {
-    AppSpec both = app("both", "1.0.0", {{"hdfs", "*", "store"}, {"kafka", "*", "store"}});
+    AppSpec both = release_app("both", "1.0.0", {{"hdfs", "*", "store"}, {"kafka", "*", "store"}});
     repo.add(hdfs);
     repo.add(kafka);
     auto r = resolve({&both}, repo, {}, "default");
@@ -230,8 +221,8 @@ TEST_CASE("release names are unique in a tenant", "[resolve][release]") {
 
 TEST_CASE("tenant: binds to a release another tenant exports, reused and never changed", "[resolve][release][tenant]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "3.3.4"));
-  AppSpec spark = app("spark", "3.5.0", {{"hdfs", "^3", "", "", "shared"}});
+  repo.add(release_app("hdfs", "3.3.4"));
+  AppSpec spark = release_app("spark", "3.5.0", {{"hdfs", "^3", "", "", "shared"}});
   RunningApp shared = release("hdfs", "hdfs", "3.3.4", "shared");
 
   SECTION("exported to the tenant: reused") {
@@ -274,7 +265,7 @@ TEST_CASE("tenant: binds to a release another tenant exports, reused and never c
 
 TEST_CASE("tenant: the exporting tenant keeps the ranges of other tenants' apps bound to it", "[resolve][release][tenant]") {
   SpecRepository repo;
-  AppSpec hdfs4 = app("hdfs", "4.0.0");
+  AppSpec hdfs4 = release_app("hdfs", "4.0.0");
   RunningApp shared = release("hdfs", "hdfs", "3.3.4", "shared");
   shared.exports = {"analytics"};
   RunningApp spark = release("spark", "spark", "3.5.0", "analytics");
@@ -289,7 +280,7 @@ TEST_CASE("tenant: the exporting tenant keeps the ranges of other tenants' apps 
 
 TEST_CASE("a dependent that runs keeps its release, and a move is said", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "3.3.4"));
+  repo.add(release_app("hdfs", "3.3.4"));
   std::vector<RunningApp> run = {release("hdfs", "hdfs", "3.3.4"), release("hdfs-b", "hdfs", "3.2.0")};
   RunningApp web = release("web", "web", "1.0.0");
   web.dependency_ranges = {{"hdfs", "^3", "hdfs-b", "hdfs"}};
@@ -297,14 +288,14 @@ TEST_CASE("a dependent that runs keeps its release, and a move is said", "[resol
 
   // Resubmitted: hdfs (the release named after the app) would also do, but web stays
   // where its data is.
-  AppSpec again = app("web", "1.0.1", {{"hdfs", "^3"}});
+  AppSpec again = release_app("web", "1.0.1", {{"hdfs", "^3"}});
   auto plan = resolve({&again}, repo, run, "default");
   REQUIRE(plan.has_value());
   CHECK(edges(*plan, "web") ==
         std::vector<std::string>{"hdfs -> hdfs-b (bound to it since its last submit; running 3.2.0 satisfies ^3)"});
 
   // Its new range rules hdfs-b out: it moves, and the plan says from where.
-  AppSpec newer = app("web", "2.0.0", {{"hdfs", "^3.3"}});
+  AppSpec newer = release_app("web", "2.0.0", {{"hdfs", "^3.3"}});
   plan = resolve({&newer}, repo, run, "default");
   REQUIRE(plan.has_value());
   CHECK(edges(*plan, "web") ==
@@ -314,10 +305,10 @@ TEST_CASE("a dependent that runs keeps its release, and a move is said", "[resol
 
 TEST_CASE("two entries of one app bound to one release are an error", "[resolve][release]") {
   SpecRepository repo;
-  repo.add(app("hdfs", "3.3.4"));
+  repo.add(release_app("hdfs", "3.3.4"));
   // source has no release: and hdfs-b is the only release running: both would copy
   // within hdfs-b.
-  AppSpec mirror = app("mirror", "1.0.0", {{"hdfs", "^3", "", "source"}, {"hdfs", "^3", "hdfs-b", "target"}});
+  AppSpec mirror = release_app("mirror", "1.0.0", {{"hdfs", "^3", "", "source"}, {"hdfs", "^3", "hdfs-b", "target"}});
   auto r = resolve({&mirror}, repo, {release("hdfs-b", "hdfs", "3.3.4")}, "default");
   CHECK(errors_text(r).find("mirror/app.yaml:5:5: error: dependencies[1]: mirror@1.0.0: dependencies[0] (source) and "
                             "dependencies[1] (target) both bind to release hdfs-b") != std::string::npos);
@@ -330,7 +321,7 @@ TEST_CASE("tenant: a loop across tenants through what runs is an error", "[resol
   y.exports = {"analytics"};
   y.dependency_ranges = {{"x", "*", "analytics/x", "x"}};
   RunningApp x = release("x", "x", "1.0.0", "analytics");
-  AppSpec again = app("x", "1.1.0", {{"y", "*", "", "", "shared"}});
+  AppSpec again = release_app("x", "1.1.0", {{"y", "*", "", "", "shared"}});
   std::string text = errors_text(resolve({&again}, repo, {x, y}, "analytics"));
   CHECK(text.find("dependency loop across tenants: analytics/x -> shared/y -> analytics/x") != std::string::npos);
 }

@@ -8,13 +8,16 @@
 #include <fmt/format.h>
 
 #include "spec/plan_format.hpp"
+#include "tests/spec/resolve_util.hpp"
 
 using namespace gaia;
 using namespace gaia::spec;
 
 namespace {
 
-semver::Version ver(const std::string& s) { return semver::parse_version(s).value(); }
+using gaia::test::errors_text;
+using gaia::test::node;
+using gaia::test::ver;
 
 struct DepSpec {
   std::string name;
@@ -74,22 +77,10 @@ Result<Plan> resolve_one(const AppSpec& root, const SpecRepository& repo, const 
   return resolve({&root}, repo, run, "default");
 }
 
-const PlanNode& node(const Plan& plan, const std::string& name) {
-  auto i = plan.find(name);
-  INFO("no node " << name);
-  REQUIRE(i.has_value());
-  return plan.nodes[*i];
-}
-
 std::string order_of(const Plan& plan) {
   std::string out;
   for (size_t i : plan.order) out += (out.empty() ? "" : " ") + plan.nodes[i].id();
   return out;
-}
-
-std::string errors_text(const Result<Plan>& r) {
-  REQUIRE_FALSE(r.has_value());
-  return format_diagnostics(r.error());
 }
 
 }  // namespace

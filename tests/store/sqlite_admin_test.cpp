@@ -14,6 +14,7 @@
 
 #include "store/sqlite_store.hpp"
 #include "tests/store/full_disk.hpp"
+#include "tests/store/sqlite_util.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
@@ -23,11 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::unique_ptr<SqliteStore> open_or_fail(const fs::path& path, SqliteStoreOptions options = {}) {
-  auto store = SqliteStore::open(path, std::move(options));
-  if (!store) FAIL(store.error().to_string());
-  return std::move(*store);
-}
+using gaia::testing::open_or_fail;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

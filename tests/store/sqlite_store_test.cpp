@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "store/memory_store.hpp"
+#include "tests/store/sqlite_util.hpp"
 #include "tests/store/store_contract.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -37,12 +38,7 @@ class SqliteBackend final : public gaia::testing::StoreBackend {
   TempDir m_dir;
 };
 
-std::unique_ptr<SqliteStore> open_or_fail(const std::filesystem::path& path,
-                                          SqliteStoreOptions options = {}) {
-  auto store = SqliteStore::open(path, std::move(options));
-  if (!store) FAIL(store.error().to_string());
-  return std::move(*store);
-}
+using gaia::testing::open_or_fail;
 
 void set_user_version(const std::filesystem::path& path, int version) {
   sqlite3* db = nullptr;

@@ -94,7 +94,10 @@ inline ClusterState base_cluster(int nodes) {
   return s;
 }
 
-inline int desired_replicas(const AppRecord& a, const Role& r) {
+// The test's own count of a role's wanted replicas (the scale override, else the
+// spec's), named apart from gaia::desired_replicas, which argument-dependent lookup
+// would otherwise also find when controllers/replicas.hpp is in the same translation unit.
+inline int scaled_replicas(const AppRecord& a, const Role& r) {
   auto it = a.scale.find(r.name);
   return it != a.scale.end() ? it->second : r.replicas;
 }
@@ -133,7 +136,7 @@ inline std::vector<std::string> violations(const ClusterState& st) {
   }
   for (const auto& [id, a] : st.apps)
     for (const auto& r : a.workload.roles) {
-      int want = desired_replicas(a, r);
+      int want = scaled_replicas(a, r);
       int have = per_role[a.tenant + "/" + a.name + "/" + r.name];
       if (want != have) out.push_back(fmt::format("{}/{} has {} instance(s), wants {}", a.name, r.name, have, want));
     }
