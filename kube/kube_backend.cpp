@@ -279,6 +279,78 @@ std::optional<BackendError> KubeBackend::ensure_supporting(const StartSpec& s) {
   return std::nullopt;
 }
 
+BackendResult<std::vector<std::string>> KubeBackend::remove_unused(
+    const ClusterState& state, const std::function<std::optional<ClusterState>()>& current) {
+  // What decides: the apps, roles and budgets in use. While they are what the last look
+  // saw, nothing new can have become unused, so a converged controller loop lists
+  // nothing.
+  std::string in_use;
+  for (const auto& [id, record] : state.apps) in_use += "a:" + id + "\n";
+  for (const auto& [id, role] : state.snapshot.roles)
+    in_use += fmt::format("r:{}:{}:{}\n", id, role.kind, role.min_available);
+  for (const Instance& i : state.snapshot.instances) in_use += "i:" + i.tenant + "/" + i.app + "/" + i.role + "\n";
+  std::string fingerprint = content_hash(in_use);
+  if (fingerprint == m_unused_checked) return std::vector<std::string>{};
+
+  std::vector<json> objects;
+  const std::string selector = std::string("?labelSelector=") + k_label_owner + "%3D" + m_options.owner;
+  for (const SupportingKind& k : per_app_kinds()) {
+    std::string path = k.path;
+    path.replace(path.find("{ns}"), 4, m_options.namespace_name);
+    auto items = list(path + selector, nullptr);
+    if (!items) {
+      // An identity that may not list these gets told once per change of the apps, not
+      // on every cycle; a server that is away is asked again next time.
+      if (items.error().code == BackendErrc::Rejected) m_unused_checked = fingerprint;
+      return std::unexpected(items.error());
+    }
+    for (json& o : *items) {
+      o["kind"] = k.kind;
+      objects.push_back(std::move(o));
+    }
+  }
+  // Decided on the store as it is now, after the listing: an app submitted since the
+  // cycle's state was read is in it, and so keeps the objects it has made.
+  std::optional<ClusterState> now = current();
+  if (!now) return std::vector<std::string>{};
+  std::map<std::string, std::string> versions;  // kind/name -> resourceVersion as listed.
+  for (const json& o : objects) {
+    const json meta = o.value("metadata", json::object());
+    versions[o.value("kind", "") + "/" + meta.value("name", "")] = meta.value("resourceVersion", "");
+  }
+  std::vector<std::string> removed;
+  bool conflicted = false;
+  for (const ObjectRef& ref : unused_objects(objects, *now, m_options.owner)) {
+    const SupportingKind* k = nullptr;
+    for (const SupportingKind& c : per_app_kinds())
+      if (ref.kind == c.kind) k = &c;
+    std::string path = k->path;
+    path.replace(path.find("{ns}"), 4, m_options.namespace_name);
+    // Only the object as listed: one changed since (applied again for a new app of the
+    // same name) answers 409 and stays; the next look judges it afresh.
+    json options = json::object();
+    if (const std::string& rv = versions[ref.kind + "/" + ref.name]; !rv.empty())
+      options["preconditions"] = {{"resourceVersion", rv}};
+    auto gone = m_client->remove(path + "/" + ref.name, options);
+    if (!gone && gone.error().code == ApiErrc::Conflict) {
+      conflicted = true;
+      continue;
+    }
+    if (!gone && gone.error().code != ApiErrc::NotFound)
+      return std::unexpected(backend_error(gone.error(), fmt::format("deleting {} {}", ref.kind, ref.name)));
+    {
+      // A later start of an app of that name must apply the object again.
+      std::lock_guard lock(m_applied_mutex);
+      std::string prefix = ref.kind + "/" + ref.name + "/";
+      for (auto it = m_applied.lower_bound(prefix); it != m_applied.end() && it->starts_with(prefix);)
+        it = m_applied.erase(it);
+    }
+    removed.push_back(ref.kind + " " + ref.name);
+  }
+  if (!conflicted) m_unused_checked = fingerprint;
+  return removed;
+}
+
 std::optional<BackendError> KubeBackend::start_one(const StartSpec& s, int64_t now_ms) {
   PodOptions po{m_options.namespace_name, m_options.owner, m_options.scheduler_name};
   auto pod = pod_manifest(s, po);

@@ -59,6 +59,12 @@ class KubeBackend : public Backend {
   BackendResult<std::vector<ActionResult>> start(const std::vector<StartSpec>& specs, int64_t now_ms) override;
   BackendResult<std::vector<ActionResult>> stop(const std::vector<StopSpec>& specs, int64_t now_ms) override;
   bool wait(std::chrono::milliseconds timeout) override;
+  // Deletes the ConfigMaps, Services and PodDisruptionBudgets of this store's apps and
+  // roles that are gone (kube_objects.hpp unused_objects); claims stay. Lists them only
+  // when the apps and roles differ from the last successful look, and deletes each only
+  // if unchanged since it was listed (a resourceVersion precondition).
+  BackendResult<std::vector<std::string>> remove_unused(
+      const ClusterState& cycle_state, const std::function<std::optional<ClusterState>()>& current) override;
 
   // Whether the API server answers with these credentials and gaia may list nodes and
   // pods in its namespace: what `gaia context add` and `cluster create` check first.
@@ -84,6 +90,9 @@ class KubeBackend : public Backend {
   KubeBackendOptions m_options;
   std::mutex m_applied_mutex;
   std::set<std::string> m_applied;  // Supporting objects applied by this backend (name + content hash).
+  // The apps and roles (with their budgets) remove_unused last found nothing more to
+  // remove for; empty before the first look.
+  std::string m_unused_checked;
   std::unique_ptr<Informer> m_pods, m_nodes;
   std::mutex m_news_mutex;
   std::condition_variable m_news;

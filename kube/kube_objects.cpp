@@ -219,6 +219,51 @@ json pod_binding(const std::string& name, const std::string& namespace_name, con
           {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
 }
 
+const std::vector<SupportingKind>& per_app_kinds() {
+  static const std::vector<SupportingKind> kinds = {
+      {"ConfigMap", "/api/v1/namespaces/{ns}/configmaps"},
+      {"Service", "/api/v1/namespaces/{ns}/services"},
+      {"PodDisruptionBudget", "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"},
+  };
+  return kinds;
+}
+
+std::vector<ObjectRef> unused_objects(const std::vector<json>& objects, const ClusterState& state,
+                                      const std::string& owner) {
+  // What is still in use: every app and role the store has, and those of instances still
+  // recorded (a deleted app's copies being stopped still need their Service).
+  std::set<std::string> apps, roles;
+  for (const auto& [id, record] : state.apps) apps.insert(id);
+  for (const auto& [id, role] : state.snapshot.roles) roles.insert(id);
+  for (const Instance& i : state.snapshot.instances) {
+    apps.insert(i.tenant + "/" + i.app);
+    roles.insert(i.tenant + "/" + i.app + "/" + i.role);
+  }
+  std::vector<ObjectRef> out;
+  for (const json& obj : objects) {
+    if (label_of(obj, k_label_owner) != owner || owner.empty()) continue;
+    std::string kind = str(obj, "kind"), name = str(obj.value("metadata", json::object()), "name");
+    std::string tenant = label_of(obj, "gaia.io/tenant"), app = label_of(obj, "gaia.io/app");
+    if (name.empty() || tenant.empty() || app.empty()) continue;
+    std::string app_id = tenant + "/" + app;
+    if (kind == "ConfigMap") {
+      if (!apps.count(app_id)) out.push_back({kind, name});
+      continue;
+    }
+    if (kind != "Service" && kind != "PodDisruptionBudget") continue;
+    std::string role = label_of(obj, "gaia.io/role");
+    if (role.empty()) continue;
+    std::string role_id = app_id + "/" + role;
+    bool unused = !roles.count(role_id);
+    if (!unused && kind == "PodDisruptionBudget") {
+      auto it = state.snapshot.roles.find(role_id);
+      unused = it != state.snapshot.roles.end() && (it->second.kind != "service" || it->second.min_available <= 0);
+    }
+    if (unused) out.push_back({kind, name});
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> pods_to_bind(const std::vector<json>& pods, const std::string& owner) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const json& p : pods) {

@@ -24,6 +24,7 @@
 
 #include "lib/backend.hpp"
 #include "lib/kube_pod.hpp"
+#include "lib/state.hpp"
 
 namespace gaia::kube {
 
@@ -58,6 +59,27 @@ std::expected<nlohmann::json, std::string> pod_manifest(const StartSpec& s, cons
 // has ports) and PodDisruptionBudget (a service role with min_available > 0), and the
 // instance's PersistentVolumeClaims (a service role with volumes).
 std::vector<nlohmann::json> supporting_objects(const StartSpec& s, const PodOptions& o);
+
+// The kinds supporting_objects() makes per app or role, which unused_objects() judges:
+// (kind, collection path under the namespace).
+struct SupportingKind {
+  const char* kind;
+  const char* path;  // "/api/v1/namespaces/{ns}/services"
+};
+const std::vector<SupportingKind>& per_app_kinds();
+
+struct ObjectRef {
+  std::string kind, name;
+};
+// Of `objects` (ConfigMaps, Services and PodDisruptionBudgets of the namespace, each with
+// its "kind", which a list's items lack, set by the caller), the ones
+// store `owner` made for an app or role that `state` no longer has and of which no
+// instance is left: what a delete or a role dropped by a resubmit leaves behind, and a
+// budget whose role no longer asks for one (min_available 0, or a batch role), which
+// would otherwise keep refusing evictions. Objects of other owners, and objects without
+// gaia's app labels, are never chosen.
+std::vector<ObjectRef> unused_objects(const std::vector<nlohmann::json>& objects, const ClusterState& state,
+                                      const std::string& owner);
 
 // A pod of gaia's as a copy; nothing for a pod without gaia's labels.
 std::optional<ObservedCopy> copy_of_pod(const nlohmann::json& pod);

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@
 #include "lib/workload.hpp"
 
 namespace gaia {
+
+struct ClusterState;  // lib/state.hpp
 
 // Coded, so a caller can tell "try again" from "give up" without parsing text.
 enum class BackendErrc {
@@ -167,6 +170,20 @@ class Backend {
   // Whether start and stop finish before they return, so observing right after them
   // shows their effect. The runner then keeps going inline instead of waiting for news.
   virtual bool synchronous() const { return false; }
+  // Removes what the backend keeps beside the copies (Kubernetes: Services, ConfigMaps
+  // and PodDisruptionBudgets) for the apps and roles the store no longer has and none of
+  // whose copies it still records: what a delete, or a role a resubmit dropped, leaves
+  // behind. Never data: volumes and their claims stay. Returns what it removed ("Service
+  // shop-web"), for the timeline. The runner calls it after a cycle converged, with that
+  // cycle's state, by which a backend may skip the work while the apps and roles are
+  // those it last looked at; it decides on `current()`, a state read after it listed its
+  // objects, so an app submitted meanwhile (its record is committed before its objects
+  // are made) is seen and keeps them. `current` gives nullopt when the store cannot be
+  // read, and then nothing is removed.
+  virtual BackendResult<std::vector<std::string>> remove_unused(
+      const ClusterState& cycle_state, const std::function<std::optional<ClusterState>()>& current) {
+    return std::vector<std::string>{};
+  }
 };
 
 }  // namespace gaia

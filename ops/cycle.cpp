@@ -107,6 +107,38 @@ Batch actuate(Backend& backend, const ClusterState& st, const Actuation& act, in
   return warnings;
 }
 
+// Once nothing is left to do, what deleted apps and dropped roles left on the backend
+// beside their copies goes (Backend::remove_unused), and the timeline says what went.
+// Only here, on a converged cycle of the store: the copies are stopped by then, and a
+// what-if plan (settle) never removes anything.
+Result<void> remove_leftovers(State& state, Backend& backend, const std::string& op, CycleResult& r) {
+  auto removed = backend.remove_unused(r.state, [&]() -> std::optional<ClusterState> {
+    auto now = state.load();
+    if (!now) return std::nullopt;
+    return std::move(*now);
+  });
+  Batch b;
+  if (!removed) {
+    r.errors.push_back(removed.error());
+    b.event("BackendError",
+            fmt::format("removing what deleted apps left on the {} backend: {}", backend.name(),
+                        removed.error().to_string()),
+            "Warning");
+  } else if (!removed->empty()) {
+    b.event("BackendCleanup", fmt::format("removed what deleted apps and roles left on the {} backend: {}",
+                                          backend.name(), fmt::join(*removed, ", ")));
+  }
+  if (b.empty()) return {};
+  auto committed = state.update(op, [&](const ClusterState&, Batch& out) -> Result<void> {
+    out = b;
+    return {};
+  });
+  if (!committed) return std::unexpected(committed.error());
+  r.state = std::move(*committed);
+  merge_batch(r.batch, std::move(b));
+  return {};
+}
+
 }  // namespace
 
 Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock, const std::string& op,
@@ -170,6 +202,7 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     }
     if (!changed && act.empty()) {
       r.converged = true;
+      if (auto cleaned = remove_leftovers(state, backend, op, r); !cleaned) return std::unexpected(cleaned.error());
       return r;
     }
     if (!backend.synchronous() && !act.empty()) return r;  // News come later: Backend::wait.

@@ -131,7 +131,26 @@ TEST_CASE("kubernetes: the example stack runs as pods gaia binds, dependencies f
     if (e.value("reason", "") == "Scheduled" && e["source"].value("component", "") == "gaia") ++scheduled;
   CHECK(scheduled >= static_cast<int>(pods.size()));
 
-  // Deleting the app deletes its pods (gracefully: the kubelet finishes them).
+  // What an app has beside its pods, by kind: its ConfigMap, a Service per role with
+  // ports, a budget per role with min_available.
+  auto objects_of = [&](const std::string& app) {
+    std::set<std::string> out;
+    for (const char* path : {"/api/v1/namespaces/{}/configmaps", "/api/v1/namespaces/{}/services",
+                             "/apis/policy/v1/namespaces/{}/poddisruptionbudgets"}) {
+      auto list = f.cluster->client().get(fmt::vformat(path, fmt::make_format_args(f.cluster->namespace_name())) +
+                                          "?labelSelector=gaia.io%2Fapp%3D" + app);
+      REQUIRE(list);
+      for (const auto& o : (*list)["items"]) out.insert(path + std::string(" ") + o["metadata"].value("name", ""));
+    }
+    return out;
+  };
+  auto web_objects = objects_of("web");
+  auto hbase_objects = objects_of("hbase");
+  CHECK(web_objects.size() >= 3);
+  CHECK(!hbase_objects.empty());
+
+  // Deleting the app deletes its pods (gracefully: the kubelet finishes them), and then
+  // what it had beside them; hbase, which it depended on, keeps all of its own.
   f.expect(0, {"delete", "web"});
   CHECK(eventually([&] {
     f.gaia({"controller", "run", "--once"});
@@ -139,6 +158,16 @@ TEST_CASE("kubernetes: the example stack runs as pods gaia binds, dependencies f
       if (label(p, "gaia.io/app") == "web") return false;
     return true;
   }));
+  CHECK(eventually([&] {
+    f.gaia({"controller", "run", "--once"});
+    return objects_of("web").empty();
+  }));
+  CHECK(objects_of("hbase") == hbase_objects);
+  bool said = false;
+  for (const auto& e : f.events())
+    if (e.value("reason", "") == "BackendCleanup" && e.value("message", "").find("web-config") != std::string::npos)
+      said = true;
+  CHECK(said);
 }
 
 TEST_CASE("kubernetes: a drain goes through the Eviction API and waits for a disruption budget",

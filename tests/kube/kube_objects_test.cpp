@@ -196,3 +196,59 @@ TEST_CASE("kube objects: storage classes are the nodes' local classes and the St
   // No StorageClass objects: the defaults and what the nodes offer.
   CHECK(kube::storage_classes_of({}, {a, b}).empty());
 }
+
+TEST_CASE("kube objects: what deleted apps and dropped roles leave is unused, nothing else", "[kube]") {
+  // The objects supporting_objects() makes for web's api role, as a list returns them
+  // (plus the kind the caller sets), and the same of another store.
+  PodOptions mine{"ns", "store-a"}, theirs{"ns", "store-b"};
+  std::vector<json> objects;
+  for (const PodOptions& o : {mine, theirs})
+    for (json obj : supporting_objects(start_spec(), o))
+      if (obj["kind"] != "PriorityClass" && obj["kind"] != "PersistentVolumeClaim") objects.push_back(obj);
+  // A ConfigMap a user labelled gaia.io/owner by hand, without the app labels.
+  objects.push_back({{"kind", "ConfigMap"}, {"metadata", {{"name", "notes"}, {"labels", {{"gaia.io/owner", "store-a"}}}}}});
+  auto names = [&](const ClusterState& st) {
+    std::set<std::string> out;
+    for (const ObjectRef& r : unused_objects(objects, st, "store-a")) out.insert(r.kind + " " + r.name);
+    return out;
+  };
+
+  ClusterState st;
+  AppRecord web;
+  web.tenant = "default";
+  web.name = "web";
+  st.apps["default/web"] = web;
+  Role api = start_spec().role;
+  st.snapshot.roles["default/web/api"] = api;
+  SECTION("an app and role the store has keep everything") { CHECK(names(st).empty()); }
+  SECTION("a deleted app leaves its ConfigMap, Service and budget, only this store's") {
+    st.apps.clear();
+    st.snapshot.roles.clear();
+    CHECK(names(st) == std::set<std::string>{"ConfigMap web-config", "Service web-api", "PodDisruptionBudget web-api"});
+  }
+  SECTION("copies still recorded keep their role's objects until they are gone") {
+    st.apps.clear();
+    st.snapshot.roles.clear();
+    Instance i = start_spec().instance;
+    st.snapshot.instances.push_back(i);
+    CHECK(names(st).empty());
+  }
+  SECTION("a role a resubmit dropped leaves its Service and budget; the app keeps its ConfigMap") {
+    st.snapshot.roles.clear();
+    st.snapshot.roles["default/web/worker"] = api;
+    CHECK(names(st) == std::set<std::string>{"Service web-api", "PodDisruptionBudget web-api"});
+  }
+  SECTION("a budget the role no longer asks for goes, its Service stays") {
+    st.snapshot.roles["default/web/api"].min_available = 0;
+    CHECK(names(st) == std::set<std::string>{"PodDisruptionBudget web-api"});
+  }
+  SECTION("an app of the same name in another tenant keeps nothing of this one") {
+    st.apps.clear();
+    st.snapshot.roles.clear();
+    AppRecord other = web;
+    other.tenant = "team";
+    st.apps["team/web"] = other;
+    st.snapshot.roles["team/web/api"] = api;
+    CHECK(names(st).size() == 3);
+  }
+}
