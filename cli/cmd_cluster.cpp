@@ -264,9 +264,9 @@ int run_show(const Globals& g, const ShowArgs& a) {
   for (const auto& [st, n] : by_state) states.push_back(fmt::format("{} {}", n, st));
   fmt::print("Instances:   {}\n", states.empty() ? "none" : fmt::format("{}", fmt::join(states, ", ")));
   fmt::print("Apps:        {}\n", state->apps.size());
-  fmt::print("Scheduler:   strategy {}; weights allocation {}, balance {}, locality {}, image {}, affinity {}, spread {}; "
-             "scores {}% of nodes\n",
-             p.strategy, p.w_allocation, p.w_balance, p.w_locality, p.w_image, p.w_affinity, p.w_spread,
+  fmt::print("Scheduler:   strategy {}; weights allocation {}, balance {}, locality {}, image {}, affinity {}, spread {}, "
+             "scarce {}; scores {}% of nodes\n",
+             p.strategy, p.w_allocation, p.w_balance, p.w_locality, p.w_image, p.w_affinity, p.w_spread, p.w_scarce,
              p.percentage_of_nodes_to_score);
   fmt::print("Tenants:\n");
   Table t({"NAME", "CPU", "MEMORY", "GPU", "INSTANCES", "POOL"});

@@ -493,14 +493,15 @@ void register_controller_options(CLI::App* parent, Globals& g, int* code) {
 }
 
 void register_sim(CLI::App& app, Globals& g, int* code) {
-  auto* sim = app.add_subcommand("sim", "Drive the sim backend: usage model, failures, controller tuning");
+  auto* sim = app.add_subcommand("sim", "Drive the sim backend (usage model, failures, controller tuning); judge policies");
   sim->require_subcommand(1);
   sim->footer(
       "Examples:\n"
       "  gaia sim usage --all --cpu 0.3 --memory 0.4\n"
       "  gaia sim usage hbase/regionserver --spike-memory 1.5 --for 30s\n"
       "  gaia sim fail 0.broker.kafka.default --reason 'disk full'\n"
-      "  gaia sim options --reclaim-startup 0s");
+      "  gaia sim options --reclaim-startup 0s\n"
+      "  gaia sim compact --machines 1000 --seeds 5");
 
   auto* usage = sim->add_subcommand("usage", "Set what instances use, as fractions of their request (with spikes)");
   usage->footer(
@@ -550,6 +551,7 @@ void register_sim(CLI::App& app, Globals& g, int* code) {
   failc->callback([&g, code, fa] { *code = run_fail(g, *fa); });
 
   register_controller_options(sim, g, code);
+  register_sim_compact(sim, g, code);
 }
 
 }  // namespace gaia::cli

@@ -35,7 +35,7 @@ _gaia_subs() {
         'logs' 'Print what an instance'\''s process wrote (process backend)' \
         'config' 'Read and change the config center (global or per tenant)' \
         'label' 'Set, remove and list labels of nodes, apps and tenants' \
-        'sim' 'Drive the sim backend: usage model, failures, controller tuning' \
+        'sim' 'Drive the sim backend (usage model, failures, controller tuning); judge policies' \
         'store' 'Check, back up and restore the store itself' \
         'completion' 'Print the shell completion script (bash, zsh or fish)'
       ;;
@@ -94,7 +94,8 @@ _gaia_subs() {
       printf '%s\t%s\n' \
         'usage' 'Set what instances use, as fractions of their request (with spikes)' \
         'fail' 'Make a running instance exit; the restart controller restarts it' \
-        'options' 'Show or set the controllers'\'' tunables (kept in the store)'
+        'options' 'Show or set the controllers'\'' tunables (kept in the store)' \
+        'compact' 'Judge placement policies by the machines they need (Borg'\''s compaction)'
       ;;
     'store')
       printf '%s\t%s\n' \
@@ -1250,6 +1251,27 @@ _gaia_opts() {
         '--max-backoff' 'text' 'Highest restart back-off (default 5m)' \
         '--heartbeat-timeout' 'text' 'Mark a node down when its agent sends no heartbeat this long (default 30s)' \
         '--reset' 'flag' 'Back to the defaults' \
+        '-o --output' 'choices text json' 'text or json' \
+        '--version' 'flag' 'Display program version information and exit' \
+        '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
+        '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+        '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+        '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context'\''s)' \
+        '--context' 'names contexts' 'Context to use instead of the current one' \
+        '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+        '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+        '-q --quiet' 'flag' 'Print only errors and requested output' \
+        '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+      ;;
+    'sim compact')
+      printf '%s\t%s\t%s\n' \
+        '-h --help' 'flag' 'Print this help message and exit' \
+        '--machines' 'text' 'Machines in the generated cell (default 1000)' \
+        '--seeds' 'text' 'Removal orders to try, each its own seed (default 5)' \
+        '--workload-seed' 'text' 'Seed of the generated cell and workload (default 1)' \
+        '--fill' 'text' 'The workload'\''s cpu requests as a share of the cell'\''s cpu (default 0.7)' \
+        '--pending' 'text' 'Percent of instances that may stay pending (default 0.2, as in Borg)' \
+        '--policy' 'text' 'Only these policies (repeatable; default: all)' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \

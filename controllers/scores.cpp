@@ -14,6 +14,7 @@ std::string_view score_name(ScoreId id, const SchedulerProfile& profile) {
     case ScoreId::PreferredAffinity: return "PreferredAffinity";
     case ScoreId::PreferredAntiAffinity: return "PreferredAntiAffinity";
     case ScoreId::EvenSpread: return "EvenSpread";
+    case ScoreId::ScarceResources: return "ScarceResources";
   }
   return "?";
 }
@@ -27,6 +28,7 @@ int score_weight(ScoreId id, const SchedulerProfile& p) {
     case ScoreId::PreferredAffinity:
     case ScoreId::PreferredAntiAffinity: return p.w_affinity;
     case ScoreId::EvenSpread: return p.w_spread;
+    case ScoreId::ScarceResources: return p.w_scarce;
   }
   return 0;
 }
@@ -128,6 +130,11 @@ double score_node(const ClusterIndex& idx, const GroupCtx& g, const SchedulerPro
     int rack = n.dom[kTopoRack];
     set(ScoreId::EvenSpread, rack < 0 ? on_node : (on_node + spread_value(g.spread_rack->get(rack))) / 2);
   }
+  // GPUs are the resource few nodes have: work that does not ask for one is kept off
+  // the nodes that have them, so GPU work finds them free. A cluster without GPU nodes,
+  // or with only GPU nodes, scores every node alike.
+  if (g.rq.req.gpu == 0 && wanted(ScoreId::ScarceResources))
+    set(ScoreId::ScarceResources, n.inv_gpu > 0 ? 0.0 : 100.0);
   double total = 0;
   for (int i = 0; i < kScoreCount; ++i)
     if (applicable[i]) total += raw[i] * weight[i];

@@ -20,8 +20,9 @@ enum class ScoreId : uint8_t {
   PreferredAffinity,
   PreferredAntiAffinity,
   EvenSpread,
+  ScarceResources,  // Keeps GPU nodes for GPU work.
 };
-constexpr int kScoreCount = 7;
+constexpr int kScoreCount = 8;
 std::string_view score_name(ScoreId id, const SchedulerProfile& profile);
 int score_weight(ScoreId id, const SchedulerProfile& profile);
 

@@ -200,6 +200,10 @@ struct SchedulerProfile {
   int w_image = 1;
   int w_affinity = 1;
   int w_spread = 1;
+  // ScarceResources: keeps nodes with GPUs for work that asks for GPUs. Work without a
+  // GPU request scores 0 there and 100 elsewhere, so it lands on a GPU node only when
+  // no plain node fits or the other scores outweigh this one (data locality, say).
+  int w_scarce = 2;
   // Share of feasible-looking nodes scored per run of identical instances, like
   // kube-scheduler's percentageOfNodesToScore. 100 (the default) scores every node and
   // gives exact decisions; lower values trade placement quality for speed on very large

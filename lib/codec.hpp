@@ -69,7 +69,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Quota, cpu_millis, memory_bytes,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tenant, name, quota, pool_selector)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VolumeBinding, volume, node, group, size_bytes, iops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SchedulerProfile, strategy, w_allocation, w_balance, w_locality,
-                                                w_image, w_affinity, w_spread)
+                                                w_image, w_affinity, w_spread, w_scarce,
+                                                percentage_of_nodes_to_score)
 
 // Instance has fields added by the scheduler work (reservation); encoded by hand in
 // codec.cpp so this header does not have to list them twice.

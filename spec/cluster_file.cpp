@@ -32,7 +32,8 @@ const std::vector<std::string> kSubnetFields = {"cidr", "switch", "rack", "zone"
 const std::vector<std::string> kTenantFields = {"name", "quota", "pool"};
 const std::vector<std::string> kQuotaFields = {"cpu", "memory", "gpu", "instances"};
 const std::vector<std::string> kSchedulerFields = {"strategy", "weights", "percentage_of_nodes_to_score"};
-const std::vector<std::string> kWeightFields = {"allocation", "balance", "locality", "image", "affinity", "spread"};
+const std::vector<std::string> kWeightFields = {"allocation", "balance", "locality", "image",
+                                               "affinity",   "spread",  "scarce"};
 const std::vector<std::string> kPortFields = {"min", "max"};
 const std::vector<std::string> kStorageClassFields = {"name", "kind", "description", "capacity", "selector"};
 
@@ -600,7 +601,8 @@ class ClusterFileParser {
           else if (k == "locality") prof.w_locality = w;
           else if (k == "image") prof.w_image = w;
           else if (k == "affinity") prof.w_affinity = w;
-          else prof.w_spread = w;
+          else if (k == "spread") prof.w_spread = w;
+          else prof.w_scarce = w;
         });
       }
     });

@@ -434,3 +434,32 @@ TEST_CASE("sampling is deterministic and still finds the only fitting node", "[s
   CHECK(d.placements.size() == 31);
   CHECK(decision_text(schedule(b.s, b.pending())) == decision_text(d));
 }
+
+TEST_CASE("work without a GPU request keeps off GPU nodes while plain nodes have room", "[scheduler]") {
+  // An empty GPU node, larger than the plain one: least-allocated alone would choose it.
+  ClusterBuilder b;
+  b.node("gpu1", 32000, 128).capacity.gpu = 4;
+  b.node("plain1", 8000, 32);
+  b.role("t1", "batch", "etl", res(2000, 8));
+  b.instance("t1", "batch", "etl", 0, "plain1");
+  b.role("t1", "web", "api", res(2000, 4));
+  b.role("t1", "ml", "train", res(4000, 16, 2));
+  for (int i = 0; i < 4; ++i) b.instance("t1", "web", "api", i);
+  b.instance("t1", "ml", "train", 0);
+
+  SECTION("on by default: api fills the plain node, train takes the GPU node") {
+    Decision d = schedule(b.s, b.pending());
+    REQUIRE(d.unschedulable.empty());
+    // plain1 has 6 of 8 cores free: three 2-core api instances fit there; the fourth does not.
+    int on_gpu = 0;
+    for (int i = 0; i < 4; ++i) on_gpu += find_placement(d, fmt::format("{}.api.web.t1", i))->node == "gpu1";
+    CHECK(on_gpu == 1);
+    CHECK(find_placement(d, "0.train.ml.t1")->node == "gpu1");
+  }
+  SECTION("weight 0 turns it off: least allocated sends the api instances to the empty GPU node") {
+    b.s.profile.w_scarce = 0;
+    Decision d = schedule(b.s, b.pending());
+    REQUIRE(d.unschedulable.empty());
+    CHECK(find_placement(d, "0.api.web.t1")->node == "gpu1");
+  }
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "lib/codec.hpp"
 #include "spec/cluster_file.hpp"
 
 using namespace gaia;
@@ -379,4 +380,28 @@ TEST_CASE("cluster file: an empty storage_classes is an error", "[cluster_file]"
   auto ds = cluster_file_errors("storage_classes: {name: ssd}\nnodes: [{name: a, capacity: {cpu: 1, memory: 1Gi}}]\n");
   REQUIRE(ds.size() == 1);
   CHECK_THAT(ds[0].message, Catch::Contains("expected a list of storage classes"));
+}
+
+TEST_CASE("cluster file: scheduler weights include scarce, and the profile survives the store's codec",
+          "[cluster_file]") {
+  auto r = spec::parse_cluster_file(R"(name: c
+nodes:
+  - {name: n1, capacity: {cpu: 4, memory: 8Gi}}
+scheduler:
+  weights: {scarce: 0, spread: 3}
+  percentage_of_nodes_to_score: 40
+)",
+                                    "c.yaml");
+  REQUIRE(r);
+  CHECK(r->cluster.profile.w_scarce == 0);
+  CHECK(r->cluster.profile.w_spread == 3);
+  // Stored and read back as the store keeps it: nothing of the profile is lost.
+  nlohmann::json j = r->cluster.profile;
+  SchedulerProfile back = j.get<SchedulerProfile>();
+  CHECK(back.w_scarce == 0);
+  CHECK(back.w_spread == 3);
+  CHECK(back.percentage_of_nodes_to_score == 40);
+  // A store written before the scarce weight existed reads as the default.
+  j.erase("w_scarce");
+  CHECK(j.get<SchedulerProfile>().w_scarce == 2);
 }

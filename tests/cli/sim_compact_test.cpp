@@ -1,0 +1,46 @@
+// gaia sim compact end to end: the real binary judges the policies on a small generated
+// cell, writes nothing to a store, and refuses bad flags with a reason.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tests/cli/e2e_util.hpp"
+
+using namespace gaia::test;
+using nlohmann::json;
+
+TEST_CASE("sim compact: every policy's smallest cell, as a table and as JSON", "[cli][sim]") {
+  Scratch s;
+  RunResult r = ok(s, {"sim", "compact", "--machines", "60", "--seeds", "2", "-o", "json"});
+  json doc = json::parse(r.out);
+  REQUIRE(doc["policies"].size() == 6);
+  for (const auto& p : doc["policies"]) {
+    INFO(p.dump());
+    CHECK(p["runs"].size() == 2);
+    CHECK(p["min"].get<int>() >= 1);
+    // A cell grows to at most three times its 60 machines; segregated work runs in two.
+    CHECK(p["max"].get<int>() <= (p["policy"] == "gaia-segregated" ? 360 : 180));
+    CHECK(p["runs"][0]["fits"] == true);
+    CHECK(p["min"].get<int>() <= p["p50"].get<int>());
+  }
+  CHECK(doc["policies"][0]["policy"] == "gaia");
+
+  RunResult text = ok(s, {"sim", "compact", "--machines", "60", "--seeds", "2", "--policy", "best-fit", "--policy", "gaia"});
+  CHECK(text.out.find("POLICY") != std::string::npos);
+  CHECK(text.out.find("best-fit") != std::string::npos);
+  CHECK(text.out.find("k8s-least-allocated") == std::string::npos);
+  // No store was created or touched.
+  CHECK_FALSE(std::filesystem::exists(s.dir() / "state"));
+}
+
+TEST_CASE("sim compact: bad flags are refused with what is expected", "[cli][sim]") {
+  Scratch s;
+  RunResult unknown = expect_exit(s, 1, {"sim", "compact", "--policy", "first-fit"});
+  CHECK(unknown.err.find("unknown policy 'first-fit'") != std::string::npos);
+  CHECK(unknown.err.find("best-fit") != std::string::npos);
+  RunResult machines = expect_exit(s, 1, {"sim", "compact", "--machines", "0"});
+  CHECK(machines.err.find("--machines 0 is out of range") != std::string::npos);
+  RunResult fill = expect_exit(s, 1, {"sim", "compact", "--fill", "1.5"});
+  CHECK(fill.err.find("--fill") != std::string::npos);
+  expect_exit(s, 2, {"sim", "compact", "--seeds", "many"});
+}
