@@ -28,14 +28,6 @@ struct CompactArgs {
 };
 
 int run_compact(const Globals& g, const CompactArgs& a) {
-  if (a.machines < 1 || a.machines > 100000)
-    return report_error(g, fmt::format("--machines {} is out of range", a.machines), "give 1 to 100000 machines");
-  if (a.seeds < 1 || a.seeds > 1000) return report_error(g, fmt::format("--seeds {} is out of range", a.seeds), "give 1 to 1000 seeds");
-  if (!(a.fill > 0 && a.fill <= 1))
-    return report_error(g, fmt::format("--fill {} is out of range", a.fill), "the workload's cpu share of the cell, 0 < fill <= 1");
-  if (!(a.pending >= 0 && a.pending < 100))
-    return report_error(g, fmt::format("--pending {} is out of range", a.pending), "a percentage, 0 <= pending < 100 (Borg: 0.2)");
-
   std::vector<sim::CompactionPolicy> chosen;
   auto all = sim::standard_policies();
   std::set<std::string> wanted(a.policies.begin(), a.policies.end());
@@ -121,17 +113,22 @@ void register_sim_compact(CLI::App* sim, Globals& g, int* code) {
       "heavy-tailed sizes, usage below request, GPU and constrained jobs), then for each policy and\n"
       "each removal order finds the smallest cell that still fits the workload with at most --pending\n"
       "percent of instances left pending. Nothing is read from or written to the store.\n"
-      "Policies: gaia, best-fit, k8s-least-allocated, gaia-segregated, gaia-bucketed, gaia-reclaim.\n"
+      "Policies: gaia, best-fit, best-fit-scarce, k8s-least-allocated, gaia-segregated, gaia-bucketed,\n"
+      "gaia-reclaim.\n"
       "Examples:\n"
       "  gaia sim compact --machines 1000 --seeds 5\n"
       "  gaia sim compact --policy gaia --policy best-fit -o json\n"
       "Exit codes: 0 ok, 1 error, 2 bad flags.");
   auto a = std::make_shared<CompactArgs>();
-  cmd->add_option("--machines", a->machines, "Machines in the generated cell (default 1000)");
-  cmd->add_option("--seeds", a->seeds, "Removal orders to try, each its own seed (default 5)");
+  // Out-of-range values are usage errors (exit 2), like a value that is not a number.
+  cmd->add_option("--machines", a->machines, "Machines in the generated cell (default 1000)")
+      ->check(CLI::Range(1, 20000));
+  cmd->add_option("--seeds", a->seeds, "Removal orders to try, each its own seed (default 5)")->check(CLI::Range(1, 1000));
   cmd->add_option("--workload-seed", a->workload_seed, "Seed of the generated cell and workload (default 1)");
-  cmd->add_option("--fill", a->fill, "The workload's cpu requests as a share of the cell's cpu (default 0.7)");
-  cmd->add_option("--pending", a->pending, "Percent of instances that may stay pending (default 0.2, as in Borg)");
+  cmd->add_option("--fill", a->fill, "The workload's cpu requests as a share of the cell's cpu (default 0.7)")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--pending", a->pending, "Percent of instances that may stay pending (default 0.2, as in Borg)")
+      ->check(CLI::Range(0.0, 99.0));
   cmd->add_option("--policy", a->policies, "Only these policies (repeatable; default: all)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_compact(g, *a); });

@@ -93,6 +93,7 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     x.inv_cpu = n.capacity.cpu_millis > 0 ? 1.0 / static_cast<double>(n.capacity.cpu_millis) : 0.0;
     x.inv_mem = n.capacity.memory_bytes > 0 ? 1.0 / static_cast<double>(n.capacity.memory_bytes) : 0.0;
     x.inv_gpu = n.capacity.gpu > 0 ? 1.0 / static_cast<double>(n.capacity.gpu) : 0.0;
+    gpu_mixed = gpu_mixed || (n.capacity.gpu > 0) != (sn.nodes[0].capacity.gpu > 0);
     m_node_by_name.emplace(n.name, static_cast<int>(i));
     std::string zone = topology_value(n, n.zone, "zone");
     std::string rack = topology_value(n, n.rack, "rack");

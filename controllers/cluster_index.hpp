@@ -103,6 +103,9 @@ class ClusterIndex {
   void evict(int inst);
 
   std::vector<NodeIx> nodes;
+  // Whether some nodes have GPUs and some do not: only then does keeping GPU nodes for
+  // GPU work (ScarceResources) tell nodes apart.
+  bool gpu_mixed = false;
   std::vector<InstIx> insts;
   std::vector<RoleIx> roles;
   std::vector<TenantIx> tenants;

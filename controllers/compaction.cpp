@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <unordered_map>
 
@@ -16,14 +17,14 @@ namespace {
 
 // Draws from std::mt19937_64, whose output the standard fixes, with distributions
 // written here (the standard library's are implementation-defined), so a seed gives the
-// same workload with any compiler.
+// same workload with any standard library (given the same libm).
 class TraceRng {
  public:
   explicit TraceRng(uint64_t seed) : m_gen(seed) {}
   double uniform() { return static_cast<double>(m_gen() >> 11) * 0x1.0p-53; }
   double normal() {
     double u1 = std::max(uniform(), 1e-300), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   }
   // A log-normal value with the given median and spread (sigma of the log).
   double lognormal(double median, double sigma) { return median * std::exp(sigma * normal()); }
@@ -178,10 +179,20 @@ SimWorkload generate_workload(const TraceShape& shape) {
   static const MachineShape kPlain[] = {{16, 64, 0, 0.35}, {32, 128, 0, 0.40}, {64, 256, 0, 0.25}};
   const MachineShape kGpu{32, 256, 4, 0};
   int gpu_machines = static_cast<int>(std::lround(shape.machines * shape.gpu_machine_share));
+  // Which machines have GPUs: spread through the cell, so that names (the scheduler's
+  // last tie-break) do not put them first.
+  std::vector<bool> has_gpu(static_cast<size_t>(shape.machines), false);
+  for (int i = 0; i < gpu_machines; ++i) has_gpu[static_cast<size_t>(i)] = true;
+  for (size_t i = has_gpu.size(); i > 1; --i) {
+    size_t j = rng.below(i);
+    bool t = has_gpu[i - 1];
+    has_gpu[i - 1] = has_gpu[j];
+    has_gpu[j] = t;
+  }
   int64_t total_cpu = 0;
   for (int i = 0; i < shape.machines; ++i) {
     const MachineShape* m = &kGpu;
-    if (i >= gpu_machines) {
+    if (!has_gpu[static_cast<size_t>(i)]) {
       double u = rng.uniform(), acc = 0;
       m = &kPlain[2];
       for (const auto& c : kPlain)
@@ -261,6 +272,13 @@ std::vector<CompactionPolicy> standard_policies() {
   best_fit.profile.w_balance = best_fit.profile.w_locality = best_fit.profile.w_image = 0;
   best_fit.profile.w_affinity = best_fit.profile.w_spread = best_fit.profile.w_scarce = 0;
   out.push_back(best_fit);
+
+  // Best fit that keeps GPU machines for GPU work (gaia's scarce score at its default
+  // weight): tells what packing gains apart from what the GPUs cost.
+  CompactionPolicy best_fit_scarce = best_fit;
+  best_fit_scarce.name = "best-fit-scarce";
+  best_fit_scarce.profile.w_scarce = SchedulerProfile{}.w_scarce;
+  out.push_back(best_fit_scarce);
 
   // kube-scheduler's default scoring for pods without affinity: NodeResourcesFit
   // (LeastAllocated) and NodeResourcesBalancedAllocation at weight 1, the default

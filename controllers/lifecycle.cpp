@@ -334,6 +334,7 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     if (const Role* r = role_of(state, i)) s.role = *r;
     if (const AppRecord* a = state.find_app(i.tenant, i.app)) {
       s.app_version = a->version;
+      s.app_created = a->created;
       s.config = a->workload.config;
     }
     s.env = instance_env(state, i);

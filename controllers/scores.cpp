@@ -131,9 +131,9 @@ double score_node(const ClusterIndex& idx, const GroupCtx& g, const SchedulerPro
     set(ScoreId::EvenSpread, rack < 0 ? on_node : (on_node + spread_value(g.spread_rack->get(rack))) / 2);
   }
   // GPUs are the resource few nodes have: work that does not ask for one is kept off
-  // the nodes that have them, so GPU work finds them free. A cluster without GPU nodes,
-  // or with only GPU nodes, scores every node alike.
-  if (g.rq.req.gpu == 0 && wanted(ScoreId::ScarceResources))
+  // the nodes that have them, so GPU work finds them free. In a cluster without GPU
+  // nodes, or with only GPU nodes, the score would tell no node apart and is left out.
+  if (g.rq.req.gpu == 0 && idx.gpu_mixed && wanted(ScoreId::ScarceResources))
     set(ScoreId::ScarceResources, n.inv_gpu > 0 ? 0.0 : 100.0);
   double total = 0;
   for (int i = 0; i < kScoreCount; ++i)

@@ -299,9 +299,10 @@ BackendResult<std::vector<std::string>> KubeBackend::remove_unused(
     path.replace(path.find("{ns}"), 4, m_options.namespace_name);
     auto items = list(path + selector, nullptr);
     if (!items) {
-      // An identity that may not list these gets told once per change of the apps, not
-      // on every cycle; a server that is away is asked again next time.
-      if (items.error().code == BackendErrc::Rejected) m_unused_checked = fingerprint;
+      // Told once per change of the apps, not on every cycle: an identity that may not
+      // list these (RBAC), a server without policy/v1, or one that is away. The next
+      // change, or the next gaia process, looks again.
+      m_unused_checked = fingerprint;
       return std::unexpected(items.error());
     }
     for (json& o : *items) {
@@ -319,7 +320,7 @@ BackendResult<std::vector<std::string>> KubeBackend::remove_unused(
     versions[o.value("kind", "") + "/" + meta.value("name", "")] = meta.value("resourceVersion", "");
   }
   std::vector<std::string> removed;
-  bool conflicted = false;
+  bool unfinished = false;
   for (const ObjectRef& ref : unused_objects(objects, *now, m_options.owner)) {
     const SupportingKind* k = nullptr;
     for (const SupportingKind& c : per_app_kinds())
@@ -333,11 +334,15 @@ BackendResult<std::vector<std::string>> KubeBackend::remove_unused(
       options["preconditions"] = {{"resourceVersion", rv}};
     auto gone = m_client->remove(path + "/" + ref.name, options);
     if (!gone && gone.error().code == ApiErrc::Conflict) {
-      conflicted = true;
+      unfinished = true;
       continue;
     }
-    if (!gone && gone.error().code != ApiErrc::NotFound)
-      return std::unexpected(backend_error(gone.error(), fmt::format("deleting {} {}", ref.kind, ref.name)));
+    if (!gone && gone.error().code == ApiErrc::NotFound) continue;  // Someone else removed it.
+    if (!gone) {
+      // What was removed so far is reported; the rest is looked at again next time.
+      unfinished = true;
+      break;
+    }
     {
       // A later start of an app of that name must apply the object again.
       std::lock_guard lock(m_applied_mutex);
@@ -347,7 +352,7 @@ BackendResult<std::vector<std::string>> KubeBackend::remove_unused(
     }
     removed.push_back(ref.kind + " " + ref.name);
   }
-  if (!conflicted) m_unused_checked = fingerprint;
+  if (!unfinished) m_unused_checked = fingerprint;
   return removed;
 }
 

@@ -177,9 +177,17 @@ std::vector<json> supporting_objects(const StartSpec& s, const PodOptions& o) {
                  {"description", fmt::format("gaia priority {}", r.priority.to_string())}});
   PodTemplateContext ctx = template_context(s);
   json common = kubernetes_common_labels(ctx);
+  // The app's incarnation: an app deleted and submitted again applies objects that
+  // differ from its predecessor's, so their resourceVersion changes and the removal of
+  // the predecessor's leftovers (remove_unused, a delete with the listed
+  // resourceVersion as precondition) cannot take them.
+  auto per_app = [&](json meta) {
+    if (!s.app_created.empty()) meta["annotations"] = {{"gaia.io/app-created", s.app_created}};
+    return meta;
+  };
   out.push_back({{"apiVersion", "v1"},
                  {"kind", "ConfigMap"},
-                 {"metadata", metadata(config_map_name(i.tenant, i.app), o, common)},
+                 {"metadata", per_app(metadata(config_map_name(i.tenant, i.app), o, common))},
                  {"data", {{"config.json", s.config.dump(2) + "\n"}}}});
   json selector = {{"gaia.io/app", i.app}, {"gaia.io/role", r.name}, {"gaia.io/tenant", i.tenant}, {k_label_owner, o.owner}};
   json role_labels = kubernetes_role_labels(r, ctx);
@@ -191,7 +199,7 @@ std::vector<json> supporting_objects(const StartSpec& s, const PodOptions& o) {
     if (r.stateful() && r.kind == "service") spec["clusterIP"] = "None";
     out.push_back({{"apiVersion", "v1"},
                    {"kind", "Service"},
-                   {"metadata", metadata(service_name(i.tenant, i.app, r.name), o, role_labels)},
+                   {"metadata", per_app(metadata(service_name(i.tenant, i.app, r.name), o, role_labels))},
                    {"spec", spec}});
   }
   if (r.kind != "batch")
@@ -207,7 +215,7 @@ std::vector<json> supporting_objects(const StartSpec& s, const PodOptions& o) {
   if (r.kind == "service" && r.min_available > 0)
     out.push_back({{"apiVersion", "policy/v1"},
                    {"kind", "PodDisruptionBudget"},
-                   {"metadata", metadata(service_name(i.tenant, i.app, r.name), o, role_labels)},
+                   {"metadata", per_app(metadata(service_name(i.tenant, i.app, r.name), o, role_labels))},
                    {"spec", {{"minAvailable", r.min_available}, {"selector", {{"matchLabels", selector}}}}}});
   return out;
 }
@@ -239,6 +247,20 @@ std::vector<ObjectRef> unused_objects(const std::vector<json>& objects, const Cl
     apps.insert(i.tenant + "/" + i.app);
     roles.insert(i.tenant + "/" + i.app + "/" + i.role);
   }
+  // Object names can coincide across tenants (tenant shop's app web and the default
+  // tenant's app shop-web both name their ConfigMap shop-web-config): a name a live app
+  // or role maps to is never removed, whoever applied it last.
+  std::set<std::string> live_names;
+  for (const auto& id : apps) {
+    auto slash = id.find('/');
+    live_names.insert("ConfigMap/" + config_map_name(id.substr(0, slash), id.substr(slash + 1)));
+  }
+  for (const auto& id : roles) {
+    auto a = id.find('/'), b = id.find('/', a + 1);
+    std::string name = service_name(id.substr(0, a), id.substr(a + 1, b - a - 1), id.substr(b + 1));
+    live_names.insert("Service/" + name);
+    live_names.insert("PodDisruptionBudget/" + name);
+  }
   std::vector<ObjectRef> out;
   for (const json& obj : objects) {
     if (label_of(obj, k_label_owner) != owner || owner.empty()) continue;
@@ -247,7 +269,7 @@ std::vector<ObjectRef> unused_objects(const std::vector<json>& objects, const Cl
     if (name.empty() || tenant.empty() || app.empty()) continue;
     std::string app_id = tenant + "/" + app;
     if (kind == "ConfigMap") {
-      if (!apps.count(app_id)) out.push_back({kind, name});
+      if (!apps.count(app_id) && !live_names.count(kind + "/" + name)) out.push_back({kind, name});
       continue;
     }
     if (kind != "Service" && kind != "PodDisruptionBudget") continue;
@@ -259,6 +281,10 @@ std::vector<ObjectRef> unused_objects(const std::vector<json>& objects, const Cl
       auto it = state.snapshot.roles.find(role_id);
       unused = it != state.snapshot.roles.end() && (it->second.kind != "service" || it->second.min_available <= 0);
     }
+    // A name a live role maps to stays, unless it is this role's own budget, no longer
+    // asked for.
+    bool own_budget_dropped = kind == "PodDisruptionBudget" && roles.count(role_id);
+    if (unused && !own_budget_dropped && live_names.count(kind + "/" + name)) unused = false;
     if (unused) out.push_back({kind, name});
   }
   return out;

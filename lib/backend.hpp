@@ -123,6 +123,10 @@ struct StartSpec {
   Instance instance;
   Role role;
   std::string app_version;
+  // When the app's record was created (RFC 3339): tells a resubmit after a delete from
+  // the app before it, so what a backend made for the old one is not taken for the new
+  // one's (kube: an annotation on its Service, ConfigMap and budget).
+  std::string app_created;
   // The app's evaluated config (config.jsonnet with the centers' values): a backend
   // that runs processes writes it into the copy's working directory.
   nlohmann::json config = nlohmann::json::object();

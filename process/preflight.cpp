@@ -35,7 +35,7 @@ struct ParsedAddress {
   in6_addr v6{};
 };
 
-std::optional<ParsedAddress> parse_address(const std::string& address) {
+std::optional<ParsedAddress> parse_bind_address(const std::string& address) {
   ParsedAddress a;
   if (::inet_pton(AF_INET, address.c_str(), &a.v4) == 1) return a;
   a.family = AF_INET6;
@@ -121,7 +121,7 @@ std::expected<std::string, std::string> find_executable(const std::string& name,
 }
 
 std::expected<void, std::string> check_local_address(const std::string& address) {
-  auto a = parse_address(address);
+  auto a = parse_bind_address(address);
   if (!a) return std::unexpected(fmt::format("instance address `{}` is not an IP address", address));
   // Linux routes all of 127.0.0.0/8 to the loopback device, configured or not.
   if (a->family == AF_INET && (ntohl(a->v4.s_addr) >> 24) == 127) return {};
@@ -145,7 +145,7 @@ std::expected<void, std::string> check_local_address(const std::string& address)
 }
 
 std::string find_port_holder(const std::string& address, int port) {
-  auto target = parse_address(address);
+  auto target = parse_bind_address(address);
   if (!target) return {};
   std::vector<std::string> inodes = socket_inodes(*target, port);
   if (inodes.empty()) return {};
@@ -168,7 +168,7 @@ std::string find_port_holder(const std::string& address, int port) {
 }
 
 std::expected<void, std::string> check_port_free(const std::string& address, int port) {
-  auto a = parse_address(address);
+  auto a = parse_bind_address(address);
   if (!a) return std::unexpected(fmt::format("instance address `{}` is not an IP address", address));
   int fd = ::socket(a->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::unexpected(fmt::format("cannot check port {}: socket: {}", port, std::strerror(errno)));

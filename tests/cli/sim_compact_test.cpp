@@ -13,7 +13,7 @@ TEST_CASE("sim compact: every policy's smallest cell, as a table and as JSON", "
   Scratch s;
   RunResult r = ok(s, {"sim", "compact", "--machines", "60", "--seeds", "2", "-o", "json"});
   json doc = json::parse(r.out);
-  REQUIRE(doc["policies"].size() == 6);
+  REQUIRE(doc["policies"].size() == 7);
   for (const auto& p : doc["policies"]) {
     INFO(p.dump());
     CHECK(p["runs"].size() == 2);
@@ -38,9 +38,10 @@ TEST_CASE("sim compact: bad flags are refused with what is expected", "[cli][sim
   RunResult unknown = expect_exit(s, 1, {"sim", "compact", "--policy", "first-fit"});
   CHECK(unknown.err.find("unknown policy 'first-fit'") != std::string::npos);
   CHECK(unknown.err.find("best-fit") != std::string::npos);
-  RunResult machines = expect_exit(s, 1, {"sim", "compact", "--machines", "0"});
-  CHECK(machines.err.find("--machines 0 is out of range") != std::string::npos);
-  RunResult fill = expect_exit(s, 1, {"sim", "compact", "--fill", "1.5"});
+  RunResult machines = expect_exit(s, 2, {"sim", "compact", "--machines", "0"});
+  CHECK(machines.err.find("--machines") != std::string::npos);
+  CHECK(machines.err.find("not in range") != std::string::npos);
+  RunResult fill = expect_exit(s, 2, {"sim", "compact", "--fill", "1.5"});
   CHECK(fill.err.find("--fill") != std::string::npos);
   expect_exit(s, 2, {"sim", "compact", "--seeds", "many"});
 }

@@ -242,6 +242,25 @@ TEST_CASE("kube objects: what deleted apps and dropped roles leave is unused, no
     st.snapshot.roles["default/web/api"].min_available = 0;
     CHECK(names(st) == std::set<std::string>{"PodDisruptionBudget web-api"});
   }
+  SECTION("a name a live app of another tenant maps to stays, whoever applied it last") {
+    // Tenant shop's app web and the default tenant's app shop-web name their objects
+    // alike: shop-web-config, shop-web-api.
+    std::vector<json> shop;
+    StartSpec spec = start_spec();
+    spec.instance.tenant = "shop";
+    for (json obj : supporting_objects(spec, mine))
+      if (obj["kind"] == "ConfigMap" || obj["kind"] == "Service") shop.push_back(obj);
+    st.apps.clear();
+    st.snapshot.roles.clear();
+    AppRecord live = web;
+    live.name = "shop-web";
+    st.apps["default/shop-web"] = live;
+    st.snapshot.roles["default/shop-web/api"] = api;
+    CHECK(unused_objects(shop, st, "store-a").empty());
+    st.apps.clear();
+    st.snapshot.roles.clear();
+    CHECK(unused_objects(shop, st, "store-a").size() == 2);
+  }
   SECTION("an app of the same name in another tenant keeps nothing of this one") {
     st.apps.clear();
     st.snapshot.roles.clear();
@@ -251,4 +270,21 @@ TEST_CASE("kube objects: what deleted apps and dropped roles leave is unused, no
     st.snapshot.roles["team/web/api"] = api;
     CHECK(names(st).size() == 3);
   }
+}
+
+TEST_CASE("kube objects: an app's Service, ConfigMap and budget carry its incarnation", "[kube]") {
+  // A resubmit after a delete makes objects that differ from the old app's, so a removal
+  // of the old app's leftovers conditioned on their resourceVersion cannot take them.
+  StartSpec s = start_spec();
+  s.app_created = "2026-11-27T10:00:00.000Z";
+  int stamped = 0;
+  for (const json& obj : supporting_objects(s, PodOptions{"ns", "store-a"})) {
+    std::string kind = obj["kind"];
+    std::string created = obj["metadata"].value("annotations", json::object()).value("gaia.io/app-created", "");
+    if (kind == "ConfigMap" || kind == "Service" || kind == "PodDisruptionBudget") {
+      CHECK(created == s.app_created);
+      ++stamped;
+    }
+  }
+  CHECK(stamped == 3);
 }
