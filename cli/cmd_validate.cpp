@@ -3,6 +3,10 @@
 // is reported, and the exit code is 1 if there was any.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include "cli/render_flags.hpp"
 #include "ops/loader.hpp"
 #include "ops/render_inputs.hpp"
@@ -14,6 +18,7 @@ namespace {
 struct ValidateArgs {
   std::vector<std::string> paths;
   std::string output = "text";
+  int jobs = 0;  // 0: one per core.
   RenderFlags flags;
 };
 
@@ -56,15 +61,29 @@ int run_validate(const Globals& g, const ValidateArgs& a) {
   auto options = ops::chain_options(*inputs, g.tenant);
   auto cache = ops::open_render_cache(settings.cache_dir);
 
-  std::vector<SpecResult> results;
+  // Specs are independent and each render is its own sandboxed process, so they are
+  // validated side by side, one worker per core (--jobs); results keep the order of
+  // the paths, so the report is the same whatever finished first. Everything shared is
+  // read-only (the repository, the running apps, the options) or made for concurrent
+  // use (the render cache).
+  std::vector<SpecResult> results(dirs->size());
+  size_t workers = a.jobs > 0 ? static_cast<size_t>(a.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min(workers, dirs->size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < dirs->size(); i = next++)
+      results[i] = validate_one(g, (*dirs)[i], *repo, *running, options, cache.get());
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
   size_t failed = 0, problems = 0;
-  for (const auto& d : *dirs) {
-    results.push_back(validate_one(g, d, *repo, *running, options, cache.get()));
-    if (!results.back().errors.empty()) {
+  for (const auto& r : results)
+    if (!r.errors.empty()) {
       ++failed;
-      problems += results.back().errors.size();
+      problems += r.errors.size();
     }
-  }
 
   if (a.output == "json") {
     nlohmann::json out = {{"valid", failed == 0}, {"specs", nlohmann::json::array()}};
@@ -111,6 +130,9 @@ void register_validate(CLI::App& app, Globals& g, int* code) {
   auto a = std::make_shared<ValidateArgs>();
   cmd->add_option("PATH", a->paths, "App directories or folders of them")->required();
   cmd->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("-j,--jobs", a->jobs, "Specs validated at once (default: one per core)")
+      ->check(CLI::Range(1, 256))
+      ->type_name("N");
   a->flags.add_to(cmd);
   cmd->callback([&g, code, a] { *code = run_validate(g, *a); });
 }

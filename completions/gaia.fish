@@ -131,6 +131,7 @@ function __gaia_opts
             printf '%s\t%s\t%s\n' \
               '-h --help' 'flag' 'Print this help message and exit' \
               '-o --output' 'choices text json' 'Output format' \
+              '-j --jobs' 'text' 'Specs validated at once (default: one per core)' \
               '--set' 'text' 'Override a parameter: key=value (typed: numbers, true/false, null, JSON); repeatable' \
               '--values' 'files' 'YAML or JSON file of parameter overrides; repeatable' \
               '--config-file' 'files' 'YAML/JSON file with config-center keys (config:) and labels (labels:)' \

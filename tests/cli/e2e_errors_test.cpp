@@ -288,3 +288,32 @@ TEST_CASE("e2e errors: a --values file that is broken YAML", "[e2e]") {
   auto r = expect_error_golden(s, "values_broken_yaml", {"render", "examples/hdfs", "--values", "values.yaml"});
   CHECK_THAT(r.err, Catch::StartsWith("values.yaml:"));
 }
+
+TEST_CASE("e2e errors: validate checks specs side by side and reports them in the order given", "[e2e]") {
+  // Good and broken specs interleaved: a worker per core must report exactly what one
+  // worker does, in the same order, with every problem.
+  Scratch s;
+  for (int i = 0; i < 8; ++i) {
+    std::string name = fmt::format("s{}", i);
+    if (i % 3 == 1)
+      write_output_app(s, "specs/" + name, "", "error 'broken " + name + "'");
+    else
+      write_app(s, "specs/" + name, name, "1.0.0");
+  }
+  auto one = s.gaia({"validate", "specs", "--no-cache", "-j", "1", "-o", "json"});
+  auto four = s.gaia({"validate", "specs", "--no-cache", "-j", "4", "-o", "json"});
+  CHECK(one.code == 1);
+  CHECK(four.code == 1);
+  CHECK(four.out == one.out);
+  auto doc = nlohmann::json::parse(four.out);
+  REQUIRE(doc["specs"].size() == 8);
+  for (int i = 0; i < 8; ++i) {
+    INFO(i);
+    CHECK(doc["specs"][i]["path"].get<std::string>().ends_with(fmt::format("s{}", i)));
+    CHECK(doc["specs"][i]["valid"] == (i % 3 != 1));
+  }
+  auto text = s.gaia({"validate", "specs", "--no-cache", "-j", "4"});
+  CHECK_THAT(text.out, Catch::Contains("3 of 8 spec(s) invalid"));
+  CHECK_THAT(text.err, Catch::Contains("broken s4"));
+  CHECK(s.gaia({"validate", "specs", "-j", "0"}).code == 2);
+}
