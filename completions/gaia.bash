@@ -1272,7 +1272,7 @@ _gaia_opts() {
         '--workload-seed' 'text' 'Seed of the generated cell and workload (default 1)' \
         '--fill' 'text' 'The workload'\''s cpu requests as a share of the cell'\''s cpu (default 0.7)' \
         '--pending' 'text' 'Percent of instances that may stay pending (default 0.2, as in Borg)' \
-        '--policy' 'text' 'Only these policies (repeatable; default: all)' \
+        '--policy' 'choices gaia best-fit best-fit-scarce k8s-least-allocated gaia-segregated gaia-bucketed gaia-reclaim' 'Only these policies (repeatable; default: all)' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \

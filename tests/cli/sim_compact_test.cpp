@@ -35,9 +35,10 @@ TEST_CASE("sim compact: every policy's smallest cell, as a table and as JSON", "
 
 TEST_CASE("sim compact: bad flags are refused with what is expected", "[cli][sim]") {
   Scratch s;
-  RunResult unknown = expect_exit(s, 1, {"sim", "compact", "--policy", "first-fit"});
-  CHECK(unknown.err.find("unknown policy 'first-fit'") != std::string::npos);
+  RunResult unknown = expect_exit(s, 2, {"sim", "compact", "--policy", "first-fit"});
+  CHECK(unknown.err.find("first-fit") != std::string::npos);
   CHECK(unknown.err.find("best-fit") != std::string::npos);
+  expect_exit(s, 2, {"sim", "compact", "--workload-seed", "-1"});
   RunResult machines = expect_exit(s, 2, {"sim", "compact", "--machines", "0"});
   CHECK(machines.err.find("--machines") != std::string::npos);
   CHECK(machines.err.find("not in range") != std::string::npos);
