@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "cli/render_flags.hpp"
@@ -49,9 +50,28 @@ SpecResult validate_one(const Globals& g, const std::filesystem::path& dir, cons
 }
 
 int run_validate(const Globals& g, const ValidateArgs& a) {
-  auto dirs = ops::expand_spec_paths(a.paths);
-  if (!dirs) return report(g, dirs.error());
-  auto repo = ops::open_repository(g.repo_paths(), *dirs);
+  // Each PATH on its own: one that does not exist (or holds no spec) is a failed entry
+  // of the report in its place, and every other spec is still checked.
+  std::vector<std::filesystem::path> found;
+  std::vector<std::optional<SpecResult>> bad;  // Per entry of `found`, or a bad path.
+  std::vector<std::filesystem::path> order;
+  for (const auto& raw : a.paths) {
+    auto one = ops::expand_spec_paths({raw});
+    if (!one) {
+      SpecResult r;
+      r.path = raw;
+      r.errors = one.error();
+      bad.emplace_back(std::move(r));
+      order.emplace_back();
+      continue;
+    }
+    for (auto& d : *one) {
+      found.push_back(d);
+      bad.emplace_back(std::nullopt);
+      order.push_back(std::move(d));
+    }
+  }
+  auto repo = ops::open_repository(g.repo_paths(), found);
   if (!repo) return report(g, repo.error());
   auto running = ops::load_running(a.flags.running_file);
   if (!running) return report(g, running.error());
@@ -66,13 +86,13 @@ int run_validate(const Globals& g, const ValidateArgs& a) {
   // the paths, so the report is the same whatever finished first. Everything shared is
   // read-only (the repository, the running apps, the options) or made for concurrent
   // use (the render cache).
-  std::vector<SpecResult> results(dirs->size());
+  std::vector<SpecResult> results(order.size());
   size_t workers = a.jobs > 0 ? static_cast<size_t>(a.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min(workers, dirs->size());
+  workers = std::min(workers, order.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < dirs->size(); i = next++)
-      results[i] = validate_one(g, (*dirs)[i], *repo, *running, options, cache.get());
+    for (size_t i = next++; i < order.size(); i = next++)
+      results[i] = bad[i] ? *bad[i] : validate_one(g, order[i], *repo, *running, options, cache.get());
   };
   std::vector<std::thread> pool;
   for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);

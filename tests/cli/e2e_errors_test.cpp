@@ -317,3 +317,22 @@ TEST_CASE("e2e errors: validate checks specs side by side and reports them in th
   CHECK_THAT(text.err, Catch::Contains("broken s4"));
   CHECK(s.gaia({"validate", "specs", "-j", "0"}).code == 2);
 }
+
+TEST_CASE("e2e errors: validate reports a missing path in its place and still checks every other spec", "[e2e]") {
+  Scratch s;
+  write_app(s, "good", "good", "1.0.0");
+  write_output_app(s, "broken", "", "error 'broken on purpose'");
+  auto r = s.gaia({"validate", "good", "nope", "broken", "-o", "json"});
+  CHECK(r.code == 1);
+  auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["specs"].size() == 3);
+  CHECK(doc["specs"][0]["path"] == "good");
+  CHECK(doc["specs"][0]["valid"] == true);
+  CHECK(doc["specs"][1]["path"] == "nope");
+  CHECK(doc["specs"][1]["errors"][0]["message"] == "no such file or directory");
+  CHECK(doc["specs"][2]["valid"] == false);
+  auto text = s.gaia({"validate", "good", "nope"});
+  CHECK(text.code == 1);
+  CHECK_THAT(text.out, Catch::Contains("ok good"));
+  CHECK_THAT(text.out, Catch::Contains("1 of 2 spec(s) invalid"));
+}
