@@ -224,7 +224,6 @@ SimWorkload generate_workload(const TraceShape& shape) {
     bool constrained = rng.uniform() < shape.constrained_share;
     int count = std::min(200, static_cast<int>(rng.pareto(1.2)));
     Role role;
-    role.name = "main";
     int64_t cpu = std::clamp<int64_t>(std::llround(rng.lognormal(1000, 0.9)), 100, 16000);
     double gi_per_core = std::clamp(rng.lognormal(4.0, 0.6), 0.25, 32.0);
     int64_t mem = std::clamp<int64_t>(std::llround(static_cast<double>(cpu) / 1000.0 * gi_per_core * kTraceGi), 256 * kTraceMi,
@@ -240,25 +239,30 @@ SimWorkload generate_workload(const TraceShape& shape) {
     role.priority.band = prod ? Band::Prod : Band::Nonprod;
     if (constrained) role.node_selector = {{"disk", "ssd"}};
     role.replicas = count;
-    std::string app = fmt::format("job{:06d}", job);
-    std::string key = "default/" + app + "/main";
-    if (prod) w.usage[key] = std::clamp(rng.lognormal(shape.usage, 0.3), 0.05, 1.0);
-    for (int o = 0; o < count; ++o) {
-      Instance i;
-      i.tenant = "default";
-      i.app = app;
-      i.role = "main";
-      i.ordinal = o;
-      i.request = role.resources;
-      i.priority = role.priority;
-      i.labels = {{"gaia.io/app", app}, {"gaia.io/role", "main"}};
-      i.state = InstanceState::Pending;
-      w.instances.push_back(std::move(i));
-      requested += cpu;
-    }
-    w.roles[key] = std::move(role);
+    double usage = prod ? std::clamp(rng.lognormal(shape.usage, 0.3), 0.05, 1.0) : 1.0;
+    add_job(w, fmt::format("job{:06d}", job), std::move(role), usage);
+    requested += cpu * count;
   }
   return w;
+}
+
+void add_job(SimWorkload& w, const std::string& app, Role role, double usage) {
+  role.name = "main";
+  std::string key = "default/" + app + "/main";
+  if (role.priority.band != Band::Nonprod) w.usage[key] = usage;
+  for (int o = 0; o < role.replicas; ++o) {
+    Instance i;
+    i.tenant = "default";
+    i.app = app;
+    i.role = "main";
+    i.ordinal = o;
+    i.request = role.resources;
+    i.priority = role.priority;
+    i.labels = {{"gaia.io/app", app}, {"gaia.io/role", "main"}};
+    i.state = InstanceState::Pending;
+    w.instances.push_back(std::move(i));
+  }
+  w.roles[key] = std::move(role);
 }
 
 std::vector<CompactionPolicy> standard_policies() {

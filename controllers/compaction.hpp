@@ -45,6 +45,9 @@ struct SimWorkload {
 };
 
 SimWorkload generate_workload(const TraceShape& shape);
+// Adds job `app` of the default tenant: its role "main" and `role.replicas` pending
+// instances; `usage` (a share of the request) is kept for prod jobs, for reclamation.
+void add_job(SimWorkload& w, const std::string& app, Role role, double usage);
 
 struct CompactionPolicy {
   std::string name;

@@ -107,6 +107,20 @@ Batch actuate(Backend& backend, const ClusterState& st, const Actuation& act, in
   return warnings;
 }
 
+// Commits `b` (events about the backend, nothing decided on the state) under `op` and
+// adds it to the cycle's result. An empty batch writes nothing.
+Result<void> commit_events(State& state, const std::string& op, Batch b, CycleResult& r) {
+  if (b.empty()) return {};
+  auto committed = state.update(op, [&](const ClusterState&, Batch& out) -> Result<void> {
+    out = b;
+    return {};
+  });
+  if (!committed) return std::unexpected(committed.error());
+  r.state = std::move(*committed);
+  merge_batch(r.batch, std::move(b));
+  return {};
+}
+
 // Once nothing is left to do, what deleted apps and dropped roles left on the backend
 // beside their copies goes (Backend::remove_unused), and the timeline says what went.
 // Only here, on a converged cycle of the store: the copies are stopped by then, and a
@@ -128,15 +142,7 @@ Result<void> remove_leftovers(State& state, Backend& backend, const std::string&
     b.event("BackendCleanup", fmt::format("removed what deleted apps and roles left on the {} backend: {}",
                                           backend.name(), fmt::join(*removed, ", ")));
   }
-  if (b.empty()) return {};
-  auto committed = state.update(op, [&](const ClusterState&, Batch& out) -> Result<void> {
-    out = b;
-    return {};
-  });
-  if (!committed) return std::unexpected(committed.error());
-  r.state = std::move(*committed);
-  merge_batch(r.batch, std::move(b));
-  return {};
+  return commit_events(state, op, std::move(b), r);
 }
 
 }  // namespace
@@ -167,13 +173,7 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
       warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs->error().to_string()),
                  "Warning");
       r.errors.push_back(obs->error());
-      auto warned = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
-        b = warn;
-        return {};
-      });
-      if (!warned) return std::unexpected(warned.error());
-      r.state = std::move(*warned);
-      merge_batch(r.batch, std::move(warn));
+      if (auto warned = commit_events(state, op, std::move(warn), r); !warned) return std::unexpected(warned.error());
       return r;
     }
     r.state = std::move(*st);
@@ -187,15 +187,7 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     if (!act.empty()) {
       size_t errors_before = r.errors.size();
       Batch warnings = actuate(backend, r.state, act, now, r);
-      if (!warnings.empty()) {
-        auto w = state.update(op, [&](const ClusterState&, Batch& b) -> Result<void> {
-          b = warnings;
-          return {};
-        });
-        if (!w) return std::unexpected(w.error());
-        r.state = std::move(*w);
-        merge_batch(r.batch, std::move(warnings));
-      }
+      if (auto w = commit_events(state, op, std::move(warnings), r); !w) return std::unexpected(w.error());
       // A backend that refused or could not be reached is retried by the next cycle,
       // not hammered by this one.
       if (r.errors.size() != errors_before) return r;

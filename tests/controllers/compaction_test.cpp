@@ -26,26 +26,13 @@ SimWorkload cell(int machines, int64_t cpu_millis) {
   return w;
 }
 
+// A job of `count` identical instances, through the generator's own add_job.
 void add_job(SimWorkload& w, const std::string& app, int count, int64_t cpu_millis, Band band, double usage = 1.0) {
   Role r;
-  r.name = "main";
   r.resources = Resources{cpu_millis, 1 * kGi, 0, 0};
   r.priority.band = band;
   r.replicas = count;
-  std::string key = "default/" + app + "/main";
-  w.roles[key] = r;
-  if (band != Band::Nonprod) w.usage[key] = usage;
-  for (int o = 0; o < count; ++o) {
-    Instance i;
-    i.tenant = "default";
-    i.app = app;
-    i.role = "main";
-    i.ordinal = o;
-    i.request = r.resources;
-    i.priority = r.priority;
-    i.labels = {{"gaia.io/app", app}, {"gaia.io/role", "main"}};
-    w.instances.push_back(i);
-  }
+  sim::add_job(w, app, r, usage);
 }
 
 CompactionPolicy policy(const std::string& name) {
