@@ -552,6 +552,7 @@ void register_sim(CLI::App& app, Globals& g, int* code) {
 
   register_controller_options(sim, g, code);
   register_sim_compact(sim, g, code);
+  register_sim_replay(sim, g, code);
 }
 
 }  // namespace gaia::cli

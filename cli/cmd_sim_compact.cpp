@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli/common.hpp"
+#include "cli/plot.hpp"
 #include "cli/table.hpp"
 #include "controllers/compaction.hpp"
 
@@ -24,10 +25,43 @@ struct CompactArgs {
   double fill = 0.7;
   double pending = 0.2;  // Percent.
   std::vector<std::string> policies;
+  std::string plot;
   std::string output = "text";
 };
 
+struct PlotRow {
+  std::string policy;
+  int min, p50, max;
+};
+
+// Bars of the p50 cell size per policy, with the range over the removal orders.
+std::string compact_plot_script(const std::vector<PlotRow>& rows, const std::string& terminal, const std::string& title) {
+  std::vector<std::vector<double>> data;
+  for (size_t i = 0; i < rows.size(); ++i)
+    data.push_back({static_cast<double>(i), static_cast<double>(rows[i].p50), static_cast<double>(rows[i].min),
+                    static_cast<double>(rows[i].max)});
+  std::string xtics;
+  for (size_t i = 0; i < rows.size(); ++i) xtics += fmt::format("{}'{}' {}", i ? ", " : "", rows[i].policy, i);
+  std::string out = terminal + "\n" + plot_data_block("cells", data);
+  out += fmt::format("set title '{}'\nset ylabel 'machines needed (p50; bar: min to max)'\n", title);
+  out += fmt::format("set xtics ({}) rotate by -30\nset xrange [-0.6:{}]\nset yrange [0:*]\nset grid ytics\n",
+                     xtics, static_cast<double>(rows.size()) - 0.4);
+  out += "set style fill solid 0.6 border -1\nset boxwidth 0.6\nunset key\n";
+  out += "plot $cells using 1:2 with boxes lc rgb '#4477aa', $cells using 1:2:3:4 with yerrorbars lc rgb '#222222' pt 0, "
+         "$cells using 1:2:(sprintf('%d', $2)) with labels offset 0,1\n";
+  return out;
+}
+
 int run_compact(const Globals& g, const CompactArgs& a) {
+  std::string terminal;
+  if (!a.plot.empty()) {
+    auto term = plot_terminal(a.plot, 1000, 600);
+    if (!term) {
+      report(g, term.error());
+      return k_usage;
+    }
+    terminal = *term;
+  }
   // The policies in the standard order (gaia's default first, the row the others are
   // compared with); an unknown name was refused by the flag's check.
   std::vector<sim::CompactionPolicy> chosen;
@@ -48,6 +82,7 @@ int run_compact(const Globals& g, const CompactArgs& a) {
   nlohmann::json out = nlohmann::json::array();
   int baseline = 0;
   bool any_unfit = false;
+  std::vector<PlotRow> plot_rows;
   for (const auto& p : chosen) {
     auto start = std::chrono::steady_clock::now();
     sim::CompactionResult r = sim::compact(w, p, o);
@@ -62,6 +97,7 @@ int run_compact(const Globals& g, const CompactArgs& a) {
       fits = fits && run.fits_at_all;
     }
     any_unfit = any_unfit || !fits;
+    plot_rows.push_back({p.name, sim::machines_percentile(r, 0), p50, sim::machines_percentile(r, 100)});
     std::string vs = (&p == &chosen.front() || baseline <= 0) ? "-" : fmt::format("{:+.1f}%", 100.0 * (p50 - baseline) / baseline);
     t.add_row({p.name + (fits ? "" : " (does not fit)"), std::to_string(sim::machines_percentile(r, 0)),
                std::to_string(p50), std::to_string(sim::machines_percentile(r, 90)),
@@ -84,6 +120,11 @@ int run_compact(const Globals& g, const CompactArgs& a) {
                    {"seconds", seconds},
                    {"runs", runs}});
   }
+  if (!a.plot.empty()) {
+    std::string title = fmt::format("Cell compaction: {} machines, {} instances, {} removal order{}", a.machines,
+                                    w.instances.size(), a.seeds, a.seeds == 1 ? "" : "s");
+    if (auto ok = run_gnuplot(compact_plot_script(plot_rows, terminal, title), a.plot); !ok) return report(g, ok.error());
+  }
   if (a.output == "json") {
     nlohmann::json doc = {{"machines", a.machines}, {"instances", w.instances.size()}, {"workload_seed", a.workload_seed},
                           {"seeds", a.seeds},       {"fill", a.fill},                 {"pending_allowed_percent", a.pending},
@@ -102,6 +143,7 @@ int run_compact(const Globals& g, const CompactArgs& a) {
                "sizes are that limit, not an answer\n  hint: give more --machines (a cell of a few machines cannot hold "
                "the jobs the generator makes), or a lower --fill\n",
                a.pending);
+  if (!a.plot.empty()) fmt::print("Plot written to {}\n", a.plot);
   return 0;
 }
 
@@ -119,6 +161,7 @@ void register_sim_compact(CLI::App* sim, Globals& g, int* code) {
       "Examples:\n"
       "  gaia sim compact --machines 1000 --seeds 5\n"
       "  gaia sim compact --policy gaia --policy best-fit -o json\n"
+      "  gaia sim compact --machines 200 --plot compaction.svg\n"
       "Exit codes: 0 ok, 1 error, 2 bad flags.");
   auto a = std::make_shared<CompactArgs>();
   // Out-of-range values are usage errors (exit 2), like a value that is not a number.
@@ -135,6 +178,7 @@ void register_sim_compact(CLI::App* sim, Globals& g, int* code) {
   for (const auto& p : sim::standard_policies()) names.push_back(p.name);
   cmd->add_option("--policy", a->policies, "Only these policies (repeatable; default: all)")
       ->check(CLI::IsMember(names));
+  cmd->add_option("--plot", a->plot, "Also draw the cell sizes into FILE (.svg or .png; needs gnuplot)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_compact(g, *a); });
 }

@@ -135,5 +135,6 @@ std::string instance_reason(const Instance& i, int64_t now_ms, const StartGates*
 void register_controller_options(CLI::App* parent, Globals& g, int* code);
 // `gaia sim compact` (cmd_sim_compact.cpp).
 void register_sim_compact(CLI::App* sim, Globals& g, int* code);
+void register_sim_replay(CLI::App* sim, Globals& g, int* code);
 
 }  // namespace gaia::cli

@@ -87,7 +87,8 @@ function __gaia_subs
               'usage' 'Set what instances use, as fractions of their request (with spikes)' \
               'fail' 'Make a running instance exit; the restart controller restarts it' \
               'options' 'Show or set the controllers\' tunables (kept in the store)' \
-              'compact' 'Judge placement policies by the machines they need (Borg\'s compaction)'
+              'compact' 'Judge placement policies by the machines they need (Borg\'s compaction)' \
+              'replay' 'Replay a published cluster trace through the scheduler'
         case 'store'
             printf '%s\t%s\n' \
               'check' 'Find records that do not decode (exit 1 when some are left)' \
@@ -1200,6 +1201,29 @@ function __gaia_opts
               '--fill' 'text' 'The workload\'s cpu requests as a share of the cell\'s cpu (default 0.7)' \
               '--pending' 'text' 'Percent of instances that may stay pending (default 0.2, as in Borg)' \
               '--policy' 'choices gaia best-fit best-fit-scarce k8s-least-allocated gaia-segregated gaia-bucketed gaia-reclaim' 'Only these policies (repeatable; default: all)' \
+              '--plot' 'text' 'Also draw the cell sizes into FILE (.svg or .png; needs gnuplot)' \
+              '-o --output' 'choices text json' 'text or json' \
+              '--version' 'flag' 'Display program version information and exit' \
+              '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
+              '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+              '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
+              '--context' 'names contexts' 'Context to use instead of the current one' \
+              '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+              '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+              '-q --quiet' 'flag' 'Print only errors and requested output' \
+              '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+        case 'sim replay'
+            printf '%s\t%s\t%s\n' \
+              '-h --help' 'flag' 'Print this help message and exit' \
+              '--format' 'choices alibaba-v2018' 'Trace format (alibaba-v2018)' \
+              '--policy' 'choices gaia best-fit best-fit-scarce k8s-least-allocated' 'Placement policy (default gaia)' \
+              '--tick' 'text' 'Time between scheduling passes, in trace time (default 10s)' \
+              '--step' 'text' 'Time between samples of the timeline (default: about 100 samples)' \
+              '--until' 'text' 'Stop at this trace time (default: when the work is done)' \
+              '--memory-unit' 'text' 'What the trace\'s normalised memory 100 is (default 512Gi)' \
+              '--no-near' 'flag' 'Do not place tasks near the output of the tasks before them' \
+              '--plot' 'text' 'Also draw the timeline into FILE (.svg or .png; needs gnuplot)' \
               '-o --output' 'choices text json' 'text or json' \
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \

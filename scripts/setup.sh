@@ -30,6 +30,8 @@ PACKAGES=(
   # The completion tests run the generated scripts in each shell; `script` (bsdutils)
   # gives the terminal tests a pseudo-terminal.
   zsh fish bsdutils
+  # `gaia sim replay --plot` and `gaia sim compact --plot` run gnuplot; their tests draw.
+  gnuplot-nox
   # The etcd store's tests (tests/store/etcd_store_test.cpp) start their own etcd from
   # /usr/bin/etcd on free ports with scratch data dirs; the package's own service is
   # not needed by gaia and may stay stopped.

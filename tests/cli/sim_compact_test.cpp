@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/cli/e2e_util.hpp"
 
@@ -45,4 +46,19 @@ TEST_CASE("sim compact: bad flags are refused with what is expected", "[cli][sim
   RunResult fill = expect_exit(s, 2, {"sim", "compact", "--fill", "1.5"});
   CHECK(fill.err.find("--fill") != std::string::npos);
   expect_exit(s, 2, {"sim", "compact", "--seeds", "many"});
+}
+
+TEST_CASE("sim compact: --plot draws the cell sizes with gnuplot", "[cli][sim]") {
+  Scratch s;
+  auto svg = s.dir() / "compact.svg";
+  RunResult r = ok(s, {"sim", "compact", "--machines", "60", "--seeds", "2", "--policy", "gaia", "--policy", "best-fit",
+                       "--plot", svg.string()});
+  CHECK(contains(r.out, "Plot written to"));
+  std::ifstream in(svg);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(contains(text, "<svg"));
+  CHECK(contains(text, "best-fit"));
+  CHECK(contains(text, "machines needed"));
+  RunResult bad = expect_exit(s, 2, {"sim", "compact", "--plot", (s.dir() / "x.jpg").string()});
+  CHECK(contains(bad.err, ".svg or .png"));
 }

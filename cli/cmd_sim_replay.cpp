@@ -1,0 +1,280 @@
+// gaia sim replay: a published cluster trace run through the real scheduler over
+// simulated time (controllers/replay.hpp, docs/policies.md#trace-replay). Reads the
+// trace's files and writes no store; the report goes to stdout, the plot to --plot.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/common.hpp"
+#include "cli/plot.hpp"
+#include "cli/table.hpp"
+#include "controllers/compaction.hpp"
+#include "controllers/replay.hpp"
+#include "lib/quantity.hpp"
+#include "lib/timeline.hpp"
+
+namespace gaia::cli {
+
+namespace {
+
+struct ReplayArgs {
+  std::string trace;
+  std::string format = "alibaba-v2018";
+  std::string policy = "gaia";
+  std::string tick = "10s", step, until;
+  std::string memory_unit = "512Gi";
+  bool no_near = false;
+  std::string plot;
+  std::string output = "text";
+};
+
+// Policies a replay can use: those that are a scheduler profile alone (segregation,
+// bucketing and reclamation are compaction experiments over a whole workload).
+std::vector<std::string> replay_policy_names() {
+  std::vector<std::string> out;
+  for (const auto& p : sim::standard_policies())
+    if (!p.segregate && !p.bucket && !p.reclaim) out.push_back(p.name);
+  return out;
+}
+
+// Trace time as an offset from its start: "+0s", "+2h05m", "+1d3h".
+std::string trace_offset(int64_t s) {
+  if (s < 60) return fmt::format("+{}s", s);
+  if (s < 3600) return fmt::format("+{}m{:02}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("+{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return fmt::format("+{}d{}h", s / 86400, (s % 86400) / 3600);
+}
+
+std::string span_text(int64_t s) { return trace_offset(s).substr(1); }
+
+std::string pct(double f) { return fmt::format("{:.1f}%", f * 100.0); }
+
+Result<int64_t> seconds_flag(const std::string& flag, const std::string& text, bool allow_zero) {
+  auto d = parse_duration(text);
+  if (!d) return fail(Diagnostic{{}, flag, fmt::format("{} is not a duration", text), "write it like 10s, 5m or 2h"});
+  int64_t s = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+  if (s < (allow_zero ? 0 : 1))
+    return fail(Diagnostic{{}, flag, fmt::format("{} must be at least 1s", text), "the trace's times are whole seconds"});
+  return s;
+}
+
+Result<std::map<std::string, std::string>> read_trace_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return fail(Diagnostic{{dir, 0, 0}, "", "not a directory",
+                           "give the directory holding the trace's files (machine_meta.csv, batch_task.csv, ...)"});
+  std::map<std::string, std::string> files;
+  for (const auto& name : sim::alibaba_v2018_files()) {
+    std::filesystem::path p = std::filesystem::path(dir) / name;
+    if (!std::filesystem::exists(p, ec)) continue;
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in && !in.eof())
+      return fail(Diagnostic{{p.string(), 0, 0}, "", "cannot read the file", "check its permissions"});
+    files[name] = std::move(text).str();
+  }
+  return files;
+}
+
+std::string replay_plot_script(const sim::ReplayReport& r, const std::string& terminal, const std::string& title) {
+  std::vector<std::vector<double>> rows;
+  bool usage = r.usage_known > 0;
+  for (const auto& s : r.samples)
+    rows.push_back({static_cast<double>(s.time_s - r.start_s) / 3600.0, s.cpu_alloc * 100, s.mem_alloc * 100,
+                    s.cpu_used * 100, s.mem_used * 100, static_cast<double>(s.pending)});
+  std::string out = terminal + "\n" + plot_data_block("replay", rows);
+  out += "set multiplot layout 2,1 title '" + title + "'\n";
+  out += "set key outside right top\nset grid\nset xlabel 'trace time (hours)'\n";
+  out += "set ylabel 'percent of capacity'\nset yrange [0:*]\n";
+  out += "plot $replay using 1:2 with lines lw 2 title 'cpu allocated', $replay using 1:3 with lines lw 2 title 'memory allocated'";
+  if (usage) out += ", $replay using 1:4 with lines dt 2 title 'cpu used', $replay using 1:5 with lines dt 2 title 'memory used'";
+  out += "\nset ylabel 'instances pending'\n";
+  out += "plot $replay using 1:6 with lines lw 2 title 'pending'\n";
+  out += "unset multiplot\n";
+  return out;
+}
+
+nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, double seconds) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& s : r.samples)
+    samples.push_back({{"time_s", s.time_s},
+                       {"machines_up", s.machines_up},
+                       {"cpu_alloc", s.cpu_alloc},
+                       {"mem_alloc", s.mem_alloc},
+                       {"cpu_used", s.cpu_used},
+                       {"mem_used", s.mem_used},
+                       {"running", s.running},
+                       {"pending", s.pending}});
+  nlohmann::json waits = {{"placements", r.waits_s.size()}};
+  for (double p : {50.0, 90.0, 99.0, 100.0}) waits[fmt::format("p{:g}_s", p)] = sim::wait_percentile(r, p);
+  return {{"trace", a.trace},
+          {"format", r.format},
+          {"policy", a.policy},
+          {"machines", r.machines},
+          {"jobs", r.jobs},
+          {"tasks", r.tasks},
+          {"instances", r.instances},
+          {"start_s", r.start_s},
+          {"end_s", r.end_s},
+          {"events", r.events},
+          {"schedules", r.schedules},
+          {"seconds", seconds},
+          {"placements", r.placements},
+          {"finished", r.finished},
+          {"pending_at_end", r.pending_at_end},
+          {"waiting_at_end", r.waiting_at_end},
+          {"preemptions", r.preemptions},
+          {"lost", r.lost},
+          {"pending_time", waits},
+          {"near", {{"placements", r.near_placements}, {"same_node", r.near_node}, {"same_rack", r.near_rack},
+                    {"data_gone", r.near_gone}}},
+          {"usage_known", r.usage_known},
+          {"samples", samples}};
+}
+
+void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const ReplayArgs& a, double seconds) {
+  fmt::print("Replayed {} ({}, policy {}): {} machines, {} jobs, {} tasks, {} instances over {} of trace time\n",
+             a.trace, r.format, a.policy, r.machines, r.jobs, r.tasks, r.instances, span_text(r.end_s - r.start_s));
+  fmt::print("  in {:.2f}s: {} events, {} scheduling passes ({:.0f} events/s)\n\n", seconds, r.events, r.schedules,
+             seconds > 0 ? static_cast<double>(r.events) / seconds : 0.0);
+  bool usage = r.usage_known > 0;
+  std::vector<std::string> head = {"TIME", "MACHINES", "CPU ALLOC", "MEM ALLOC"};
+  if (usage) head.insert(head.end(), {"CPU USED", "MEM USED"});
+  head.insert(head.end(), {"RUNNING", "PENDING"});
+  Table t(head);
+  // At most 13 rows, evenly spaced, the last one included; -o json has every sample.
+  size_t n = r.samples.size(), rows = std::min<size_t>(n, 13);
+  for (size_t k = 0; k < rows; ++k) {
+    const auto& s = r.samples[rows == 1 ? 0 : k * (n - 1) / (rows - 1)];
+    std::vector<std::string> row = {trace_offset(s.time_s - r.start_s), std::to_string(s.machines_up), pct(s.cpu_alloc),
+                                    pct(s.mem_alloc)};
+    if (usage) row.insert(row.end(), {pct(s.cpu_used), pct(s.mem_used)});
+    row.insert(row.end(), {std::to_string(s.running), std::to_string(s.pending)});
+    t.add_row(row);
+  }
+  std::fputs(t.render().c_str(), stdout);
+  double ca = 0, ma = 0;
+  for (const auto& s : r.samples) {
+    ca += s.cpu_alloc;
+    ma += s.mem_alloc;
+  }
+  if (n > 0) fmt::print("\nMean allocation over the samples: cpu {}, memory {}\n", pct(ca / n), pct(ma / n));
+  if (usage)
+    fmt::print("Usage is known for {} of the placed instances (batch_instance.csv); the USED columns count only them\n",
+               pct(r.usage_known));
+  fmt::print("Pending time over {} placements: p50 {}, p90 {}, p99 {}, max {}\n", r.waits_s.size(),
+             span_text(sim::wait_percentile(r, 50)), span_text(sim::wait_percentile(r, 90)),
+             span_text(sim::wait_percentile(r, 99)), span_text(sim::wait_percentile(r, 100)));
+  if (r.pending_at_end > 0 || r.waiting_at_end > 0)
+    fmt::print("At the end: {} instances still pending, {} tasks waiting for tasks before them\n", r.pending_at_end,
+               r.waiting_at_end);
+  fmt::print("Preemptions: {} (evicted for higher-priority work, queued again); lost with their machine: {}\n",
+             r.preemptions, r.lost);
+  if (r.near_placements > 0) {
+    double n_ = static_cast<double>(r.near_placements);
+    int64_t elsewhere = r.near_placements - r.near_node - r.near_rack - r.near_gone;
+    fmt::print("Near their data ({} placements of tasks that read earlier tasks' output): {} same node, {} same rack, "
+               "{} elsewhere{}\n",
+               r.near_placements, pct(r.near_node / n_), pct(r.near_rack / n_), pct(elsewhere / n_),
+               r.near_gone > 0 ? fmt::format(", {} with the data gone", pct(r.near_gone / n_)) : "");
+  } else {
+    fmt::print("Near their data: no task of the trace reads an earlier task's output{}\n",
+               a.no_near ? " (--no-near)" : "");
+  }
+  for (const auto& [why, count] : trace.skipped) fmt::print("Skipped: {} rows of {}\n", count, why);
+}
+
+int run_replay(const Globals& g, const ReplayArgs& a) {
+  Diagnostics errs;
+  auto tick = seconds_flag("--tick", a.tick, false);
+  if (!tick) errs.insert(errs.end(), tick.error().begin(), tick.error().end());
+  Result<int64_t> step = a.step.empty() ? Result<int64_t>(0) : seconds_flag("--step", a.step, false);
+  if (!step) errs.insert(errs.end(), step.error().begin(), step.error().end());
+  Result<int64_t> until = a.until.empty() ? Result<int64_t>(0) : seconds_flag("--until", a.until, false);
+  if (!until) errs.insert(errs.end(), until.error().begin(), until.error().end());
+  auto unit = parse_bytes(a.memory_unit);
+  if (!unit || *unit <= 0)
+    errs.push_back(Diagnostic{{}, "--memory-unit", fmt::format("{} is not a memory size", a.memory_unit),
+                              "what the trace's largest machine has, like 512Gi"});
+  std::string terminal;
+  if (!a.plot.empty()) {
+    auto term = plot_terminal(a.plot, 1000, 700);
+    if (!term) errs.insert(errs.end(), term.error().begin(), term.error().end());
+    else terminal = *term;
+  }
+  if (!errs.empty()) {
+    report(g, errs);
+    return k_usage;
+  }
+  auto files = read_trace_dir(a.trace);
+  if (!files) return report(g, files.error());
+  sim::AlibabaScale scale;
+  scale.memory_at_100 = *unit;
+  auto trace = sim::parse_alibaba_v2018(*files, a.trace, scale);
+  if (!trace) return report(g, trace.error());
+
+  sim::ReplayOptions o;
+  for (const auto& p : sim::standard_policies())
+    if (p.name == a.policy) o.profile = p.profile;
+  o.tick_s = *tick;
+  o.step_s = *step;
+  o.until_s = *until;
+  o.near = !a.no_near;
+  auto start = std::chrono::steady_clock::now();
+  sim::ReplayReport r = sim::replay(*trace, o);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (!a.plot.empty()) {
+    std::string title = fmt::format("{} ({}), policy {}", std::filesystem::path(a.trace).filename().string(), r.format,
+                                    a.policy);
+    for (auto& c : title)
+      if (c == '\'') c = ' ';
+    if (auto ok = run_gnuplot(replay_plot_script(r, terminal, title), a.plot); !ok) return report(g, ok.error());
+  }
+  if (a.output == "json") {
+    fmt::print("{}\n", replay_json(r, a, seconds).dump(2));
+  } else {
+    print_replay(r, *trace, a, seconds);
+    if (!a.plot.empty()) fmt::print("Plot written to {}\n", a.plot);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_sim_replay(CLI::App* sim, Globals& g, int* code) {
+  auto* cmd = sim->add_subcommand("replay", "Replay a published cluster trace through the scheduler");
+  cmd->footer(
+      "Runs a trace's machines, arrivals and departures through the real scheduler over simulated\n"
+      "time and reports allocation and utilization over time, pending-time percentiles,\n"
+      "preemptions, work lost with machines, and how often tasks land near the data earlier tasks\n"
+      "wrote. TRACE is a directory of Alibaba cluster-trace-v2018 files: machine_meta.csv and\n"
+      "batch_task.csv, optionally container_meta.csv (online services, as prod) and\n"
+      "batch_instance.csv (usage). Nothing is read from or written to the store.\n"
+      "Examples:\n"
+      "  gaia sim replay examples/traces/alibaba-v2018-sample\n"
+      "  gaia sim replay TRACE --policy best-fit --plot replay.svg\n"
+      "  gaia sim replay TRACE --until 6h -o json\n"
+      "Exit codes: 0 ok, 1 error (unreadable or malformed trace), 2 bad flags.");
+  auto a = std::make_shared<ReplayArgs>();
+  cmd->add_option("TRACE", a->trace, "Directory holding the trace's files")->required();
+  cmd->add_option("--format", a->format, "Trace format (alibaba-v2018)")->check(CLI::IsMember({"alibaba-v2018"}));
+  cmd->add_option("--policy", a->policy, "Placement policy (default gaia)")->check(CLI::IsMember(replay_policy_names()));
+  cmd->add_option("--tick", a->tick, "Time between scheduling passes, in trace time (default 10s)");
+  cmd->add_option("--step", a->step, "Time between samples of the timeline (default: about 100 samples)");
+  cmd->add_option("--until", a->until, "Stop at this trace time (default: when the work is done)");
+  cmd->add_option("--memory-unit", a->memory_unit, "What the trace's normalised memory 100 is (default 512Gi)");
+  cmd->add_flag("--no-near", a->no_near, "Do not place tasks near the output of the tasks before them");
+  cmd->add_option("--plot", a->plot, "Also draw the timeline into FILE (.svg or .png; needs gnuplot)");
+  cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([&g, code, a] { *code = run_replay(g, *a); });
+}
+
+}  // namespace gaia::cli

@@ -1,0 +1,83 @@
+#pragma once
+// Published cluster traces read into one form (docs/policies.md#trace-replay), for `gaia
+// sim replay`: machines with their events, and jobs of tasks with arrival times,
+// durations and requests. Parsers take the files' text, not paths, so they are tested
+// without a disk; the caller reads the files and names them for the error locations.
+//
+// Format read today: Alibaba's cluster-trace-v2018 (github.com/alibaba/clusterdata,
+// schema.md): machine_meta.csv, batch_task.csv, and optionally container_meta.csv (the
+// online services that share the machines) and batch_instance.csv (usage).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/priority.hpp"
+#include "lib/workload.hpp"
+
+namespace gaia::sim {
+
+// A machine's state from `time_s` on.
+struct TraceMachineEvent {
+  int64_t time_s = 0;
+  std::string machine;
+  bool up = true;  // In service; a machine that leaves service loses what runs on it.
+  Resources capacity;
+  std::string zone, rack;  // The trace's failure domains, as gaia's topology.
+};
+
+struct TraceTask {
+  std::string job, name;  // Unique together; the job is the app, the task its role.
+  int64_t instances = 1;
+  int64_t start_s = 0;
+  // How long each instance runs once placed; 0 for services, which run to the end.
+  int64_t duration_s = 0;
+  Resources request;
+  Band band = Band::Nonprod;
+  // Tasks of the same job that must finish first (the trace's DAG); they wrote the data
+  // this task reads.
+  std::vector<std::string> deps;
+  // Mean use of one instance where the trace gives it (batch_instance.csv).
+  std::optional<Resources> usage;
+};
+
+struct Trace {
+  std::string format;
+  std::vector<TraceMachineEvent> machine_events;  // By time, then machine.
+  std::vector<TraceTask> tasks;                   // By start, then job and name.
+  // Rows read but not replayed, by "file: reason", so a user sees what was left out.
+  std::map<std::string, int64_t> skipped;
+  int64_t rows = 0;
+};
+
+// What the trace's normalised memory (0..100, 100 being the largest machine) is in
+// bytes; the trace does not say, so it is an input (`gaia sim replay --memory-unit`).
+struct AlibabaScale {
+  int64_t memory_at_100 = 512LL * 1024 * 1024 * 1024;
+};
+
+// `files` maps a file name (machine_meta.csv, batch_task.csv, container_meta.csv,
+// batch_instance.csv) to its text; `dir` prefixes the names in error locations.
+// machine_meta.csv and batch_task.csv are required. Malformed rows are errors with
+// their file and line (all of them, up to a limit); well-formed rows that cannot be
+// replayed (no duration, no request) are counted in `skipped`.
+Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::string>& files, const std::string& dir,
+                                  const AlibabaScale& scale = {});
+
+// The file names parse_alibaba_v2018 reads, required ones first.
+const std::vector<std::string>& alibaba_v2018_files();
+bool alibaba_v2018_required(const std::string& file);
+
+// A task name's place in its job's DAG: "M1" is task 1, "R2_1" task 2 after task 1,
+// "J3_1_2" task 3 after tasks 1 and 2. Names that are not of this form ("task_Nzg3")
+// have no id and no dependencies.
+struct DagName {
+  std::string id;  // "2"; "" when the name carries no DAG.
+  std::vector<std::string> deps;
+};
+DagName parse_dag_name(const std::string& task);
+
+}  // namespace gaia::sim
