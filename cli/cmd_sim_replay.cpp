@@ -9,7 +9,6 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/common.hpp"
 #include "cli/plot.hpp"
@@ -64,23 +63,25 @@ Result<int64_t> seconds_flag(const std::string& flag, const std::string& text, b
   return s;
 }
 
-Result<std::map<std::string, std::string>> read_trace_dir(const std::string& dir) {
+// The trace's files, opened to be read a line at a time.
+struct TraceFiles {
+  std::map<std::string, std::ifstream> open;
+  std::map<std::string, std::istream*> streams;
+};
+
+Result<void> open_trace_dir(const std::string& dir, TraceFiles& out) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return fail(Diagnostic{{dir, 0, 0}, "", "not a directory",
                            "give the directory holding the trace's files (machine_meta.csv, batch_task.csv, ...)"});
-  std::map<std::string, std::string> files;
   for (const auto& name : sim::alibaba_v2018_files()) {
     std::filesystem::path p = std::filesystem::path(dir) / name;
     if (!std::filesystem::exists(p, ec)) continue;
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in && !in.eof())
-      return fail(Diagnostic{{p.string(), 0, 0}, "", "cannot read the file", "check its permissions"});
-    files[name] = std::move(text).str();
+    auto& f = out.open.emplace(name, std::ifstream(p, std::ios::binary)).first->second;
+    if (!f) return fail(Diagnostic{{p.string(), 0, 0}, "", "cannot open the file", "check its permissions"});
+    out.streams[name] = &f;
   }
-  return files;
+  return {};
 }
 
 std::string replay_plot_script(const sim::ReplayReport& r, const std::string& terminal, const std::string& title) {
@@ -213,11 +214,12 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
     report(g, errs);
     return k_usage;
   }
-  auto files = read_trace_dir(a.trace);
-  if (!files) return report(g, files.error());
-  sim::AlibabaScale scale;
-  scale.memory_at_100 = *unit;
-  auto trace = sim::parse_alibaba_v2018(*files, a.trace, scale);
+  TraceFiles files;
+  if (auto opened = open_trace_dir(a.trace, files); !opened) return report(g, opened.error());
+  sim::AlibabaOptions read;
+  read.memory_at_100 = *unit;
+  read.until_s = *until;
+  auto trace = sim::parse_alibaba_v2018(files.streams, a.trace, read);
   if (!trace) return report(g, trace.error());
 
   sim::ReplayOptions o;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <istream>
+#include <limits>
+#include <sstream>
 #include <cmath>
 #include <string_view>
 #include <unordered_map>
@@ -31,21 +34,20 @@ std::vector<std::string_view> split_row(std::string_view line) {
   }
 }
 
-// Reads rows of `text`, calling `row(fields, line_number)`; skips blank lines and a
-// header line (a first row whose first field is the schema's first column name).
+// Reads rows of `in` one line at a time (the real batch_instance.csv is over 100 GB),
+// calling `row(fields, line_number)`; skips blank lines and a header line (a first row
+// whose first field is the schema's first column name).
 template <class F>
-void for_each_row(std::string_view text, std::string_view header, F&& row) {
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+void for_each_row(std::istream& in, std::string_view header, F&& row) {
+  int64_t line_no = 0;
+  std::string buf;
+  while (std::getline(in, buf)) {
     ++line_no;
+    std::string_view line = buf;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (line_no == 1 && line.starts_with(header)) continue;
-    row(split_row(line), line_no);
+    row(split_row(line), static_cast<int>(std::min<int64_t>(line_no, std::numeric_limits<int>::max())));
   }
 }
 
@@ -89,20 +91,26 @@ std::string key_safe(std::string_view s) {
   return out;
 }
 
-int64_t memory_bytes(double normalised, const AlibabaScale& scale) {
+int64_t memory_bytes(double normalised, const AlibabaOptions& scale) {
   return static_cast<int64_t>(std::llround(normalised / 100.0 * static_cast<double>(scale.memory_at_100)));
 }
 
 struct ParseCtx {
   const std::string& dir;
-  const AlibabaScale& scale;
+  const AlibabaOptions& scale;
   Trace& trace;
   Diagnostics& errors;
   std::string path(const std::string& file) const { return dir.empty() ? file : dir + "/" + file; }
   void skip(const std::string& file, const std::string& why) { ++trace.skipped[fmt::format("{}: {}", file, why)]; }
+  // Rows after --until are not kept: a day of the full trace is millions of them.
+  bool after_until(const std::string& file, double t) {
+    if (scale.until_s <= 0 || t <= static_cast<double>(scale.until_s)) return false;
+    skip(file, "after --until");
+    return true;
+  }
 };
 
-void read_machines(ParseCtx& c, std::string_view text) {
+void read_machines(ParseCtx& c, std::istream& text) {
   const std::string file = "machine_meta.csv", path = c.path(file);
   RowErrors errs(c.errors);
   for_each_row(text, "machine_id", [&](const std::vector<std::string_view>& f, int line) {
@@ -121,6 +129,7 @@ void read_machines(ParseCtx& c, std::string_view text) {
       c.skip(file, "no time, cpu or memory");
       return;
     }
+    if (c.after_until(file, *t)) return;
     TraceMachineEvent e;
     e.time_s = static_cast<int64_t>(*t);
     e.machine = key_safe(f[0]);
@@ -136,7 +145,7 @@ void read_machines(ParseCtx& c, std::string_view text) {
   errs.finish(path);
 }
 
-void read_batch_tasks(ParseCtx& c, std::string_view text) {
+void read_batch_tasks(ParseCtx& c, std::istream& text) {
   const std::string file = "batch_task.csv", path = c.path(file);
   RowErrors errs(c.errors);
   for_each_row(text, "task_name", [&](const std::vector<std::string_view>& f, int line) {
@@ -155,6 +164,7 @@ void read_batch_tasks(ParseCtx& c, std::string_view text) {
     if (!n || *n < 1) return c.skip(file, "no instances");
     if (!start || !end || *start <= 0 || *end <= *start) return c.skip(file, "end_time not after start_time");
     if (!cpu || !mem || *cpu <= 0 || *mem <= 0) return c.skip(file, "no plan_cpu or plan_mem");
+    if (c.after_until(file, *start)) return;
     if (*n > 1e6) {
       errs.add(path, line, fmt::format("instance_num {} is more than a task of the trace has (1,000,000)", f[1]));
       return;
@@ -176,7 +186,7 @@ void read_batch_tasks(ParseCtx& c, std::string_view text) {
 // Online services: each container is one instance of its deploy unit (app_du) from its
 // first row on, and runs past the end of the trace. Containers of a unit that arrive
 // together with the same request form one task.
-void read_containers(ParseCtx& c, std::string_view text) {
+void read_containers(ParseCtx& c, std::istream& text) {
   const std::string file = "container_meta.csv", path = c.path(file);
   RowErrors errs(c.errors);
   struct Seen {
@@ -200,6 +210,7 @@ void read_containers(ParseCtx& c, std::string_view text) {
       return;
     }
     if (!t || *t < 0 || !cpu || !mem || *cpu <= 0 || *mem <= 0) return c.skip(file, "no time, cpu_request or mem_size");
+    if (c.after_until(file, *t)) return;
     std::string id(f[0]);
     auto it = first.find(id);
     if (it != first.end()) {
@@ -235,7 +246,7 @@ void read_containers(ParseCtx& c, std::string_view text) {
 }
 
 // Mean use per instance of each task, from the instances' cpu_avg and mem_avg.
-void read_batch_usage(ParseCtx& c, std::string_view text) {
+void read_batch_usage(ParseCtx& c, std::istream& text) {
   const std::string file = "batch_instance.csv", path = c.path(file);
   RowErrors errs(c.errors);
   struct Sum {
@@ -326,7 +337,15 @@ const std::vector<std::string>& alibaba_v2018_files() {
 bool alibaba_v2018_required(const std::string& file) { return file == "machine_meta.csv" || file == "batch_task.csv"; }
 
 Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::string>& files, const std::string& dir,
-                                  const AlibabaScale& scale) {
+                                  const AlibabaOptions& options) {
+  std::map<std::string, std::istringstream> streams;
+  std::map<std::string, std::istream*> in;
+  for (const auto& [name, text] : files) in[name] = &streams.emplace(name, std::istringstream(text)).first->second;
+  return parse_alibaba_v2018(in, dir, options);
+}
+
+Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::istream*>& files, const std::string& dir,
+                                  const AlibabaOptions& scale) {
   Trace trace;
   trace.format = "alibaba-v2018";
   Diagnostics errors;
@@ -337,10 +356,13 @@ Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::string>& file
                                   "an Alibaba cluster-trace-v2018 directory holds machine_meta.csv and batch_task.csv "
                                   "(container_meta.csv and batch_instance.csv are optional)"});
   if (!errors.empty()) return fail(errors);
-  read_machines(c, files.at("machine_meta.csv"));
-  read_batch_tasks(c, files.at("batch_task.csv"));
-  if (auto it = files.find("container_meta.csv"); it != files.end()) read_containers(c, it->second);
-  if (auto it = files.find("batch_instance.csv"); it != files.end()) read_batch_usage(c, it->second);
+  read_machines(c, *files.at("machine_meta.csv"));
+  read_batch_tasks(c, *files.at("batch_task.csv"));
+  if (auto it = files.find("container_meta.csv"); it != files.end()) read_containers(c, *it->second);
+  if (auto it = files.find("batch_instance.csv"); it != files.end()) read_batch_usage(c, *it->second);
+  for (const auto& [name, stream] : files)
+    if (stream->bad())
+      errors.push_back(Diagnostic{{c.path(name), 0, 0}, "", "the file could not be read to its end", "check the disk and the file"});
   if (!errors.empty()) return fail(errors);
   if (trace.machine_events.empty())
     return fail(Diagnostic{{c.path("machine_meta.csv"), 0, 0}, "", "the trace has no usable machine rows",

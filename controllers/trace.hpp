@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,19 +54,26 @@ struct Trace {
   int64_t rows = 0;
 };
 
-// What the trace's normalised memory (0..100, 100 being the largest machine) is in
-// bytes; the trace does not say, so it is an input (`gaia sim replay --memory-unit`).
-struct AlibabaScale {
+struct AlibabaOptions {
+  // What the trace's normalised memory (0..100, 100 being the largest machine) is in
+  // bytes; the trace does not say, so it is an input (`gaia sim replay --memory-unit`).
   int64_t memory_at_100 = 512LL * 1024 * 1024 * 1024;
+  // Rows after this trace time are counted, not kept (0: keep all), so a replay of the
+  // first hours of the full trace does not hold its eight days in memory.
+  int64_t until_s = 0;
 };
 
 // `files` maps a file name (machine_meta.csv, batch_task.csv, container_meta.csv,
-// batch_instance.csv) to its text; `dir` prefixes the names in error locations.
+// batch_instance.csv) to its stream, read a line at a time; `dir` prefixes the names
+// in error locations.
 // machine_meta.csv and batch_task.csv are required. Malformed rows are errors with
 // their file and line (all of them, up to a limit); well-formed rows that cannot be
 // replayed (no duration, no request) are counted in `skipped`.
+Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::istream*>& files, const std::string& dir,
+                                  const AlibabaOptions& options = {});
+// The same, from the files' text.
 Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::string>& files, const std::string& dir,
-                                  const AlibabaScale& scale = {});
+                                  const AlibabaOptions& options = {});
 
 // The file names parse_alibaba_v2018 reads, required ones first.
 const std::vector<std::string>& alibaba_v2018_files();

@@ -62,7 +62,7 @@ TEST_CASE("trace: machines and tasks in gaia's units", "[trace]") {
 }
 
 TEST_CASE("trace: the memory unit scales every memory figure", "[trace]") {
-  auto t = parse_alibaba_v2018(minimal_trace(), "tr", AlibabaScale{100 * kGiB});
+  auto t = parse_alibaba_v2018(minimal_trace(), "tr", AlibabaOptions{100 * kGiB});
   REQUIRE(t.has_value());
   CHECK(t->machine_events[0].capacity.memory_bytes == 100 * kGiB);
   CHECK(t->tasks[1].request.memory_bytes == static_cast<int64_t>(0.005 * 100 * kGiB));
@@ -179,4 +179,17 @@ TEST_CASE("trace: batch_instance.csv gives each task its mean usage", "[trace]")
   CHECK(t->tasks[0].usage->cpu_millis == 700);
   CHECK(t->tasks[0].usage->memory_bytes == static_cast<int64_t>(0.0075 * 512 * kGiB));
   CHECK_FALSE(t->tasks[1].usage.has_value());
+}
+
+TEST_CASE("trace: rows after the until time are counted, not kept", "[trace]") {
+  auto files = minimal_trace();
+  files["machine_meta.csv"] += "m_1,500,17,A,96,100,OFFLINE\n";
+  AlibabaOptions o;
+  o.until_s = 300;
+  auto t = parse_alibaba_v2018(files, "tr", o);
+  REQUIRE(t.has_value());
+  CHECK(t->machine_events.size() == 2);
+  CHECK(t->tasks.size() == 1);
+  CHECK(t->skipped.at("machine_meta.csv: after --until") == 1);
+  CHECK(t->skipped.at("batch_task.csv: after --until") == 1);
 }
