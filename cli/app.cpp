@@ -55,6 +55,7 @@ void build_app(CLI::App& app, Globals& g, int& code) {
   register_migrate(app, g, &code);
   register_drain(app, g, &code);
   register_rebalance(app, g, &code);
+  register_map(app, g, &code);
   register_controller(app, g, &code);
   register_agent(app, g, &code);
   register_logs(app, g, &code);
@@ -70,6 +71,7 @@ void build_app(CLI::App& app, Globals& g, int& code) {
       "  gaia cluster create -f examples/clusters/bigdata-50.yaml\n"
       "  gaia submit examples/web --wait\n"
       "  gaia get instances -o wide\n"
+      "  gaia map --watch                           # nodes by rack, coloured by allocation\n"
       "  source <(gaia completion bash)             # tab completion for this shell\n"
       "Run `gaia COMMAND --help` for a command's flags and examples; docs/cli.md has them all.\n"
       "Exit codes: 0 ok, 1 error, 2 usage; see docs/cli.md for the commands that add more.");

@@ -116,6 +116,8 @@ void register_scale(CLI::App& app, Globals& g, int* code);
 void register_migrate(CLI::App& app, Globals& g, int* code);
 void register_drain(CLI::App& app, Globals& g, int* code);
 void register_rebalance(CLI::App& app, Globals& g, int* code);
+// `gaia map` (cmd_map.cpp): the cluster as a grid of nodes by rack.
+void register_map(CLI::App& app, Globals& g, int* code);
 // `gaia node fail|recover` (cmd_migrate.cpp), added to the `node` command.
 void register_node_faults(CLI::App* node, Globals& g, int* code);
 void register_controller(CLI::App& app, Globals& g, int* code);

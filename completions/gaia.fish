@@ -30,6 +30,7 @@ function __gaia_subs
               'migrate' 'Move one instance to another node (explaining a refusal)' \
               'drain' 'Cordon a node and move everything off it, keeping each role\'s min_available' \
               'rebalance' 'Move a few instances so pending ones fit, or to pack nodes (plan first)' \
+              'map' 'Draw the cluster\'s nodes by rack, coloured by allocation or usage' \
               'controller' 'Run the controllers continuously (one leader per store)' \
               'agent' 'The node agent of a process cluster: supervises its local processes' \
               'logs' 'Print what an instance\'s process wrote (process backend)' \
@@ -798,6 +799,28 @@ function __gaia_opts
               '--dry-run' 'flag' 'Print the plan; write nothing' \
               '--max-moves' 'text' 'Most instances moved' \
               '-o --output' 'choices text json' 'text or json' \
+              '--version' 'flag' 'Display program version information and exit' \
+              '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
+              '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \
+              '--tenant' 'names tenants' 'Tenant to resolve and render in' \
+              '--store' 'files' 'Store: SQLite file or etcd://HOST:PORT[,...] (default: $GAIA_STORE, else the context\'s)' \
+              '--context' 'names contexts' 'Context to use instead of the current one' \
+              '--color' 'choices auto always never' 'Colour output: auto (terminal, not with NO_COLOR), always, never' \
+              '--error-format' 'choices text github' 'text, or github (workflow annotations)' \
+              '-q --quiet' 'flag' 'Print only errors and requested output' \
+              '-v --verbose' 'flag' 'More detail on stderr (repeatable)'
+        case 'map'
+            printf '%s\t%s\t%s\n' \
+              '-h --help' 'flag' 'Print this help message and exit' \
+              '--by' 'choices allocation usage' 'allocation (requests over capacity, the default) or usage (observed usage over capacity); a node\'s level is the larger of cpu and memory' \
+              '--width' 'text' 'Columns to fit (default: the terminal\'s, else 80)' \
+              '--names' 'flag' 'Write each node\'s name in its cell (the default when that takes at most 30 rows)' \
+              '--compact' 'flag' 'Cells of the level alone, two characters each' \
+              '--hot' 'text' 'A node at or above this percentage is a hot spot' \
+              '--svg' 'files' 'Also write the picture as an SVG file (a report; the node\'s figures on hover)' \
+              '-o --output' 'choices text json' 'text or json (the data: every node, pending work, hot spots)' \
+              '-w --watch' 'flag' 'Draw again every --interval until interrupted (Ctrl-C)' \
+              '--interval' 'text' 'With --watch: time between pictures (e.g. 500ms, 5s)' \
               '--version' 'flag' 'Display program version information and exit' \
               '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec\'s parent)' \
               '-J --jpath' 'dirs' 'Extra Jsonnet library folder (repeatable; $GAIA_PATH is appended)' \

@@ -236,6 +236,7 @@ Result<NodeOpOutcome> decide_cluster_create(const ClusterState& state, const Clu
   b.profile = spec.profile;
   b.put_settings[keys::k_backend_setting] = spec.backend;
   b.put_settings[keys::k_storage_classes_setting] = nlohmann::json(spec.storage_classes);
+  b.put_settings[keys::k_cluster_name_setting] = spec.name;
   retry_pending(state, out);
   return out;
 }

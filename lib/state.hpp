@@ -246,6 +246,9 @@ inline constexpr const char* k_kube_owner_setting = "kubernetes_owner";
 inline constexpr const char* k_storage_classes_setting = "storage_classes";
 // Claim volumes kept after a scale down (a list of KeptVolume): Snapshot::kept_claims.
 inline constexpr const char* k_kept_claims_setting = "kept_claims";
+// The cluster's name (its cluster file's `name:` or `cluster create --name`; "" when it
+// has none), written by `cluster create`; `gaia map` titles its picture with it.
+inline constexpr const char* k_cluster_name_setting = "cluster_name";
 std::string setting(const std::string& name);
 }  // namespace keys
 

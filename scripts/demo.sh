@@ -34,6 +34,8 @@ step "$GAIA" get apps
 step "$GAIA" get instances
 step "$GAIA" endpoints hdfs
 step "$GAIA" status
+# The cluster as a picture: nodes by rack, each cell as full as the node (docs/cli.md#gaia-map).
+step "$GAIA" map
 # The timeline: every decision the submits made, oldest first.
 step "$GAIA" events
 

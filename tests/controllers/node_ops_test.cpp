@@ -64,11 +64,14 @@ bool has_event(const Batch& b, const std::string& reason, const std::string& nod
 TEST_CASE("node ops: cluster create places pending instances and refuses to overwrite", "[node_ops]") {
   ClusterState s = with_pending_app(2);
   ClusterSpec spec;
+  spec.name = "lab";
   spec.nodes = {make_node("n1", 8, 16, 1)};
   ensure_default_tenant(spec.tenants);
   auto out = decide_cluster_create(s, spec, false);
   REQUIRE(out.has_value());
   CHECK(has_event(out->batch, "ClusterCreated"));
+  // The name is kept for `gaia map`'s title.
+  CHECK(out->batch.put_settings.at(keys::k_cluster_name_setting) == "lab");
   CHECK(has_event(out->batch, "NodeAdded", "n1"));
   REQUIRE(out->placed.size() == 2);
   CHECK(out->placed[0].node == "n1");
