@@ -214,6 +214,18 @@ int ClusterIndex::node_index(std::string_view name) const {
   return it == m_node_by_name.end() ? -1 : it->second;
 }
 
+int ClusterIndex::key_rank(int inst) const {
+  if (m_key_rank.size() != insts.size()) {
+    std::vector<std::pair<std::string, int>> keys;
+    keys.reserve(insts.size());
+    for (size_t i = 0; i < insts.size(); ++i) keys.emplace_back(insts[i].inst->key(), static_cast<int>(i));
+    std::sort(keys.begin(), keys.end());
+    m_key_rank.assign(insts.size(), 0);
+    for (size_t r = 0; r < keys.size(); ++r) m_key_rank[static_cast<size_t>(keys[r].second)] = static_cast<int>(r);
+  }
+  return m_key_rank[static_cast<size_t>(inst)];
+}
+
 int ClusterIndex::instance_index(std::string_view key) const {
   auto it = m_inst_by_key.find(std::string(key));
   return it == m_inst_by_key.end() ? -1 : it->second;

@@ -96,7 +96,7 @@ class NodeSearch {
       if (a.rank != b.rank) return a.rank < b.rank;
       if (a.frees[1] != b.frees[1]) return a.frees[1] > b.frees[1];
       if (a.frees[0] != b.frees[0]) return a.frees[0] > b.frees[0];
-      return m_idx.insts[a.inst].inst->key() < m_idx.insts[b.inst].inst->key();
+      return m_idx.key_rank(a.inst) < m_idx.key_rank(b.inst);
     });
     m_chosen.assign(m_forced.begin(), m_forced.end());
     if (covers(freed, need)) return finish(out);
@@ -231,7 +231,7 @@ VictimPlan find_preemption(const ClusterIndex& idx, const GroupCtx& g, const std
       const Instance& x = *idx.insts[a].inst;
       const Instance& y = *idx.insts[b].inst;
       if (x.priority.rank() != y.priority.rank()) return x.priority.rank() < y.priority.rank();
-      return x.key() < y.key();
+      return idx.key_rank(a) < idx.key_rank(b);
     });
   return best;
 }
