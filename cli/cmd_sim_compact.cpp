@@ -41,15 +41,28 @@ std::string compact_plot_script(const std::vector<PlotRow>& rows, const std::str
     data.push_back({static_cast<double>(i), static_cast<double>(rows[i].p50), static_cast<double>(rows[i].min),
                     static_cast<double>(rows[i].max)});
   std::string xtics;
-  for (size_t i = 0; i < rows.size(); ++i) xtics += fmt::format("{}'{}' {}", i ? ", " : "", rows[i].policy, i);
+  for (size_t i = 0; i < rows.size(); ++i) xtics += fmt::format("{}{} {}", i ? ", " : "", plot_quote(rows[i].policy), i);
   std::string out = terminal + "\n" + plot_data_block("cells", data);
-  out += fmt::format("set title '{}'\nset ylabel 'machines needed (p50; bar: min to max)'\n", title);
+  out += fmt::format("set title {}\nset ylabel 'machines needed (p50; bar: min to max)'\n", plot_quote(title));
   out += fmt::format("set xtics ({}) rotate by -30\nset xrange [-0.6:{}]\nset yrange [0:*]\nset grid ytics\n",
                      xtics, static_cast<double>(rows.size()) - 0.4);
   out += "set style fill solid 0.6 border -1\nset boxwidth 0.6\nunset key\n";
   out += "plot $cells using 1:2 with boxes lc rgb '#4477aa', $cells using 1:2:3:4 with yerrorbars lc rgb '#222222' pt 0, "
          "$cells using 1:2:(sprintf('%d', $2)) with labels offset 0,1\n";
   return out;
+}
+
+// Draws the plot when asked, after the report is printed; false (reported) on failure.
+bool plot_compaction(const Globals& g, const CompactArgs& a, const sim::SimWorkload& w, const std::vector<PlotRow>& rows,
+                     const std::string& terminal) {
+  if (a.plot.empty()) return true;
+  std::string title = fmt::format("Cell compaction: {} machines, {} instances, {} removal order{}", a.machines,
+                                  w.instances.size(), a.seeds, a.seeds == 1 ? "" : "s");
+  if (auto ok = run_gnuplot(compact_plot_script(rows, terminal, title), a.plot); !ok) {
+    report(g, ok.error());
+    return false;
+  }
+  return true;
 }
 
 int run_compact(const Globals& g, const CompactArgs& a) {
@@ -61,6 +74,9 @@ int run_compact(const Globals& g, const CompactArgs& a) {
       return k_usage;
     }
     terminal = *term;
+    // Before the runs, which take minutes on a large cell: a plot that cannot be drawn
+    // is known at once.
+    if (auto ok = check_plot_target(a.plot); !ok) return report(g, ok.error());
   }
   // The policies in the standard order (gaia's default first, the row the others are
   // compared with); an unknown name was refused by the flag's check.
@@ -120,17 +136,12 @@ int run_compact(const Globals& g, const CompactArgs& a) {
                    {"seconds", seconds},
                    {"runs", runs}});
   }
-  if (!a.plot.empty()) {
-    std::string title = fmt::format("Cell compaction: {} machines, {} instances, {} removal order{}", a.machines,
-                                    w.instances.size(), a.seeds, a.seeds == 1 ? "" : "s");
-    if (auto ok = run_gnuplot(compact_plot_script(plot_rows, terminal, title), a.plot); !ok) return report(g, ok.error());
-  }
   if (a.output == "json") {
     nlohmann::json doc = {{"machines", a.machines}, {"instances", w.instances.size()}, {"workload_seed", a.workload_seed},
                           {"seeds", a.seeds},       {"fill", a.fill},                 {"pending_allowed_percent", a.pending},
                           {"policies", out}};
     fmt::print("{}\n", doc.dump(2));
-    return 0;
+    return plot_compaction(g, a, w, plot_rows, terminal) ? 0 : 1;
   }
   fmt::print("Cell of {} machine{}, {} instances (workload seed {}, fill {:.0f}%); smallest cell that fits with at "
              "most {}% pending, over {} removal order{}:\n",
@@ -143,6 +154,8 @@ int run_compact(const Globals& g, const CompactArgs& a) {
                "sizes are that limit, not an answer\n  hint: give more --machines (a cell of a few machines cannot hold "
                "the jobs the generator makes), or a lower --fill\n",
                a.pending);
+  std::fflush(stdout);
+  if (!plot_compaction(g, a, w, plot_rows, terminal)) return 1;
   if (!a.plot.empty()) fmt::print("Plot written to {}\n", a.plot);
   return 0;
 }

@@ -1,8 +1,9 @@
-// gaia sim replay: a published cluster trace run through the real scheduler over
+// gaia sim replay: a published cluster trace (Alibaba's or Google's) run through the real scheduler over
 // simulated time (controllers/replay.hpp, docs/policies.md#trace-replay). Reads the
 // trace's files and writes no store; the report goes to stdout, the plot to --plot.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,10 +25,11 @@ namespace {
 
 struct ReplayArgs {
   std::string trace;
-  std::string format = "alibaba-v2018";
+  std::string format = "auto";
   std::string policy = "gaia";
   std::string tick = "10s", step, until;
   std::string memory_unit = "512Gi";
+  int cpu_unit = 64;
   bool no_near = false;
   std::string plot;
   std::string output = "text";
@@ -66,22 +68,72 @@ Result<int64_t> seconds_flag(const std::string& flag, const std::string& text, b
 // The trace's files, opened to be read a line at a time.
 struct TraceFiles {
   std::map<std::string, std::ifstream> open;
-  std::map<std::string, std::istream*> streams;
+  std::map<std::string, std::istream*> streams;  // Alibaba's, by file name.
+  sim::TraceParts machine_parts, task_parts;     // Google's, in order.
 };
 
-Result<void> open_trace_dir(const std::string& dir, TraceFiles& out) {
+Result<void> open_file(const std::filesystem::path& p, TraceFiles& out, std::istream** stream) {
+  auto& f = out.open.emplace(p.string(), std::ifstream(p, std::ios::binary)).first->second;
+  if (!f) return fail(Diagnostic{{p.string(), 0, 0}, "", "cannot open the file", "check its permissions"});
+  *stream = &f;
+  return {};
+}
+
+// A table of Google's trace: `<name>.csv`, or a folder `<name>/` of part files (the
+// published `part-00000-of-00500.csv`, uncompressed), read in name order.
+Result<void> open_google_table(const std::filesystem::path& dir, const std::string& name, TraceFiles& out,
+                               sim::TraceParts& parts) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_regular_file(dir / (name + ".csv"), ec)) files.push_back(dir / (name + ".csv"));
+  if (std::filesystem::is_directory(dir / name, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir / name, ec)) {
+      std::string base = e.path().filename().string();
+      if (base.ends_with(".gz"))
+        return fail(Diagnostic{{e.path().string(), 0, 0}, "", "compressed part files are not read",
+                               fmt::format("uncompress them first: gunzip {}/{}/*.gz", dir.string(), name)});
+      if (e.is_regular_file() && base.ends_with(".csv")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+  }
+  for (const auto& p : files) {
+    std::istream* in = nullptr;
+    if (auto ok = open_file(p, out, &in); !ok) return ok;
+    parts.emplace_back(p.string(), in);
+  }
+  return {};
+}
+
+Result<std::string> open_trace_dir(const std::string& dir, const std::string& format, TraceFiles& out) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return fail(Diagnostic{{dir, 0, 0}, "", "not a directory",
-                           "give the directory holding the trace's files (machine_meta.csv, batch_task.csv, ...)"});
-  for (const auto& name : sim::alibaba_v2018_files()) {
-    std::filesystem::path p = std::filesystem::path(dir) / name;
-    if (!std::filesystem::exists(p, ec)) continue;
-    auto& f = out.open.emplace(name, std::ifstream(p, std::ios::binary)).first->second;
-    if (!f) return fail(Diagnostic{{p.string(), 0, 0}, "", "cannot open the file", "check its permissions"});
-    out.streams[name] = &f;
+                           "give the directory holding the trace's files (machine_meta.csv, batch_task.csv, ... for "
+                           "Alibaba's; machine_events and task_events for Google's)"});
+  std::filesystem::path root(dir);
+  std::string fmt_name = format;
+  if (fmt_name == "auto") {
+    bool alibaba = std::filesystem::exists(root / "machine_meta.csv", ec);
+    bool google = std::filesystem::exists(root / "machine_events.csv", ec) || std::filesystem::exists(root / "machine_events", ec);
+    if (alibaba == google)
+      return fail(Diagnostic{{dir, 0, 0}, "",
+                             alibaba ? "holds files of both formats" : "holds no trace: no machine_meta.csv or machine_events",
+                             "give --format alibaba-v2018 or google-2011, or the directory of one trace"});
+    fmt_name = alibaba ? "alibaba-v2018" : "google-2011";
   }
-  return {};
+  if (fmt_name == "google-2011") {
+    if (auto ok = open_google_table(root, "machine_events", out, out.machine_parts); !ok) return fail(ok.error());
+    if (auto ok = open_google_table(root, "task_events", out, out.task_parts); !ok) return fail(ok.error());
+    return fmt_name;
+  }
+  for (const auto& name : sim::alibaba_v2018_files()) {
+    std::filesystem::path p = root / name;
+    if (!std::filesystem::exists(p, ec)) continue;
+    std::istream* in = nullptr;
+    if (auto ok = open_file(p, out, &in); !ok) return fail(ok.error());
+    out.streams[name] = in;
+  }
+  return fmt_name;
 }
 
 std::string replay_plot_script(const sim::ReplayReport& r, const std::string& terminal, const std::string& title) {
@@ -91,11 +143,15 @@ std::string replay_plot_script(const sim::ReplayReport& r, const std::string& te
     rows.push_back({static_cast<double>(s.time_s - r.start_s) / 3600.0, s.cpu_alloc * 100, s.mem_alloc * 100,
                     s.cpu_used * 100, s.mem_used * 100, static_cast<double>(s.pending)});
   std::string out = terminal + "\n" + plot_data_block("replay", rows);
-  out += "set multiplot layout 2,1 title '" + title + "'\n";
+  out += "set multiplot layout 2,1 title " + plot_quote(title) + "\n";
+  // Fixed margins, so the two panels' time axes line up whatever their keys hold.
+  out += "set lmargin 10\nset rmargin 30\n";
   out += "set key outside right top\nset grid\nset xlabel 'trace time (hours)'\n";
   out += "set ylabel 'percent of capacity'\nset yrange [0:*]\n";
   out += "plot $replay using 1:2 with lines lw 2 title 'cpu allocated', $replay using 1:3 with lines lw 2 title 'memory allocated'";
-  if (usage) out += ", $replay using 1:4 with lines dt 2 title 'cpu used', $replay using 1:5 with lines dt 2 title 'memory used'";
+  if (usage)
+    out += ", $replay using 1:4 with lines dt 2 title 'cpu used (known usage)', $replay using 1:5 with lines dt 2 title "
+           "'memory used (known usage)'";
   out += "\nset ylabel 'instances pending'\n";
   out += "plot $replay using 1:6 with lines lw 2 title 'pending'\n";
   out += "unset multiplot\n";
@@ -130,6 +186,8 @@ nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, doub
           {"placements", r.placements},
           {"finished", r.finished},
           {"pending_at_end", r.pending_at_end},
+          {"oldest_pending_s", r.oldest_pending_s},
+          {"migrations", 0},
           {"waiting_at_end", r.waiting_at_end},
           {"preemptions", r.preemptions},
           {"lost", r.lost},
@@ -174,8 +232,9 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
              span_text(sim::wait_percentile(r, 50)), span_text(sim::wait_percentile(r, 90)),
              span_text(sim::wait_percentile(r, 99)), span_text(sim::wait_percentile(r, 100)));
   if (r.pending_at_end > 0 || r.waiting_at_end > 0)
-    fmt::print("At the end: {} instances still pending, {} tasks waiting for tasks before them\n", r.pending_at_end,
-               r.waiting_at_end);
+    fmt::print("At the end: {} instances still pending (the longest for {}, not in the percentiles above), {} tasks "
+               "waiting for tasks before them\n",
+               r.pending_at_end, span_text(r.oldest_pending_s), r.waiting_at_end);
   fmt::print("Preemptions: {} (evicted for higher-priority work, queued again); lost with their machine: {}\n",
              r.preemptions, r.lost);
   if (r.near_placements > 0) {
@@ -186,9 +245,11 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
                r.near_placements, pct(r.near_node / n_), pct(r.near_rack / n_), pct(elsewhere / n_),
                r.near_gone > 0 ? fmt::format(", {} with the data gone", pct(r.near_gone / n_)) : "");
   } else {
-    fmt::print("Near their data: no task of the trace reads an earlier task's output{}\n",
-               a.no_near ? " (--no-near)" : "");
+    bool dags = std::any_of(trace.tasks.begin(), trace.tasks.end(), [](const auto& t) { return !t.deps.empty(); });
+    fmt::print("Near their data: {}\n", dags ? "no task that reads an earlier task's output was placed"
+                                              : "no task of the trace reads an earlier task's output");
   }
+  fmt::print("Migrations: none (the replay does not move running work; see gaia rebalance)\n");
   for (const auto& [why, count] : trace.skipped) fmt::print("Skipped: {} rows of {}\n", count, why);
 }
 
@@ -214,12 +275,24 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
     report(g, errs);
     return k_usage;
   }
+  if (!a.plot.empty())
+    if (auto ok = check_plot_target(a.plot); !ok) return report(g, ok.error());
   TraceFiles files;
-  if (auto opened = open_trace_dir(a.trace, files); !opened) return report(g, opened.error());
-  sim::AlibabaOptions read;
-  read.memory_at_100 = *unit;
-  read.until_s = *until;
-  auto trace = sim::parse_alibaba_v2018(files.streams, a.trace, read);
+  auto format = open_trace_dir(a.trace, a.format, files);
+  if (!format) return report(g, format.error());
+  Result<sim::Trace> trace;
+  if (*format == "google-2011") {
+    sim::GoogleOptions read;
+    read.cores_at_1 = a.cpu_unit;
+    read.memory_at_1 = *unit;
+    read.until_s = *until;
+    trace = sim::parse_google_2011(files.machine_parts, files.task_parts, read);
+  } else {
+    sim::AlibabaOptions read;
+    read.memory_at_100 = *unit;
+    read.until_s = *until;
+    trace = sim::parse_alibaba_v2018(files.streams, a.trace, read);
+  }
   if (!trace) return report(g, trace.error());
 
   sim::ReplayOptions o;
@@ -234,17 +307,18 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (!a.plot.empty()) {
+  }
+  // The report first: a plot that fails after a long replay must not take it along.
+  if (a.output == "json")
+    fmt::print("{}\n", replay_json(r, a, seconds).dump(2));
+  else
+    print_replay(r, *trace, a, seconds);
+  std::fflush(stdout);
+  if (!a.plot.empty()) {
     std::string title = fmt::format("{} ({}), policy {}", std::filesystem::path(a.trace).filename().string(), r.format,
                                     a.policy);
-    for (auto& c : title)
-      if (c == '\'') c = ' ';
     if (auto ok = run_gnuplot(replay_plot_script(r, terminal, title), a.plot); !ok) return report(g, ok.error());
-  }
-  if (a.output == "json") {
-    fmt::print("{}\n", replay_json(r, a, seconds).dump(2));
-  } else {
-    print_replay(r, *trace, a, seconds);
-    if (!a.plot.empty()) fmt::print("Plot written to {}\n", a.plot);
+    if (a.output != "json") fmt::print("Plot written to {}\n", a.plot);
   }
   return 0;
 }
@@ -257,22 +331,28 @@ void register_sim_replay(CLI::App* sim, Globals& g, int* code) {
       "Runs a trace's machines, arrivals and departures through the real scheduler over simulated\n"
       "time and reports allocation and utilization over time, pending-time percentiles,\n"
       "preemptions, work lost with machines, and how often tasks land near the data earlier tasks\n"
-      "wrote. TRACE is a directory of Alibaba cluster-trace-v2018 files: machine_meta.csv and\n"
-      "batch_task.csv, optionally container_meta.csv (online services, as prod) and\n"
-      "batch_instance.csv (usage). Nothing is read from or written to the store.\n"
+      "wrote. TRACE is a directory of Alibaba cluster-trace-v2018 files (machine_meta.csv and\n"
+      "batch_task.csv, optionally container_meta.csv and batch_instance.csv) or of Google\n"
+      "cluster-data-2011-2 tables (machine_events and task_events, as .csv files or folders of\n"
+      "uncompressed part files). Nothing is read from or written to the store.\n"
       "Examples:\n"
       "  gaia sim replay examples/traces/alibaba-v2018-sample\n"
       "  gaia sim replay TRACE --policy best-fit --plot replay.svg\n"
       "  gaia sim replay TRACE --until 6h -o json\n"
+      "  gaia sim replay examples/traces/google-2011-sample --cpu-unit 32\n"
       "Exit codes: 0 ok, 1 error (unreadable or malformed trace), 2 bad flags.");
   auto a = std::make_shared<ReplayArgs>();
   cmd->add_option("TRACE", a->trace, "Directory holding the trace's files")->required();
-  cmd->add_option("--format", a->format, "Trace format (alibaba-v2018)")->check(CLI::IsMember({"alibaba-v2018"}));
+  cmd->add_option("--format", a->format, "Trace format: auto (by the files), alibaba-v2018 or google-2011")
+      ->check(CLI::IsMember({"auto", "alibaba-v2018", "google-2011"}));
   cmd->add_option("--policy", a->policy, "Placement policy (default gaia)")->check(CLI::IsMember(replay_policy_names()));
   cmd->add_option("--tick", a->tick, "Time between scheduling passes, in trace time (default 10s)");
   cmd->add_option("--step", a->step, "Time between samples of the timeline (default: about 100 samples)");
   cmd->add_option("--until", a->until, "Stop at this trace time (default: when the work is done)");
-  cmd->add_option("--memory-unit", a->memory_unit, "What the trace's normalised memory 100 is (default 512Gi)");
+  cmd->add_option("--memory-unit", a->memory_unit,
+                  "Memory of the trace's largest machine, to which it normalises (default 512Gi)");
+  cmd->add_option("--cpu-unit", a->cpu_unit, "Cores of the largest machine of a Google trace (default 64)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--no-near", a->no_near, "Do not place tasks near the output of the tasks before them");
   cmd->add_option("--plot", a->plot, "Also draw the timeline into FILE (.svg or .png; needs gnuplot)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));

@@ -1239,12 +1239,13 @@ function __gaia_opts
         case 'sim replay'
             printf '%s\t%s\t%s\n' \
               '-h --help' 'flag' 'Print this help message and exit' \
-              '--format' 'choices alibaba-v2018' 'Trace format (alibaba-v2018)' \
+              '--format' 'choices auto alibaba-v2018 google-2011' 'Trace format: auto (by the files), alibaba-v2018 or google-2011' \
               '--policy' 'choices gaia best-fit best-fit-scarce k8s-least-allocated' 'Placement policy (default gaia)' \
               '--tick' 'text' 'Time between scheduling passes, in trace time (default 10s)' \
               '--step' 'text' 'Time between samples of the timeline (default: about 100 samples)' \
               '--until' 'text' 'Stop at this trace time (default: when the work is done)' \
-              '--memory-unit' 'text' 'What the trace\'s normalised memory 100 is (default 512Gi)' \
+              '--memory-unit' 'text' 'Memory of the trace\'s largest machine, to which it normalises (default 512Gi)' \
+              '--cpu-unit' 'text' 'Cores of the largest machine of a Google trace (default 64)' \
               '--no-near' 'flag' 'Do not place tasks near the output of the tasks before them' \
               '--plot' 'text' 'Also draw the timeline into FILE (.svg or .png; needs gnuplot)' \
               '-o --output' 'choices text json' 'text or json' \

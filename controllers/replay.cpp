@@ -67,10 +67,15 @@ class Replayer {
 
     while (!m_q.empty()) {
       ReplayEv e = m_q.top();
-      if (m_o.until_s > 0 && e.t > m_o.until_s) break;
+      if (m_o.until_s > 0 && e.t > m_o.until_s) {
+        m_r.end_s = m_o.until_s;
+        break;
+      }
       m_q.pop();
       m_now = e.t;
-      m_r.end_s = e.t;
+      // Samples run on past the last event by up to a step; they do not make the trace
+      // longer.
+      if (e.kind != kEvSample) m_r.end_s = e.t;
       switch (e.kind) {
         case kEvMachine: machine_event(m_trace.machine_events[static_cast<size_t>(e.a)]); break;
         case kEvFinish: finish(e.a, e.b); break;
@@ -79,9 +84,14 @@ class Replayer {
         case kEvSample: sample(); break;
       }
     }
+    while (!m_r.samples.empty() && m_r.samples.back().time_s > m_r.end_s) m_r.samples.pop_back();
+    m_now = m_r.end_s;
     if (m_r.samples.empty() || m_r.samples.back().time_s != m_r.end_s) sample_now();
-    for (const auto& i : m_s.instances)
-      if (i.state == InstanceState::Pending) ++m_r.pending_at_end;
+    for (size_t i = 0; i < m_s.instances.size(); ++i)
+      if (m_s.instances[i].state == InstanceState::Pending) {
+        ++m_r.pending_at_end;
+        m_r.oldest_pending_s = std::max(m_r.oldest_pending_s, m_r.end_s - m_live[i].queued_at);
+      }
     for (const auto& t : m_tasks)
       if (t.started && t.deps_left > 0) ++m_r.waiting_at_end;
     std::sort(m_r.waits_s.begin(), m_r.waits_s.end());
@@ -95,7 +105,10 @@ class Replayer {
 
   int64_t estimated_end() const {
     int64_t end = m_r.start_s;
-    for (const auto& t : m_trace.tasks) end = std::max(end, t.start_s + t.duration_s);
+    for (const auto& t : m_trace.tasks) {
+      end = std::max(end, t.start_s + t.duration_s);
+      for (int64_t d : t.durations) end = std::max(end, t.start_s + d);
+    }
     for (const auto& m : m_trace.machine_events) end = std::max(end, m.time_s);
     if (m_o.until_s > 0) end = std::min(end, m_o.until_s);
     return end;
@@ -124,10 +137,17 @@ class Replayer {
       const TraceTask& t = m_trace.tasks[i];
       Role role;
       role.name = t.name;
-      role.kind = t.duration_s > 0 ? "batch" : "service";
+      role.kind = t.duration_of(0) > 0 ? "batch" : "service";
       role.replicas = static_cast<int>(std::min<int64_t>(t.instances, std::numeric_limits<int>::max()));
       role.resources = t.request;
       role.priority.band = t.band;
+      if (t.spread_machines) {
+        AffinityTerm apart;
+        apart.target = AffinityTerm::Target::Instance;
+        apart.match = {LabelRequirement{"gaia.io/app", "In", {t.job}}, LabelRequirement{"gaia.io/role", "In", {t.name}}};
+        apart.topology = "node";
+        role.required_anti_affinity.push_back(std::move(apart));
+      }
       // The largest task before this one holds most of the data it reads.
       int64_t best = -1;
       for (const auto& d : t.deps) {
@@ -168,12 +188,13 @@ class Replayer {
       m_cap_cpu -= n.capacity.cpu_millis;
       m_cap_mem -= n.capacity.memory_bytes;
     }
+    bool resized = n.capacity != e.capacity;
     n.capacity = e.capacity;
     if (e.up) {
       m_cap_cpu += n.capacity.cpu_millis;
       m_cap_mem += n.capacity.memory_bytes;
       n.state = NodeState::Ready;
-      if (!m_up[ni]) changed();
+      if (!m_up[ni] || resized) changed();
     } else {
       n.state = NodeState::Down;
       if (m_up[ni]) lose_node(n.name);
@@ -305,7 +326,7 @@ class Replayer {
     if (tt.usage) ++m_usage_placements;
     count_alloc(p, +1);
     count_member(p, +1);
-    if (tt.duration_s > 0) push(m_now + tt.duration_s, kEvFinish, l.id, l.gen);
+    if (int64_t d = tt.duration_of(i.ordinal); d > 0) push(m_now + d, kEvFinish, l.id, l.gen);
   }
 
   // Back to the queue from its node.

@@ -61,6 +61,7 @@ struct ReplayReport {
   int64_t events = 0, schedules = 0;
   int64_t placements = 0, finished = 0;
   int64_t pending_at_end = 0;  // Instances queued when the replay stopped.
+  int64_t oldest_pending_s = 0;  // How long the longest of them had waited.
   int64_t waiting_at_end = 0;  // Tasks whose predecessors had not finished.
   int64_t preemptions = 0;     // Instances evicted for higher-priority work.
   int64_t lost = 0;            // Instances on machines that left service.

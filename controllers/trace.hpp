@@ -13,6 +13,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/error.hpp"
@@ -43,6 +44,16 @@ struct TraceTask {
   std::vector<std::string> deps;
   // Mean use of one instance where the trace gives it (batch_instance.csv).
   std::optional<Resources> usage;
+  // Per instance (by ordinal) when the instances run for different times (Google's
+  // trace: each task of a job has its own); empty means `duration_s` for all.
+  std::vector<int64_t> durations;
+  // The instances must run on different machines (Google's different-machines
+  // restriction).
+  bool spread_machines = false;
+
+  int64_t duration_of(int64_t ordinal) const {
+    return durations.empty() ? duration_s : durations[static_cast<size_t>(ordinal)];
+  }
 };
 
 struct Trace {
@@ -74,6 +85,25 @@ Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::istream*>& fi
 // The same, from the files' text.
 Result<Trace> parse_alibaba_v2018(const std::map<std::string, std::string>& files, const std::string& dir,
                                   const AlibabaOptions& options = {});
+
+struct GoogleOptions {
+  // The trace normalises cpu and memory to the largest machine (1.0); what that is.
+  int64_t cores_at_1 = 64;
+  int64_t memory_at_1 = 512LL * 1024 * 1024 * 1024;
+  int64_t until_s = 0;  // As AlibabaOptions::until_s.
+};
+
+// Google's cluster-data-2011-2 (github.com/google/cluster-data, schema.csv):
+// `machine_events` and `task_events`, each a stream of rows in time order (the parts of
+// the published files, uncompressed and read one after the other). A task (job, index)
+// arrives at its first SUBMIT; its duration is from its last SCHEDULE to the FINISH,
+// FAIL, KILL or LOST after it, and a task still running at the end of the trace runs to
+// the end. Priorities 9 and above are prod (Borg's production band), the rest non-prod.
+// Tasks of a job submitted together with the same request form one role.
+// Each part is (its path for error locations, its stream).
+using TraceParts = std::vector<std::pair<std::string, std::istream*>>;
+Result<Trace> parse_google_2011(const TraceParts& machine_events, const TraceParts& task_events,
+                                const GoogleOptions& options = {});
 
 // The file names parse_alibaba_v2018 reads, required ones first.
 const std::vector<std::string>& alibaba_v2018_files();

@@ -108,7 +108,7 @@ TEST_CASE("sim replay: bad traces are errors with their file and line", "[cli][s
   write_file(dir / "batch_task.csv", "M1,4,j_1,1,Terminated,100,400,100,1.5\nR2_1,two,j_1,1,Terminated,410,500,50,0.5\n");
   RunResult bad_row = expect_exit(s, 1, {"sim", "replay", dir.string()});
   CHECK(contains(bad_row.err, "batch_task.csv:2"));
-  CHECK(contains(bad_row.err, "must be numbers"));
+  CHECK(contains(bad_row.err, "whole number 0..1000000"));
 }
 
 TEST_CASE("sim replay: bad flags are usage errors", "[cli][sim]") {
@@ -120,6 +120,49 @@ TEST_CASE("sim replay: bad flags are usage errors", "[cli][sim]") {
   expect_exit(s, 2, {"sim", "replay", sample_trace(), "--tick", "0s"});
   RunResult mem = expect_exit(s, 2, {"sim", "replay", sample_trace(), "--memory-unit", "lots"});
   CHECK(contains(mem.err, "--memory-unit"));
-  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--format", "google-2011"});
+  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--format", "borg-2019"});
+  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--cpu-unit", "0"});
   expect_exit(s, 2, {"sim", "replay"});
+}
+
+TEST_CASE("sim replay: Google's trace, found by its files, from part files", "[cli][sim]") {
+  Scratch s;
+  std::string dir = examples_dir() + "/traces/google-2011-sample";
+  json doc = json::parse(ok(s, {"sim", "replay", dir, "-o", "json"}).out);
+  CHECK(doc["format"] == "google-2011");
+  CHECK(doc["machines"] == 40);
+  CHECK(doc["preemptions"].get<int64_t>() > 0);
+  CHECK(doc["lost"].get<int64_t>() > 0);
+  json forced = json::parse(ok(s, {"sim", "replay", dir, "--format", "google-2011", "--cpu-unit", "32", "-o", "json"}).out);
+  // The unit scales requests and machines alike: the same decisions.
+  CHECK(forced["pending_time"] == doc["pending_time"]);
+  // Alibaba's reader finds none of its files there.
+  RunResult wrong = expect_exit(s, 1, {"sim", "replay", dir, "--format", "alibaba-v2018"});
+  CHECK(contains(wrong.err, "the trace has no machine_meta.csv"));
+
+  auto gz = s.dir() / "gz";
+  write_file(gz / "machine_events.csv", "0,5,0,p,0.5,0.25\n");
+  write_file(gz / "task_events" / "part-00000-of-00001.csv.gz", "x");
+  RunResult compressed = expect_exit(s, 1, {"sim", "replay", gz.string()});
+  CHECK(contains(compressed.err, "gunzip"));
+  RunResult neither = expect_exit(s, 1, {"sim", "replay", s.dir().string()});
+  CHECK(contains(neither.err, "holds no trace"));
+}
+
+TEST_CASE("sim replay: a plot's file name is never gnuplot commands", "[cli][sim]") {
+  Scratch s;
+  auto quoted = s.dir() / "it's.svg";
+  ok(s, {"sim", "replay", sample_trace(), "--until", "30m", "--plot", quoted.string()});
+  CHECK(std::filesystem::exists(quoted));
+  auto sneaky = s.dir() / "a';system('touch pwned');'.svg";
+  ok(s, {"sim", "replay", sample_trace(), "--until", "30m", "--plot", sneaky.string()});
+  CHECK(std::filesystem::exists(sneaky));
+  CHECK_FALSE(std::filesystem::exists(s.dir() / "pwned"));
+  CHECK_FALSE(std::filesystem::exists("pwned"));
+  // No temporary file is left beside the pictures, and they are not private.
+  for (const auto& e : std::filesystem::directory_iterator(s.dir())) {
+    INFO(e.path().string());
+    CHECK(e.path().filename().string().find(".svg.") == std::string::npos);
+  }
+  CHECK((std::filesystem::status(quoted).permissions() & std::filesystem::perms::others_read) != std::filesystem::perms::none);
 }

@@ -3,6 +3,10 @@
 // be replayed are counted, not silently dropped.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include <sstream>
+
 #include "controllers/trace.hpp"
 
 using namespace gaia;
@@ -85,7 +89,7 @@ TEST_CASE("trace: malformed rows are errors with file and line, all of them", "[
   REQUIRE_FALSE(t.has_value());
   REQUIRE(t.error().size() == 3);
   CHECK(t.error()[0].location.to_string() == "tr/machine_meta.csv:2");
-  CHECK(t.error()[0].message.find("must be numbers") != std::string::npos);
+  CHECK(t.error()[0].message.find("whole number 0..100000") != std::string::npos);
   CHECK(t.error()[1].location.to_string() == "tr/machine_meta.csv:3");
   CHECK(t.error()[1].message.find("expected 7 fields") != std::string::npos);
   CHECK(t.error()[2].location.to_string() == "tr/batch_task.csv:2");
@@ -131,7 +135,7 @@ TEST_CASE("trace: rows that cannot be replayed are counted by reason", "[trace]"
   CHECK(t->skipped.at("batch_task.csv: no plan_cpu or plan_mem") == 1);
   CHECK(t->skipped.at("batch_task.csv: no instances") == 1);
   CHECK(t->skipped.at("batch_task.csv: repeated task (first row kept)") == 1);
-  CHECK(t->skipped.at("batch_task.csv: dependency not in the trace (ignored)") == 1);
+  CHECK(t->skipped.at("batch_task.csv: dependencies on tasks not in the trace (the task is replayed without them)") == 1);
 }
 
 TEST_CASE("trace: machines leave and return service by status", "[trace]") {
@@ -192,4 +196,121 @@ TEST_CASE("trace: rows after the until time are counted, not kept", "[trace]") {
   CHECK(t->tasks.size() == 1);
   CHECK(t->skipped.at("machine_meta.csv: after --until") == 1);
   CHECK(t->skipped.at("batch_task.csv: after --until") == 1);
+}
+
+TEST_CASE("trace: numbers outside the schema's ranges are malformed rows", "[trace]") {
+  auto files = minimal_trace();
+  files["batch_task.csv"] = "M1,4,j_1,1,Terminated,1e300,400,100,1.5\n"        // A time no replay can hold.
+                            "M2,4,j_1,1,Terminated,100,400,1e300,1.5\n"        // A request no machine has.
+                            "M3,1.5,j_1,1,Terminated,100,400,100,1.5\n"        // Half an instance.
+                            "M4,4,j_1,1,Terminated,10,10.5,100,1.5\n"          // Half a second.
+                            "M5,4,j_1,1,Terminated,-5,400,100,1.5\n"           // Before the trace.
+                            "M6,4,j_1,1,Terminated,100,400,100,250\n";         // Memory past the largest machine.
+  files["machine_meta.csv"] = "m_1,0,17,A,1e300,100,USING\nm_2,0,17,A,96,100,USING\n";
+  auto t = parse_alibaba_v2018(files, "tr");
+  REQUIRE_FALSE(t.has_value());
+  REQUIRE(t.error().size() == 7);
+  CHECK(t.error()[0].location.to_string() == "tr/machine_meta.csv:1");
+  for (int i = 1; i <= 6; ++i) CHECK(t.error()[static_cast<size_t>(i)].location.to_string() == fmt::format("tr/batch_task.csv:{}", i));
+  CHECK(t.error()[1].message.find("whole seconds 0..1e9") != std::string::npos);
+}
+
+TEST_CASE("trace: a start time of 0 is the trace's unknown", "[trace]") {
+  auto files = minimal_trace();
+  files["batch_task.csv"] += "M1,4,j_2,1,Terminated,0,400,100,1.5\n";
+  auto t = parse_alibaba_v2018(files, "tr");
+  REQUIRE(t.has_value());
+  CHECK(t->skipped.at("batch_task.csv: start_time unknown (0)") == 1);
+}
+
+TEST_CASE("trace: tasks that wait on each other are left out with those after them", "[trace]") {
+  auto files = minimal_trace();
+  files["batch_task.csv"] += "M1_2,1,j_2,1,Terminated,100,200,100,1\n"
+                             "M2_1,1,j_2,1,Terminated,100,200,100,1\n"
+                             "R3_2,1,j_2,1,Terminated,300,400,100,1\n"
+                             "M4,1,j_2,1,Terminated,100,200,100,1\n";
+  auto t = parse_alibaba_v2018(files, "tr");
+  REQUIRE(t.has_value());
+  CHECK(t->skipped.at("batch_task.csv: in a DAG cycle or after one (never able to start)") == 3);
+  int j2 = 0;
+  for (const auto& task : t->tasks) j2 += task.job == "j_2" ? 1 : 0;
+  CHECK(j2 == 1);
+}
+
+TEST_CASE("trace: a byte order mark and the trace's other header names are read", "[trace]") {
+  auto files = minimal_trace();
+  files["machine_meta.csv"] = "\xEF\xBB\xBFmachine_id,time_stamp,failure_domain_1,failure_domain_2,cpu_num,mem_size,status\n"
+                              "m_1,0,17,A,96,100,USING\n";
+  files["batch_instance.csv"] = "inst_name,task_name,job_name,task_type,status,start_time,end_time,machine_id,seq_no,"
+                                "total_seq_no,cpu_avg,cpu_max,mem_avg,mem_max\n"
+                                "i_1,M1,j_1,1,Terminated,100,400,m_1,1,1,60,80,1.0,1.2\n"
+                                "i_9,M7,j_9,1,Terminated,100,400,m_1,1,1,60,80,1.0,1.2\n";
+  auto t = parse_alibaba_v2018(files, "tr");
+  REQUIRE(t.has_value());
+  CHECK(t->machine_events.size() == 1);
+  CHECK(t->tasks[0].usage.has_value());
+  CHECK(t->skipped.at("batch_instance.csv: task not replayed") == 1);
+}
+
+namespace {
+
+Result<Trace> google(const std::string& machines, const std::string& tasks, GoogleOptions o = {}) {
+  std::istringstream m(machines), t(tasks);
+  return parse_google_2011({{"g/machine_events.csv", &m}}, {{"g/task_events.csv", &t}}, o);
+}
+
+}  // namespace
+
+TEST_CASE("trace: Google's machine and task events become machines and roles", "[trace]") {
+  std::string machines = "0,5,0,p,0.5,0.25\n0,6,0,p,1,1\n600000000,5,1,,,\n900000000,5,0,p,0.5,0.25\n";
+  std::string tasks =
+      "0,,77,0,,0,u,2,9,0.125,0.0625,0,1\n"  // Job 77: two tasks, prod (priority 9), apart.
+      "0,,77,1,,0,u,2,9,0.125,0.0625,0,1\n"
+      "700000000,,77,0,5,1,u,2,9,,,,\n"    // Scheduled at 700 s...
+      "1000000000,,77,0,5,4,u,2,9,,,,\n"   // ...finished at 1000 s: runs 300 s.
+      "700000000,,77,1,6,1,u,2,9,,,,\n"    // Still running at the end: a service.
+      "800000000,,88,0,,0,u,0,0,0.5,0.5,0,0\n"  // Never scheduled.
+      "800000000,,99,0,,0,u,0,2,0.25,0.125,0,0\n"
+      "801000000,,99,0,6,1,u,0,2,,,,\n"
+      "802000000,,99,0,6,2,u,0,2,,,,\n"    // Evicted, then scheduled again...
+      "850000000,,99,0,6,1,u,0,2,,,,\n"
+      "860000000,,99,0,6,5,u,0,2,,,,\n";   // ...and killed: its last run is 10 s.
+  auto t = google(machines, tasks);
+  REQUIRE(t.has_value());
+  CHECK(t->format == "google-2011");
+  REQUIRE(t->machine_events.size() == 4);
+  CHECK(t->machine_events[0].machine == "g5");
+  CHECK(t->machine_events[0].capacity.cpu_millis == 32'000);
+  CHECK(t->machine_events[0].capacity.memory_bytes == 128 * kGiB);
+  CHECK_FALSE(t->machine_events[2].up);
+  CHECK(t->machine_events[2].time_s == 600);
+  CHECK(t->machine_events[3].up);
+  REQUIRE(t->tasks.size() == 2);
+  const TraceTask& prod = t->tasks[0];
+  CHECK(prod.job == "job77");
+  CHECK(prod.band == Band::Prod);
+  CHECK(prod.instances == 2);
+  CHECK(prod.durations == std::vector<int64_t>{300, 0});
+  CHECK(prod.spread_machines);
+  CHECK(prod.request.cpu_millis == 8000);
+  CHECK(prod.request.memory_bytes == 32 * kGiB);
+  const TraceTask& batch = t->tasks[1];
+  CHECK(batch.band == Band::Nonprod);
+  CHECK(batch.start_s == 800);
+  CHECK(batch.durations == std::vector<int64_t>{10});
+  CHECK(t->skipped.at("task_events: never scheduled in the trace") == 1);
+}
+
+TEST_CASE("trace: Google rows outside the schema are errors with their part and line", "[trace]") {
+  auto t = google("0,5,0,p,0.5,0.25\n0,5,7,p,0.5,0.25\n",
+                  "0,,77,0,,0,u,2,12,0.1,0.1,0,0\n0,,77,0,,0,u,2,9,0.1\n0,,77,0,,0,u,2,9,5,0.1,0,0\n");
+  REQUIRE_FALSE(t.has_value());
+  REQUIRE(t.error().size() == 4);
+  CHECK(t.error()[0].location.to_string() == "g/machine_events.csv:2");
+  CHECK(t.error()[1].location.to_string() == "g/task_events.csv:1");
+  CHECK(t.error()[2].message.find("expected 13 fields") != std::string::npos);
+  CHECK(t.error()[3].location.to_string() == "g/task_events.csv:3");
+  auto none = parse_google_2011({}, {});
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error()[0].hint.find("machine_events and task_events") != std::string::npos);
 }
