@@ -1,8 +1,11 @@
-// gaia rebalance [--dry-run] [--max-moves N]: a bounded plan of moves that lets pending
-// instances that fit nowhere fit, then defragments (controllers/rebalance.hpp). The plan
-// is always printed first; without --dry-run it is then committed and the controllers
-// run inline, so the scheduler places what the moves made room for.
+// gaia rebalance [--dry-run] [--max-moves N] [--target PCT]: a bounded plan of moves that
+// lets pending instances that fit nowhere fit, then defragments
+// (controllers/rebalance.hpp). The plan is always printed first, with the allocation of
+// the nodes in use before and after; without --dry-run it is then committed and the
+// controllers run inline, so the scheduler places what the moves made room for.
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "cli/controller_loop.hpp"
 #include "cli/migration_view.hpp"
@@ -16,8 +19,13 @@ namespace {
 struct RebalanceArgs {
   bool dry_run = false;
   int max_moves = 10;
+  double target = 0;
   std::string output = "text";
 };
+
+// Moves listed one by one up to this many; a larger plan shows the first ones and how
+// many more (-o json lists them all).
+constexpr size_t k_moves_shown = 50;
 
 std::string plan_text(const RebalancePlan& p) {
   std::string out;
@@ -26,19 +34,31 @@ std::string plan_text(const RebalancePlan& p) {
   } else {
     out += fmt::format("plan: {} move(s)\n", p.moves.size());
     Table t({"#", "INSTANCE", "FROM", "TO", "WHY"});
-    int n = 0;
-    for (const auto& m : p.moves) t.add_row({std::to_string(++n), m.instance, m.from, m.to, m.purpose});
+    size_t n = 0;
+    for (const auto& m : p.moves) {
+      if (n == k_moves_shown) break;
+      t.add_row({std::to_string(++n), m.instance, m.from, m.to, m.purpose});
+    }
     std::string table = t.render(table_options_for(stdout));
     for (size_t start = 0; start < table.size();) {
       size_t end = table.find('\n', start);
       out += "  " + table.substr(start, end - start + 1);
       start = end + 1;
     }
+    if (p.moves.size() > k_moves_shown)
+      out += fmt::format("  ... and {} more move(s) (`-o json` lists them all)\n", p.moves.size() - k_moves_shown);
   }
   for (const auto& f : p.fits) out += fmt::format("then {} fits on {}\n", f.instance, f.node);
-  if (!p.emptied.empty()) out += fmt::format("nodes emptied: {}\n", fmt::join(p.emptied, ", "));
-  out += fmt::format("allocation of nodes in use: {:.1f}% on {} node(s) -> {:.1f}% on {} node(s)\n", p.allocation_before,
-                     p.nodes_in_use_before, p.allocation_after, p.nodes_in_use_after);
+  if (!p.emptied.empty()) {
+    if (p.emptied.size() <= 20)
+      out += fmt::format("nodes emptied: {}\n", fmt::join(p.emptied, ", "));
+    else
+      out += fmt::format("nodes emptied: {} ({}, ...)\n", p.emptied.size(),
+                         fmt::join(p.emptied.begin(), p.emptied.begin() + 10, ", "));
+  }
+  out += fmt::format("allocation of nodes in use: before {:.1f}% on {} node(s), after {:.1f}% on {} node(s)\n",
+                     p.allocation_before, p.nodes_in_use_before, p.allocation_after, p.nodes_in_use_after);
+  if (!p.stopped.empty()) out += fmt::format("defragmentation stopped: {}\n", p.stopped);
   for (const auto& note : p.notes) out += fmt::format("note: {}\n", note);
   return out;
 }
@@ -53,6 +73,8 @@ nlohmann::json plan_json(const RebalancePlan& p) {
   j["allocation_after"] = p.allocation_after;
   j["nodes_in_use_before"] = p.nodes_in_use_before;
   j["nodes_in_use_after"] = p.nodes_in_use_after;
+  j["stopped"] = p.stopped;
+  j["schedules"] = p.schedules;
   j["notes"] = p.notes;
   return j;
 }
@@ -62,11 +84,17 @@ int run_rebalance(const Globals& g, const RebalanceArgs& a) {
     report_error(g, fmt::format("--max-moves {}: must be 0 or more", a.max_moves), "e.g. --max-moves 5");
     return k_usage;
   }
+  if (!std::isfinite(a.target) || a.target < 0 || a.target > 100) {
+    report_error(g, fmt::format("--target {}: expected a percentage between 0 (none) and 100", a.target),
+                 "e.g. --target 90 stops once the nodes in use are 90% allocated");
+    return k_usage;
+  }
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   Session& s = **session;
   RebalanceOptions options;
   options.max_moves = a.max_moves;
+  options.target_pct = a.target;
   int64_t now = to_millis(s.clock.now());
   bool json = a.output == "json";
   if (a.dry_run) {
@@ -105,7 +133,10 @@ int run_rebalance(const Globals& g, const RebalanceArgs& a) {
   }
   if (!g.quiet) {
     fmt::print("applied {} move(s)\n", plan.moves.size());
-    print_controller_events(g, run->outcome.batch);
+    // A large plan starts as many copies: the first events, then how many more.
+    auto lines = controller_event_lines(g, run->outcome.batch);
+    for (size_t k = 0; k < lines.size() && k < k_moves_shown; ++k) std::printf("%s\n", lines[k].c_str());
+    if (lines.size() > k_moves_shown) fmt::print("  ... and {} more event(s)\n", lines.size() - k_moves_shown);
     fmt::print("operation {} (see `gaia events --op {}`)\n", s.op, s.op);
   }
   return k_ok;
@@ -119,12 +150,19 @@ void register_rebalance(CLI::App& app, Globals& g, int* code) {
       "Examples:\n"
       "  gaia rebalance --dry-run           # print the plan only\n"
       "  gaia rebalance --max-moves 3       # print the plan, then apply it\n"
+      "  gaia rebalance --max-moves 5000 --target 90 -o json\n"
       "First it makes room for pending instances that fit nowhere (moving at most --max-moves smaller\n"
-      "instances, each of which fits elsewhere), then it empties lightly used nodes onto the others.\n"
-      "Every move counts against the instance's migrate_times; no move preempts anyone.");
+      "instances, each of which fits elsewhere), then it empties the nodes with the fewest instances onto\n"
+      "the other nodes in use, until --max-moves or --target. Only running instances move; every move\n"
+      "counts against the instance's migrate_times, no role loses more than running - min_available\n"
+      "instances at once, and no move preempts anyone. To defragment continuously instead:\n"
+      "`gaia controller options --rebalance-budget N`.");
   auto a = std::make_shared<RebalanceArgs>();
   cmd->add_flag("--dry-run", a->dry_run, "Print the plan; write nothing");
   cmd->add_option("--max-moves", a->max_moves, "Most instances moved")->capture_default_str();
+  cmd->add_option("--target", a->target,
+                  "Stop defragmenting once the nodes in use are this percent allocated (default 0: no target)")
+      ->type_name("PCT");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_rebalance(g, *a); });
 }

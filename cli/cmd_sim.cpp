@@ -390,11 +390,20 @@ int run_fail(const Globals& g, const FailArgs& a) {
 // ---------------------------------------------------------------- gaia sim options
 
 struct OptionsArgs {
-  std::string reclaim_startup, max_backoff, heartbeat_timeout;
-  std::optional<double> reclaim_margin;
+  std::string reclaim_startup, max_backoff, heartbeat_timeout, rebalance_period;
+  std::optional<double> reclaim_margin, rebalance_target;
+  std::optional<int> rebalance_budget;
   bool reset = false;
   std::string output = "text";
 };
+
+// "off" or "at most 20 move(s) every 10m, until 90% allocation".
+std::string rebalance_text(const ControllerOptions& o) {
+  if (o.rebalance_budget <= 0) return fmt::format("off (period {} when on)", duration_text(o.rebalance_period_ms));
+  std::string out = fmt::format("at most {} move(s) every {}", o.rebalance_budget, duration_text(o.rebalance_period_ms));
+  if (o.rebalance_target_pct > 0) out += fmt::format(", until {:g}% allocation", o.rebalance_target_pct);
+  return out;
+}
 
 int run_options(const Globals& g, const OptionsArgs& a) {
   auto ms_of = [&](const std::string& text, const char* flag) -> Result<std::optional<int64_t>> {
@@ -421,7 +430,25 @@ int run_options(const Globals& g, const OptionsArgs& a) {
                  "0.2 keeps 20% above observed usage");
     return k_usage;
   }
-  bool setting = *startup || *backoff || *heartbeat || a.reclaim_margin;
+  auto period = ms_of(a.rebalance_period, "--rebalance-period");
+  if (!period) return report(g, period.error());
+  if (*period && **period < 1000) {
+    report_error(g, fmt::format("--rebalance-period {}: must be at least 1s", a.rebalance_period),
+                 "the rebalance controller moves at most --rebalance-budget instances per period, e.g. 10m");
+    return k_usage;
+  }
+  if (a.rebalance_budget && (*a.rebalance_budget < 0 || *a.rebalance_budget > 1'000'000)) {
+    report_error(g, fmt::format("--rebalance-budget {}: expected 0 (off) to 1000000 moves per period", *a.rebalance_budget),
+                 "e.g. --rebalance-budget 20");
+    return k_usage;
+  }
+  if (a.rebalance_target && (!std::isfinite(*a.rebalance_target) || *a.rebalance_target < 0 || *a.rebalance_target > 100)) {
+    report_error(g, fmt::format("--rebalance-target {}: expected a percentage between 0 (none) and 100", *a.rebalance_target),
+                 "e.g. --rebalance-target 90 stops once the nodes in use are 90% allocated");
+    return k_usage;
+  }
+  bool setting = *startup || *backoff || *heartbeat || a.reclaim_margin || *period || a.rebalance_budget ||
+                 a.rebalance_target;
   if (a.reset && setting) {
     report_error(g, "--reset cannot be combined with other options", "reset first, then set");
     return k_usage;
@@ -438,13 +465,18 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     if (*backoff) result.max_backoff_ms = **backoff;
     if (*heartbeat) result.heartbeat_timeout_ms = **heartbeat;
     if (a.reclaim_margin) result.reclaim_margin = *a.reclaim_margin;
+    if (*period) result.rebalance_period_ms = **period;
+    if (a.rebalance_budget) result.rebalance_budget = *a.rebalance_budget;
+    if (a.rebalance_target) result.rebalance_target_pct = *a.rebalance_target;
     changed = (setting || a.reset) && controller_options_json(result) != controller_options_json(current);
     if (!changed) return {};
     b.put_settings[k_controller_options_setting] = controller_options_json(result);
     b.event("OptionsChanged",
-            fmt::format("controller options: reclaim start-up {}, reclaim margin {}, max back-off {}, heartbeat timeout {}",
+            fmt::format("controller options: reclaim start-up {}, reclaim margin {}, max back-off {}, heartbeat timeout {}, "
+                        "rebalance {}",
                         duration_text(result.reclaim_startup_ms), percent_text(result.reclaim_margin),
-                        duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms)));
+                        duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms),
+                        rebalance_text(result)));
     return {};
   });
   if (!committed) return report(g, committed.error());
@@ -452,9 +484,9 @@ int run_options(const Globals& g, const OptionsArgs& a) {
   if (json) {
     std::printf("%s\n", controller_options_json(result).dump(2).c_str());
   } else if (!g.quiet) {
-    fmt::print("reclaim start-up   {}\nreclaim margin     {}\nmax back-off       {}\nheartbeat timeout  {}\n",
+    fmt::print("reclaim start-up   {}\nreclaim margin     {}\nmax back-off       {}\nheartbeat timeout  {}\nrebalance          {}\n",
                duration_text(result.reclaim_startup_ms), percent_text(result.reclaim_margin),
-               duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms));
+               duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms), rebalance_text(result));
   }
   if (!changed) return k_ok;
   auto run = run_after(g, s, !json);
@@ -478,6 +510,7 @@ void register_controller_options(CLI::App* parent, Globals& g, int* code) {
       "  {0} --reclaim-startup 0s --reclaim-margin 0.1\n"
       "  {0} --max-backoff 30s\n"
       "  {0} --heartbeat-timeout 10s\n"
+      "  {0} --rebalance-budget 20 --rebalance-period 10m --rebalance-target 90\n"
       "  {0} --reset\n"
       "Exit codes: 0 ok, 1 error, 2 bad flags.",
       cmd));
@@ -487,6 +520,13 @@ void register_controller_options(CLI::App* parent, Globals& g, int* code) {
   opts->add_option("--max-backoff", oa->max_backoff, "Highest restart back-off (default 5m)");
   opts->add_option("--heartbeat-timeout", oa->heartbeat_timeout,
                    "Mark a node down when its agent sends no heartbeat this long (default 30s)");
+  opts->add_option("--rebalance-budget", oa->rebalance_budget,
+                   "Defragment continuously: at most N moves per period (default 0: off)")
+      ->type_name("N");
+  opts->add_option("--rebalance-period", oa->rebalance_period, "How often the rebalance controller runs (default 10m)");
+  opts->add_option("--rebalance-target", oa->rebalance_target,
+                   "Stop moving once the nodes in use are this percent allocated (default 0: as far as it goes)")
+      ->type_name("PCT");
   opts->add_flag("--reset", oa->reset, "Back to the defaults");
   opts->add_option("-o,--output", oa->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   opts->callback([&g, code, oa] { *code = run_options(g, *oa); });

@@ -846,6 +846,7 @@ _gaia_opts() {
         '-h --help' 'flag' 'Print this help message and exit' \
         '--dry-run' 'flag' 'Print the plan; write nothing' \
         '--max-moves' 'text' 'Most instances moved' \
+        '--target' 'text' 'Stop defragmenting once the nodes in use are this percent allocated (default 0: no target)' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
         '--repo' 'dirs' 'Spec repository folder (repeatable; default $GAIA_REPO, else the spec'\''s parent)' \
@@ -935,6 +936,9 @@ _gaia_opts() {
         '--reclaim-margin' 'text' 'Reserve usage * (1 + margin) after start-up (default 0.2)' \
         '--max-backoff' 'text' 'Highest restart back-off (default 5m)' \
         '--heartbeat-timeout' 'text' 'Mark a node down when its agent sends no heartbeat this long (default 30s)' \
+        '--rebalance-budget' 'text' 'Defragment continuously: at most N moves per period (default 0: off)' \
+        '--rebalance-period' 'text' 'How often the rebalance controller runs (default 10m)' \
+        '--rebalance-target' 'text' 'Stop moving once the nodes in use are this percent allocated (default 0: as far as it goes)' \
         '--reset' 'flag' 'Back to the defaults' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \
@@ -1276,6 +1280,9 @@ _gaia_opts() {
         '--reclaim-margin' 'text' 'Reserve usage * (1 + margin) after start-up (default 0.2)' \
         '--max-backoff' 'text' 'Highest restart back-off (default 5m)' \
         '--heartbeat-timeout' 'text' 'Mark a node down when its agent sends no heartbeat this long (default 30s)' \
+        '--rebalance-budget' 'text' 'Defragment continuously: at most N moves per period (default 0: off)' \
+        '--rebalance-period' 'text' 'How often the rebalance controller runs (default 10m)' \
+        '--rebalance-target' 'text' 'Stop moving once the nodes in use are this percent allocated (default 0: as far as it goes)' \
         '--reset' 'flag' 'Back to the defaults' \
         '-o --output' 'choices text json' 'text or json' \
         '--version' 'flag' 'Display program version information and exit' \

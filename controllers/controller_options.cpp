@@ -17,6 +17,9 @@ ControllerOptions stored_controller_options(const ClusterState& state, Controlle
   read("reclaim_margin", base.reclaim_margin);
   read("max_backoff_ms", base.max_backoff_ms);
   read("heartbeat_timeout_ms", base.heartbeat_timeout_ms);
+  read("rebalance_budget", base.rebalance_budget);
+  read("rebalance_period_ms", base.rebalance_period_ms);
+  read("rebalance_target_pct", base.rebalance_target_pct);
   return base;
 }
 
@@ -24,7 +27,10 @@ nlohmann::json controller_options_json(const ControllerOptions& o) {
   return nlohmann::json{{"reclaim_startup_ms", o.reclaim_startup_ms},
                         {"reclaim_margin", o.reclaim_margin},
                         {"max_backoff_ms", o.max_backoff_ms},
-                        {"heartbeat_timeout_ms", o.heartbeat_timeout_ms}};
+                        {"heartbeat_timeout_ms", o.heartbeat_timeout_ms},
+                        {"rebalance_budget", o.rebalance_budget},
+                        {"rebalance_period_ms", o.rebalance_period_ms},
+                        {"rebalance_target_pct", o.rebalance_target_pct}};
 }
 
 }  // namespace gaia

@@ -29,10 +29,36 @@ std::string failures_text(const NodeExplanation& n) {
 
 }  // namespace
 
+namespace {
+
+const Instance& move_to(ClusterState& state, Batch& batch, Instance* i, const Placement& p, const Node* node,
+                        std::string address, const std::string& why, bool count);
+
+}  // namespace
+
 const Instance& move_instance(ClusterState& state, Batch& batch, const std::string& key, const Placement& p,
-                              const std::string& why, bool count, int64_t now_ms) {
+                              const std::string& why, bool count, int64_t) {
   Instance* i = state.find_instance(key);
   if (!i) throw std::logic_error("move_instance: unknown instance " + key);
+  const Node* node = state.find_node(p.node);
+  // Allocated while the instance still counts on its old node, so its old address
+  // there is not mistaken for one in use on the new node.
+  std::string address = node ? allocate_address(*node, state.snapshot.instances) : "";
+  return move_to(state, batch, i, p, node, std::move(address), why, count);
+}
+
+const Instance& move_instance(ClusterState& state, Batch& batch, Instance& instance, const Placement& p,
+                              AddressBook& addresses, const std::string& why, bool count, int64_t) {
+  const Node* node = state.find_node(p.node);
+  std::string address = node ? addresses.allocate(*node) : "";
+  addresses.release(instance.node, instance.address);
+  return move_to(state, batch, &instance, p, node, std::move(address), why, count);
+}
+
+namespace {
+
+const Instance& move_to(ClusterState& state, Batch& batch, Instance* i, const Placement& p, const Node* node,
+                        std::string address, const std::string& why, bool count) {
   std::string from = i->node;
   std::vector<std::string> copied, followed;
   for (const auto& v : i->volumes) {
@@ -41,10 +67,7 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   }
   std::erase_if(i->volumes, [&](const VolumeBinding& v) { return !from.empty() && v.node == from; });
   for (const auto& v : p.volumes) i->volumes.push_back(v);
-  const Node* node = state.find_node(p.node);
-  // Allocated while the instance still counts on its old node, so its old address
-  // there is not mistaken for one in use on the new node.
-  i->address = node ? allocate_address(*node, state.snapshot.instances) : "";
+  i->address = std::move(address);
   // A moved instance starts afresh (bind_instance resets what was learnt on the old
   // node): its reservation is its request again until the start-up period passes on the
   // new node, and the old node's usage does not follow it. The backend starts the new
@@ -63,6 +86,8 @@ const Instance& move_instance(ClusterState& state, Batch& batch, const std::stri
   batch.instance_event_at(*i, p.node, "Migrated", msg);
   return *i;
 }
+
+}  // namespace
 
 void evict_victim(ClusterState& state, Batch& batch, const Preemption& p) {
   Instance* v = state.find_instance(p.victim);

@@ -51,6 +51,12 @@ Result<MigrateOutcome> plan_migrate(const ClusterState& state, const MigrateRequ
 // bindings (copied). Returns the moved instance.
 const Instance& move_instance(ClusterState& state, Batch& batch, const std::string& key, const Placement& p,
                               const std::string& why, bool count, int64_t now_ms);
+// The same for a planner that moves thousands of instances (a rebalance): the instance
+// is already found and the new address taken from the planner's AddressBook, which the
+// move keeps up to date (the old address is given back).
+class AddressBook;
+const Instance& move_instance(ClusterState& state, Batch& batch, Instance& instance, const Placement& p,
+                              AddressBook& addresses, const std::string& why, bool count, int64_t now_ms);
 
 // Evicts a preemption victim in `state`: pending again (reason "preempted by ..."),
 // recorded in `batch` with a Preempted event. The scheduler controller re-places it.

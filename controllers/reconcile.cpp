@@ -8,6 +8,7 @@
 #include "controllers/placement.hpp"
 #include "controllers/replicas.hpp"
 #include "controllers/rollout.hpp"
+#include "controllers/rebalance.hpp"
 #include "controllers/reclamation.hpp"
 #include "controllers/restart.hpp"
 #include "controllers/runtime_preemption.hpp"
@@ -36,6 +37,9 @@ const std::vector<NamedController>& default_controllers() {
       {"runtime_preemption", &preempt_at_runtime},
       {"reclamation", &reclaim_reservations},
       {"scheduler", &schedule_pending},
+      // Off unless `gaia controller options --rebalance-budget N`; last, so it sees the
+      // cluster the others settled.
+      {"rebalance", &rebalance_controller},
   };
   return controllers;
 }

@@ -35,6 +35,13 @@ struct ControllerOptions {
   // A node whose agent wrote a heartbeat once and then none for this long is marked
   // Down and its instances move, as for `gaia node fail` (docs/backends.md).
   int64_t heartbeat_timeout_ms = 30'000;
+  // The rebalance controller (controllers/rebalance.hpp): at most this many moves per
+  // period, 0 turning it off (the default: moving running instances costs their users
+  // something); it stops early once the allocation of the nodes in use reaches the
+  // target (0: no target).
+  int rebalance_budget = 0;
+  int64_t rebalance_period_ms = 600'000;
+  double rebalance_target_pct = 0;
 };
 
 struct ControllerContext {

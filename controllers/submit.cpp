@@ -423,6 +423,27 @@ std::string allocate_address(const Node& node, const std::vector<Instance>& inst
   return first_free(*prefix, used);
 }
 
+AddressBook::AddressBook(const std::vector<Instance>& instances) {
+  for (const auto& i : instances)
+    if (!i.node.empty() && !i.address.empty())
+      if (auto a = parse_address(i.address)) m_used[i.node].insert(a->bits);
+}
+
+std::string AddressBook::allocate(const Node& node) {
+  if (node.instance_subnet.empty()) return "";
+  auto prefix = parse_cidr(node.instance_subnet);
+  if (!prefix) return "";
+  auto& used = m_used[node.name];
+  std::string a = first_free(*prefix, used);
+  if (!a.empty()) used.insert(parse_address(a)->bits);
+  return a;
+}
+
+void AddressBook::release(const std::string& node, const std::string& address) {
+  if (node.empty() || address.empty()) return;
+  if (auto a = parse_address(address)) m_used[node].erase(a->bits);
+}
+
 TopologyTable node_topology(const std::vector<Node>& nodes) {
   TopologyTable table;
   for (const auto& n : nodes) {

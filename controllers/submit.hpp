@@ -3,7 +3,9 @@
 // returns the batch to commit (apps, instances, events) and a report for the user.
 // `gaia plan` runs the same function and prints the report without committing.
 
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lib/state.hpp"
@@ -87,6 +89,19 @@ void refresh_reports(SubmitOutcome& out, const ClusterState& state);
 // "" when the node has no subnet or it is full. The network address (and for IPv4 the
 // broadcast address) is never handed out.
 std::string allocate_address(const Node& node, const std::vector<Instance>& instances);
+
+// The same for a planner that moves many instances: the addresses in use per node are
+// read once from `instances`, and the planner keeps them up to date, taking an address
+// on the new node (allocate) and giving the old one back (release) per move.
+class AddressBook {
+ public:
+  explicit AddressBook(const std::vector<Instance>& instances);
+  std::string allocate(const Node& node);
+  void release(const std::string& node, const std::string& address);
+
+ private:
+  std::unordered_map<std::string, std::set<unsigned __int128>> m_used;
+};
 
 // The topology table of the nodes: each node's instance subnet and host address mapped
 // to the node and its switch, rack and zone. Looking an instance's address up in it

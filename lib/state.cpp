@@ -183,9 +183,10 @@ TimelineEvent& Batch::instance_event_at(const Instance& i, const std::string& no
 }
 
 void Batch::put_instance(const Instance& i) {
-  std::string key = i.key();
+  // Field by field rather than by key(): a planner putting thousands of instances (a
+  // rebalance) formatted a key per put already in the batch.
   for (auto& x : put_instances)
-    if (x.key() == key) {
+    if (x.ordinal == i.ordinal && x.role == i.role && x.app == i.app && x.tenant == i.tenant) {
       x = i;
       return;
     }

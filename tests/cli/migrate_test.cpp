@@ -2,12 +2,15 @@
 // fail|recover` and `gaia rebalance` through the real binary: absolute and relative
 // scaling, errors that leave the store unchanged, moves with --to and explained
 // refusals, drains (and dry runs that write nothing), failures and recoveries of nodes
-// holding stateful instances, and a rebalance plan that lets a large instance fit.
+// holding stateful instances, a rebalance plan that lets a large instance fit, and the
+// rebalance controller turned on with `gaia controller options --rebalance-budget`.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/cli/e2e_util.hpp"
 
@@ -292,7 +295,16 @@ TEST_CASE("rebalance: the plan first, then the moves that let a large instance f
   CHECK(dry.out.find("then 0.b.big.default fits on node-") != std::string::npos);
   CHECK(dry.out.find("dry run: nothing was written") != std::string::npos);
   CHECK(g.revision() == before);
+  CHECK(dry.out.find("allocation of nodes in use: before ") != std::string::npos);
+  auto dry_json = json::parse(g.ok({"rebalance", "--dry-run", "-o", "json"}).out);
+  CHECK(dry_json["dry_run"] == true);
+  CHECK(dry_json["moves"].size() == 2);
+  CHECK(dry_json.contains("allocation_before"));
+  CHECK(dry_json.contains("allocation_after"));
+  CHECK(dry_json["nodes_in_use_before"] == 2);
+  CHECK(dry_json.contains("stopped"));
   refused(g, {"rebalance", "--max-moves", "-1"}, 2, "--max-moves");
+  refused(g, {"rebalance", "--target", "101"}, 2, "--target");
   auto one = g.ok({"rebalance", "--dry-run", "--max-moves", "1"});
   CHECK(one.out.find("0.b.big.default still fits nowhere") != std::string::npos);
 
@@ -305,4 +317,76 @@ TEST_CASE("rebalance: the plan first, then the moves that let a large instance f
   // Nothing left to do.
   CHECK(g.ok({"rebalance", "--dry-run"}).out.find("nothing to move") != std::string::npos);
   CHECK(g.ok({"rebalance", "--help"}).out.find("Examples:") != std::string::npos);
+}
+
+namespace {
+
+// Nodes holding at least one instance.
+std::set<std::string> occupied_nodes(const gaia::ClusterState& st) {
+  std::set<std::string> out;
+  for (const auto& i : st.snapshot.instances)
+    if (gaia::occupies_node(i)) out.insert(i.node);
+  return out;
+}
+
+size_t reason_count(const StoreCli& g, const std::string& reason) {
+  return json_lines(g.ok({"events", "--reason", reason, "-o", "json"}).out).size();
+}
+
+}  // namespace
+
+TEST_CASE("rebalance controller: on with a budget per period, through the options", "[e2e][rebalance][controller]") {
+  Scratch s;
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "4", "--cpu", "4", "--memory", "16Gi"});
+  write_roles(s, "web", {{"web", service(4, "1")}});  // Spread: one per node.
+  g.ok({"submit", "apps/web", "--wait", "--timeout", "30s"});
+  REQUIRE(occupied_nodes(g.load()).size() == 4);
+
+  // Off by default; bad values are usage errors that write nothing.
+  auto shown = json::parse(g.ok({"controller", "options", "-o", "json"}).out);
+  CHECK(shown["rebalance_budget"] == 0);
+  CHECK(g.ok({"controller", "options"}).out.find("rebalance          off") != std::string::npos);
+  refused(g, {"controller", "options", "--rebalance-budget", "-1"}, 2, "--rebalance-budget");
+  refused(g, {"controller", "options", "--rebalance-period", "10ms"}, 2, "--rebalance-period");
+  refused(g, {"controller", "options", "--rebalance-target", "120"}, 2, "--rebalance-target");
+  CHECK(reason_count(g, "Migrated") == 0);
+
+  // Turning it on runs the controllers: the first period moves two instances, the budget.
+  auto on = g.ok({"controller", "options", "--rebalance-budget", "2", "--rebalance-period", "30m"});
+  CHECK(on.out.find("rebalance          at most 2 move(s) every 30m") != std::string::npos);
+  CHECK(reason_count(g, "Migrated") == 2);
+  auto summary = json_lines(g.ok({"events", "--reason", "Rebalanced", "-o", "json"}).out);
+  REQUIRE(summary.size() == 1);
+  std::string message = summary[0]["message"];
+  // 1 core and 1 GiB of 4 and 16 on each node: (25% + 6.25%) / 2.
+  CHECK(message.find("moved 2 instance(s) (budget 2 per period): allocation of nodes in use 15.6% on 4 node(s) -> "
+                     "31.2% on 2 node(s)") != std::string::npos);
+  auto st = g.load();
+  CHECK(occupied_nodes(st).size() == 2);
+  CHECK(running(st, "web") == 4);
+
+  // Within the period nothing more moves, whatever runs the controllers.
+  g.ok({"controller", "run", "--once"});
+  g.ok({"scale", "web", "--replicas", "4"});
+  CHECK(reason_count(g, "Migrated") == 2);
+
+  // A shorter period: once it has passed, the next run moves the last one.
+  g.ok({"controller", "options", "--rebalance-period", "1s"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto pass = g.ok({"controller", "run", "--once"});
+  CHECK(pass.out.find("Rebalanced") != std::string::npos);
+  CHECK(reason_count(g, "Migrated") == 3);
+  st = g.load();
+  CHECK(occupied_nodes(st).size() == 1);
+  CHECK(running(st, "web") == 4);
+  int migrations = 0;  // Each move counts against the instance's migrate_times.
+  for (const auto& i : st.snapshot.instances) migrations += i.migrations;
+  CHECK(migrations == 3);
+
+  // Off again: nothing moves, however long it waits.
+  g.ok({"controller", "options", "--rebalance-budget", "0"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  g.ok({"controller", "run", "--once"});
+  CHECK(reason_count(g, "Migrated") == 3);
 }

@@ -1,10 +1,16 @@
 // plan_rebalance: bounded moves that make a pending large instance fit, packing of
-// lightly used nodes, the --max-moves bound, and migrate_times respected.
+// lightly used nodes, the --max-moves and --target bounds, migrate_times and
+// min_available respected, a fragmented cluster lifted to what a fresh packing achieves;
+// and the rebalance controller: its budget per period, nothing between periods, and
+// min_available across periods.
 #include <catch2/catch.hpp>
 
 #include <set>
 
+#include "controllers/controller_options.hpp"
 #include "controllers/rebalance.hpp"
+#include "controllers/scheduler.hpp"
+#include "tests/controllers/sim_fixture.hpp"
 #include "tests/controllers/state_fixture.hpp"
 
 namespace gaia {
@@ -103,6 +109,222 @@ TEST_CASE("rebalance: allocation rate counts ready nodes in use", "[rebalance]")
   auto [rate, in_use] = allocation_rate(s);
   CHECK(in_use == 1);
   CHECK(rate == Approx(50.0));  // Half of n1's cpu and half of its memory.
+}
+
+// Eight nodes of 4 cores and 16 GiB under a packing profile (most allocated, no
+// even-spread score), each half used by two of the sixteen 1-core, 4-GiB instances of
+// web/w: a fresh packing needs four nodes.
+ClusterState half_used(int min_available = 0) {
+  ClusterState s = fixture_cluster(8);
+  s.snapshot.profile.strategy = "stack";
+  s.snapshot.profile.w_spread = 0;
+  Role w = fixture_role("w", 16, res(1000, 4));
+  w.min_available = min_available;
+  add_record(s, fixture_app("web", {w}));
+  for (int k = 0; k < 16; ++k) pin(s, "web", "w", k, fmt::format("n{}", k / 2 + 1));
+  return s;
+}
+
+// The allocation rate of the same instances scheduled from scratch on the same nodes.
+double fresh_packing_rate(const ClusterState& s) {
+  ClusterState fresh = s;
+  for (auto& i : fresh.snapshot.instances) {
+    i.node.clear();
+    i.address.clear();
+    i.state = InstanceState::Pending;
+  }
+  Decision d = schedule(fresh.snapshot);
+  REQUIRE(d.unschedulable.empty());
+  for (const auto& p : d.placements) {
+    Instance* i = fresh.find_instance(p.instance);
+    i->node = p.node;
+    i->state = InstanceState::Running;
+  }
+  return allocation_rate(fresh).first;
+}
+
+int running_in_role(const ClusterState& s, const std::string& role) {
+  int n = 0;
+  for (const auto& i : s.snapshot.instances)
+    if (i.role == role && i.state == InstanceState::Running) ++n;
+  return n;
+}
+
+size_t rebalance_events(const Batch& b, const std::string& reason) {
+  return static_cast<size_t>(
+      std::count_if(b.events.begin(), b.events.end(), [&](const TimelineEvent& e) { return e.reason == reason; }));
+}
+
+TEST_CASE("rebalance: a fragmented cluster reaches what a fresh packing achieves", "[rebalance]") {
+  ClusterState s = half_used();
+  double fresh = fresh_packing_rate(s);
+  CHECK(fresh == Approx(100.0));  // Four full nodes.
+  RebalancePlan p = plan_rebalance(s, RebalanceOptions{100, 20}, 0);
+  CHECK(p.allocation_before == Approx(50.0));
+  CHECK(p.nodes_in_use_before == 8);
+  CHECK(p.allocation_after >= 0.9 * fresh);
+  CHECK(p.allocation_after == Approx(100.0));
+  CHECK(p.nodes_in_use_after == 4);
+  CHECK(p.moves.size() == 8);
+  CHECK(p.emptied.size() == 4);
+  CHECK(p.schedules <= 3);
+  std::set<std::string> moved;
+  for (const auto& m : p.moves) CHECK(moved.insert(m.instance).second);
+  check_idempotent(p.after);
+}
+
+TEST_CASE("rebalance: --target stops once the nodes in use are that allocated", "[rebalance]") {
+  ClusterState s = half_used();
+  RebalanceOptions o{100, 20};
+  o.target_pct = 75;
+  RebalancePlan p = plan_rebalance(s, o, 0);
+  // Three nodes emptied: 16 cores on five nodes of 4, 80%; two would give 66.7%.
+  CHECK(p.moves.size() == 6);
+  CHECK(p.nodes_in_use_after == 5);
+  CHECK(p.allocation_after == Approx(80.0));
+  CHECK(p.stopped.starts_with("target reached"));
+  // Already there: nothing to do.
+  o.target_pct = 50;
+  RebalancePlan none = plan_rebalance(s, o, 0);
+  CHECK(none.moves.empty());
+  CHECK(none.stopped.starts_with("target reached"));
+}
+
+TEST_CASE("rebalance: a plan never takes a role below min_available", "[rebalance]") {
+  // 16 running, min_available 13: three may leave at once, so one node of two.
+  ClusterState s = half_used(13);
+  RebalancePlan p = plan_rebalance(s, RebalanceOptions{100, 20}, 0);
+  CHECK(p.moves.size() == 2);
+  CHECK(p.emptied.size() == 1);
+  // The moved instances run again only once the backend starts them.
+  CHECK(running_in_role(p.after, "w") == 14);
+  // With none to spare nothing moves.
+  ClusterState tight = half_used(16);
+  CHECK(plan_rebalance(tight, RebalanceOptions{100, 20}, 0).moves.empty());
+}
+
+TEST_CASE("rebalance: a node holding an instance whose migrate_times is spent is not emptied", "[rebalance]") {
+  ClusterState s = fixture_cluster(4);
+  add_record(s, fixture_app("web", {fixture_role("w", 4, res(500, 1))}));
+  for (int k = 0; k < 4; ++k) pin(s, "web", "w", k, fmt::format("n{}", k + 1));
+  s.find_instance("0.w.web.default")->migrations = 3;  // The role's default migrate_times.
+  RebalancePlan p = plan_rebalance(s, RebalanceOptions{}, 0);
+  CHECK(p.moves.size() == 3);
+  for (const auto& m : p.moves) {
+    CHECK(m.instance != "0.w.web.default");
+    CHECK(m.to == "n1");  // The others join it.
+  }
+  CHECK(p.after.find_instance("0.w.web.default")->node == "n1");
+  CHECK(p.nodes_in_use_after == 1);
+  // Each moved instance counted one migration.
+  for (const auto& m : p.moves) CHECK(p.after.find_instance(m.instance)->migrations == 1);
+}
+
+TEST_CASE("rebalance controller: off by default, then at most the budget per period", "[rebalance][controller]") {
+  ClusterState s = half_used();
+  ControllerContext ctx = test_ctx();
+  CHECK(rebalance_controller(s, ctx).batch.empty());
+  ctx.options.rebalance_budget = 3;
+  ctx.options.rebalance_period_ms = 60'000;
+  double fresh = fresh_packing_rate(s);
+  int periods = 0;
+  size_t moves = 0;
+  for (; periods < 10; ++periods) {
+    ControllerResult r = rebalance_controller(s, ctx);
+    size_t moved = rebalance_events(r.batch, "Migrated");
+    CHECK(moved <= 3);
+    REQUIRE(r.batch.put_settings.count(k_rebalance_setting) == 1);
+    CHECK(rebalance_events(r.batch, "Rebalanced") == (moved > 0 ? 1u : 0u));
+    s = started(apply_batch(s, r.batch), ctx.now_ms);
+    // Between periods: nothing.
+    ControllerContext soon = ctx;
+    soon.now_ms += 30'000;
+    ControllerResult idle = rebalance_controller(s, soon);
+    CHECK(idle.batch.empty());
+    ctx.now_ms += 60'000;
+    if (moved == 0) break;
+    moves += moved;
+  }
+  // Eight moves at three per period: three periods, then one that finds nothing to do.
+  CHECK(periods == 3);
+  CHECK(moves == 8);
+  auto [rate, in_use] = allocation_rate(s);
+  CHECK(in_use == 4);
+  CHECK(rate >= 0.9 * fresh);
+}
+
+TEST_CASE("rebalance controller: the summary event says before and after", "[rebalance][controller]") {
+  ClusterState s = half_used();
+  ControllerContext ctx = test_ctx();
+  ctx.options.rebalance_budget = 100;
+  ControllerResult r = rebalance_controller(s, ctx);
+  const TimelineEvent* summary = nullptr;
+  for (const auto& e : r.batch.events)
+    if (e.reason == "Rebalanced") summary = &e;
+  REQUIRE(summary);
+  CHECK(summary->message.find("moved 8 instance(s)") != std::string::npos);
+  CHECK(summary->message.find("allocation of nodes in use 50.0% on 8 node(s) -> 100.0% on 4 node(s)") !=
+        std::string::npos);
+  const auto& rec = r.batch.put_settings.at(k_rebalance_setting);
+  CHECK(rec.at("last_run_ms") == ctx.now_ms);
+  CHECK(rec.at("moves") == 8);
+}
+
+TEST_CASE("rebalance controller: min_available holds across periods until moved instances run", "[rebalance][controller]") {
+  // 16 running, min_available 15: one instance may be away at a time.
+  ClusterState s = half_used(15);
+  ControllerContext ctx = test_ctx();
+  ctx.options.rebalance_budget = 10;
+  ctx.options.rebalance_period_ms = 1000;
+  ControllerResult first = rebalance_controller(s, ctx);
+  CHECK(rebalance_events(first.batch, "Migrated") == 1);  // Partial: one of n1's two.
+  s = apply_batch(s, first.batch);
+  CHECK(running_in_role(s, "w") == 15);
+  // The backend has not started it yet: the next period moves nothing.
+  ctx.now_ms += 1000;
+  ControllerResult blocked = rebalance_controller(s, ctx);
+  CHECK(rebalance_events(blocked.batch, "Migrated") == 0);
+  s = apply_batch(s, blocked.batch);
+  // Once it runs, the next one goes, and n1 is empty.
+  s = started(s, ctx.now_ms);
+  ctx.now_ms += 1000;
+  ControllerResult second = rebalance_controller(s, ctx);
+  CHECK(rebalance_events(second.batch, "Migrated") == 1);
+  s = apply_batch(s, second.batch);
+  CHECK(running_in_role(s, "w") == 15);
+  int on_n1 = 0;
+  for (const auto& i : s.snapshot.instances)
+    if (i.node == "n1") ++on_n1;
+  CHECK(on_n1 == 0);
+}
+
+TEST_CASE("rebalance controller: in the controller loop, converged and idempotent", "[rebalance][controller]") {
+  ClusterState s = half_used();
+  ControllerContext ctx = test_ctx();
+  ctx.options.rebalance_budget = 100;
+  auto first = settle_sim(s, ctx);
+  REQUIRE(first.converged);
+  CHECK(std::find(first.active.begin(), first.active.end(), "rebalance") != first.active.end());
+  CHECK(allocation_rate(first.after).second == 4);
+  for (const auto& i : first.after.snapshot.instances) CHECK(i.state == InstanceState::Running);
+  // Again at the same time: the period has not passed, nothing to do.
+  auto again = settle_sim(first.after, ctx);
+  CHECK(again.batch.empty());
+  CHECK(again.wake_at_ms == 0);  // Nothing else pending: a `--wait` sees it settled.
+}
+
+TEST_CASE("rebalance controller: its options are kept with the others", "[rebalance][options]") {
+  ClusterState s;
+  ControllerOptions o;
+  o.rebalance_budget = 20;
+  o.rebalance_period_ms = 120'000;
+  o.rebalance_target_pct = 90;
+  s.settings[k_controller_options_setting] = controller_options_json(o);
+  ControllerOptions back = stored_controller_options(s);
+  CHECK(back.rebalance_budget == 20);
+  CHECK(back.rebalance_period_ms == 120'000);
+  CHECK(back.rebalance_target_pct == 90);
+  CHECK(ControllerOptions{}.rebalance_budget == 0);  // Off unless asked for.
 }
 
 }  // namespace
