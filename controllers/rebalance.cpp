@@ -124,6 +124,15 @@ struct Planner {
   // Only running instances move: one starting or stopping is left alone this time, and
   // so is one whose migrate_times is spent.
   bool movable(const Instance& i) const {
+    if (options.partial) {
+      // The controller moves on its own: never an instance with data on its node
+      // (moving it copies the data and stops it meanwhile), nor one that was moved and
+      // started again within `settle_ms`, so it does not undo a `gaia migrate --to` (or
+      // its own last move) at once.
+      if (!i.volumes.empty()) return false;
+      if (options.settle_ms > 0 && i.migrations > 0 && i.started_ms > 0 && now_ms - i.started_ms < options.settle_ms)
+        return false;
+    }
     return i.state == InstanceState::Running && !i.node.empty() && !moved.count(i.key()) &&
            migrate_times_refusal(work, i).empty();
   }
@@ -164,7 +173,9 @@ struct Planner {
       int64_t need_gpu = pending.request.gpu - (node->capacity.gpu - u.gpu);
       std::vector<const Instance*> candidates;
       for (const auto& i : work.snapshot.instances)
+        // Only work of the pending instance's priority or lower makes room for it.
         if (i.node == node->name && movable(i) && not_larger(i.request, pending.request) &&
+            i.priority.rank() <= pending.priority.rank() &&
             !(i.tenant == pending.tenant && i.app == pending.app && i.role == pending.role))
           candidates.push_back(&i);
       // Largest first: the fewest moves that cover the shortfall.
@@ -384,28 +395,32 @@ struct Planner {
   // other nodes in use. Returns the placements when all placed without preempting
   // anyone; otherwise adds to `failed` the sources with an instance that did not place
   // (or placed only by preempting).
-  std::optional<std::vector<Placement>> try_sources(const Round& r, const std::vector<int>& chosen,
-                                                    std::unordered_set<int>& failed) {
+  // Schedules the instances `keys` (members of the sources `chosen`), taken off their
+  // nodes, onto the other nodes in use, packed.
+  Decision schedule_off(const Round& r, const std::vector<int>& chosen, const std::vector<std::string>& keys) {
     Snapshot trial = work.snapshot;
     std::vector<char> closed(trial.nodes.size(), 0);
-    std::vector<std::string> order;
-    std::unordered_map<std::string, int> source_of;
-    for (int j : chosen) {
-      const Source& src = r.sources[static_cast<size_t>(j)];
-      closed[src.node] = 1;
-      for (size_t m : src.members) {
-        order.push_back(trial.instances[m].key());
-        source_of[order.back()] = j;
-        take_off(trial.instances[m]);
-      }
-    }
+    for (int j : chosen) closed[r.sources[static_cast<size_t>(j)].node] = 1;
+    for (const auto& k : keys) take_off(trial.instances[at.at(k)]);
     // Onto nodes already in use only: emptying one node by filling an empty one gains
     // nothing.
     for (size_t n = 0; n < trial.nodes.size(); ++n)
       if (trial.nodes[n].state == NodeState::Ready && (closed[n] || !r.in_use[n])) trial.nodes[n].state = NodeState::Cordoned;
     pack(trial);
     ++plan.schedules;
-    Decision d = schedule(trial, order);
+    return schedule(trial, keys);
+  }
+
+  std::optional<std::vector<Placement>> try_sources(const Round& r, const std::vector<int>& chosen,
+                                                    std::unordered_set<int>& failed) {
+    std::vector<std::string> order;
+    std::unordered_map<std::string, int> source_of;
+    for (int j : chosen)
+      for (size_t m : r.sources[static_cast<size_t>(j)].members) {
+        order.push_back(work.snapshot.instances[m].key());
+        source_of[order.back()] = j;
+      }
+    Decision d = schedule_off(r, chosen, order);
     if (d.preemptions.empty() && d.placements.size() == order.size()) return std::move(d.placements);
     for (const auto& u : d.unschedulable)
       if (auto it = source_of.find(u.instance); it != source_of.end()) failed.insert(it->second);
@@ -428,11 +443,38 @@ struct Planner {
     });
     std::unordered_map<int, int> left;
     for (int j : chosen) left[j] = static_cast<int>(r.sources[static_cast<size_t>(j)].members.size());
-    int recorded = 0;
+    // Which move now: as many as the budget and min_available let (partial mode).
+    std::vector<const Placement*> now;
+    int budget_left = budget();
+    std::unordered_map<std::string, int> allow;
     for (const Placement* p : ordered) {
+      if (budget_left <= 0) break;
+      const Instance& i = instance(p->instance);
+      auto [a, fresh] = allow.try_emplace(role_id(i), allowance_of(i));
+      if (i.state == InstanceState::Running && a->second <= 0) continue;  // min_available holds it.
+      if (i.state == InstanceState::Running) --a->second;
+      --budget_left;
+      now.push_back(p);
+    }
+    // The placements were made with every instance of the sources gone; with some
+    // staying, they are made again for those that move, so that what stays counts
+    // (a required anti-affinity with a replica that stays, say).
+    std::vector<Placement> again;
+    if (now.size() < ordered.size()) {
+      std::vector<std::string> keys;
+      for (const Placement* p : now) keys.push_back(p->instance);
+      Decision d = schedule_off(r, chosen, keys);
+      if (!d.preemptions.empty() || d.placements.size() != keys.size()) {
+        plan.stopped = "what the budget and min_available let move no longer fits without the rest";
+        return 0;
+      }
+      again = std::move(d.placements);
+      now.clear();
+      for (const auto& p : again) now.push_back(&p);
+    }
+    int recorded = 0;
+    for (const Placement* p : now) {
       int j = source_of.at(p->instance);
-      if (budget() <= 0) break;
-      if (allowance_of(instance(p->instance)) <= 0) continue;  // Partial mode: min_available holds it.
       move(*p, fmt::format("defragment: empty {}", nodes[r.sources[static_cast<size_t>(j)].node].name));
       --left[j];
       ++recorded;
@@ -522,14 +564,16 @@ ControllerResult rebalance_controller(const ClusterState& state, const Controlle
   if (auto it = state.settings.find(k_rebalance_setting); it != state.settings.end() && it->second.is_object()) {
     auto last = it->second.find("last_run_ms");
     if (last != it->second.end() && last->is_number_integer()) {
-      int64_t due = last->get<int64_t>() + period;
-      if (ctx.now_ms < due) return {};
+      int64_t at = last->get<int64_t>();
+      // A last run in the future (another runner's clock ahead) does not stall it.
+      if (at <= ctx.now_ms && ctx.now_ms < at + period) return {};
     }
   }
   RebalanceOptions ro;
   ro.max_moves = o.rebalance_budget;
   ro.target_pct = o.rebalance_target_pct;
   ro.partial = true;
+  ro.settle_ms = period;
   RebalancePlan p = plan_rebalance(state, ro, ctx.now_ms);
   ControllerResult out;
   out.batch = std::move(p.batch);

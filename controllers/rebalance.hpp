@@ -55,6 +55,10 @@ struct RebalanceOptions {
   // instances min_available holds back) is emptied in part, and the next plan goes on
   // with it. Off for `gaia rebalance`, where a half-emptied node gains nothing.
   bool partial = false;
+  // Partial mode: instances moved before that started again less than this long ago
+  // stay (the controller passes its period, so it never moves back at once what a user
+  // just migrated).
+  int64_t settle_ms = 0;
 };
 
 struct RebalanceMove {

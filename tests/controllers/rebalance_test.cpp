@@ -329,3 +329,79 @@ TEST_CASE("rebalance controller: its options are kept with the others", "[rebala
 
 }  // namespace
 }  // namespace gaia
+
+namespace gaia {
+namespace {
+
+TEST_CASE("rebalance: higher-priority work is not moved to make room for lower", "[rebalance]") {
+  ClusterState s = fragmented();
+  for (auto& i : s.snapshot.instances) {
+    i.priority.band = i.app == "small" ? Band::Prod : Band::Nonprod;
+    i.priority.level = 100;
+  }
+  RebalancePlan p = plan_rebalance(s, RebalanceOptions{}, 0);
+  CHECK(p.fits.empty());
+  for (const auto& m : p.moves) CHECK_FALSE(m.purpose.starts_with("make room"));
+}
+
+TEST_CASE("rebalance controller: never moves data, nor what just started", "[rebalance][controller]") {
+  ControllerContext ctx = test_ctx();
+  ctx.options.rebalance_budget = 100;
+  ctx.options.rebalance_period_ms = 60'000;
+  SECTION("instances with volumes on their node stay") {
+    ClusterState s = half_used();
+    for (auto& i : s.snapshot.instances) i.volumes.push_back(VolumeBinding{"data", i.node, "vg0", 1 << 20, 0});
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") == 0);
+    // The command, asked by name, still may (its moves copy the data).
+    CHECK_FALSE(plan_rebalance(s, RebalanceOptions{100, 20}, ctx.now_ms).moves.empty());
+  }
+  SECTION("instances moved and started within a period stay, so a user's migrate is not undone") {
+    ClusterState s = half_used();
+    for (auto& i : s.snapshot.instances) i.started_ms = ctx.now_ms - 30'000;
+    // Placed there first, not moved: they may move.
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") > 0);
+    for (auto& i : s.snapshot.instances) i.migrations = 1;
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") == 0);
+    ctx.now_ms += 31'000;
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") > 0);
+  }
+  SECTION("a last run in the future does not stall it") {
+    ClusterState s = half_used();
+    s.settings[k_rebalance_setting] = nlohmann::json{{"last_run_ms", ctx.now_ms + 3'600'000}};
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") > 0);
+  }
+}
+
+TEST_CASE("rebalance controller: one move a period keeps a required anti-affinity", "[rebalance][controller]") {
+  // A role whose replicas may not share a node, a filler beside them, and a budget of
+  // one move per period: over the periods no two replicas ever share a node.
+  ClusterState s = fixture_cluster(4);
+  s.snapshot.profile.strategy = "stack";
+  s.snapshot.profile.w_spread = 0;
+  Role w = fixture_role("w", 2, res(1000, 1));
+  AffinityTerm apart;
+  apart.target = AffinityTerm::Target::Instance;
+  apart.match = {LabelRequirement{"gaia.io/role", "In", {"w"}}};
+  apart.topology = "node";
+  w.required_anti_affinity.push_back(apart);
+  Role f = fixture_role("f", 2, res(1000, 1));
+  add_record(s, fixture_app("web", {w, f}));
+  pin(s, "web", "w", 0, "n1");
+  pin(s, "web", "w", 1, "n2");
+  pin(s, "web", "f", 0, "n2");
+  pin(s, "web", "f", 1, "n3");
+  ControllerContext ctx = test_ctx();
+  ctx.options.rebalance_budget = 1;
+  ClusterState now = s;
+  for (int period = 0; period < 4; ++period) {
+    ControllerResult r = rebalance_controller(now, ctx);
+    now = apply_batch(now, r.batch);
+    std::map<std::string, int> per_node;
+    for (const auto& i : now.snapshot.instances)
+      if (i.role == "w" && !i.node.empty()) CHECK(++per_node[i.node] == 1);
+    ctx.now_ms += ctx.options.rebalance_period_ms;
+  }
+}
+
+}  // namespace
+}  // namespace gaia
