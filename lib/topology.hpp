@@ -3,8 +3,21 @@
 // subnets, instance subnets, switch and rack ranges) to where they are, answering
 // "which node, switch, rack and zone does this address belong to?" by longest-prefix
 // match. The table is a path-compressed binary trie (Patricia tree), one for IPv4 and
-// one for IPv6, so a lookup costs at most one node visit per distinct prefix length on
-// the path, whatever the number of entries. All operations are iterative.
+// one for IPv6, which holds the entries and takes every change. Lookups go to a
+// read-only index built from the trie (detail::PrefixIndex, lib/topology.cpp: per
+// family a direct table on the first 16 bits, then path-compressed multibit nodes of 6
+// bits; about 32 bytes per IPv4 prefix and 100 per IPv6 prefix on the tables of
+// bench/bench_radix.cpp). A lookup there reads 4-5 cache lines, where the trie reads
+// one node per branching bit (17 on those tables). The index is rebuilt lazily, not
+// updated: a change that adds or removes a prefix drops it, lookups then walk the trie,
+// and the one that brings those walks to 64 + half the number of prefixes builds it
+// (detail::prefix_index_threshold). On those tables a build costs what n/7 to n/4
+// trie lookups cost, so a table filled once and then looked up gets the index early,
+// and a build that a change throws away adds at most about half to the trie walks
+// before it; inserts and lookups that alternate (the overlap checks in spec/ and
+// controllers/) never build one. All operations are iterative. longest_match and
+// lookup are const and may run on several threads at once: one of them builds the
+// index and publishes it atomically.
 //
 // IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are IPv4 addresses written in IPv6
 // notation: parse_address() returns them as IPv4, and parse_cidr() turns a mapped
@@ -14,8 +27,11 @@
 // bits). IPv6 prefixes, even ::/0, never match IPv4 addresses: a v6 default route
 // should not silently claim the v4 network.
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,9 +87,46 @@ struct TopologyEntry {
   bool operator==(const TopologyEntry&) const = default;
 };
 
+namespace detail {
+
+// The lookup index of a PrefixTree (lib/topology.cpp), built from its prefixes and
+// never changed.
+class PrefixIndex;
+struct PrefixIndexItem {
+  unsigned __int128 key = 0;  // Left-aligned, host bits zero.
+  uint32_t id = 0;            // The PrefixTree node holding the prefix's value.
+  int length = 0;             // -1: no prefix.
+};
+// Builds the index over each family's prefixes. Throws std::bad_alloc.
+std::shared_ptr<const PrefixIndex> build_prefix_index(std::vector<PrefixIndexItem> v4,
+                                                      std::vector<PrefixIndexItem> v6);
+// The longest prefix containing `address` (length -1 when none does).
+PrefixIndexItem prefix_index_find(const PrefixIndex& index, const IpAddress& address);
+// The heap memory the index takes, in bytes.
+size_t prefix_index_bytes(const PrefixIndex& index);
+// How many trie lookups since the last change make building the index worth it for a
+// table of `entries` prefixes: two to four times what a build costs, counted in trie
+// lookups (entries / 7 to entries / 4 in bench/bench_radix.cpp).
+uint64_t prefix_index_threshold(size_t entries);
+
+}  // namespace detail
+
 template <class V>
 class PrefixTree {
  public:
+  PrefixTree() = default;
+  // A copy holds the same entries and builds its own index when it needs one.
+  PrefixTree(const PrefixTree& other)
+      : m_nodes(other.m_nodes), m_free(other.m_free), m_root_v4(other.m_root_v4), m_root_v6(other.m_root_v6),
+        m_size(other.m_size) {}
+  PrefixTree(PrefixTree&& other) noexcept { *this = std::move(other); }
+  PrefixTree& operator=(const PrefixTree& other) {
+    if (this != &other) *this = PrefixTree(other);
+    return *this;
+  }
+  // The moved-from tree is empty.
+  PrefixTree& operator=(PrefixTree&& other) noexcept;
+
   struct Match {
     IpPrefix prefix;
     const V* value;  // Owned by the tree; valid until the next insert or remove.
@@ -95,6 +148,11 @@ class PrefixTree {
   }
   size_t size() const { return m_size; }
   bool empty() const { return m_size == 0; }
+  // The memory the lookup index takes, in bytes: 0 while there is none (see above).
+  size_t index_bytes() const {
+    const detail::PrefixIndex* index = m_index.load(std::memory_order_acquire);
+    return index ? detail::prefix_index_bytes(*index) : 0;
+  }
   // Every entry, IPv4 first, each family in address order with a prefix before the
   // prefixes inside it.
   std::vector<std::pair<IpPrefix, V>> entries() const;
@@ -110,6 +168,11 @@ class PrefixTree {
 
   uint32_t new_node(unsigned __int128 key, int length, std::optional<V> value);
   void free_node(uint32_t index);
+  std::optional<Match> trie_longest_match(const IpAddress& address) const;
+  // Counts a lookup that walked the trie and builds the index when enough have.
+  void note_trie_lookup() const;
+  // After a change that adds or removes a prefix.
+  void drop_index();
   uint32_t& root(IpFamily f) { return f == IpFamily::V4 ? m_root_v4 : m_root_v6; }
   uint32_t root(IpFamily f) const { return f == IpFamily::V4 ? m_root_v4 : m_root_v6; }
 
@@ -120,6 +183,13 @@ class PrefixTree {
   uint32_t m_root_v4 = kNone;
   uint32_t m_root_v6 = kNone;
   size_t m_size = 0;
+  // The index: m_index_owner keeps it alive, m_index publishes it to lookups (null while
+  // there is none). Lookups without an index count themselves in m_trie_lookups; the
+  // one that wins m_index_building builds it. Only that lookup writes m_index_owner.
+  mutable std::shared_ptr<const detail::PrefixIndex> m_index_owner;
+  mutable std::atomic<const detail::PrefixIndex*> m_index{nullptr};
+  mutable std::atomic<uint64_t> m_trie_lookups{0};
+  mutable std::atomic<bool> m_index_building{false};
 };
 
 using TopologyTable = PrefixTree<TopologyEntry>;
@@ -178,6 +248,7 @@ bool PrefixTree<V>::insert(const IpPrefix& prefix, V value) {
   for (;;) {
     uint32_t index = slot();
     if (index == kNone) {
+      drop_index();
       uint32_t leaf = new_node(key, length, std::move(value));
       slot() = leaf;
       ++m_size;
@@ -188,6 +259,7 @@ bool PrefixTree<V>::insert(const IpPrefix& prefix, V value) {
     if (common == node_length) {
       if (node_length == length) {  // Same prefix: set or replace its value.
         bool added = !m_nodes[index].value.has_value();
+        if (added) drop_index();  // Replacing a value keeps the index: it names nodes.
         m_nodes[index].value = std::move(value);
         m_size += added;
         return added;
@@ -196,6 +268,7 @@ bool PrefixTree<V>::insert(const IpPrefix& prefix, V value) {
       side = bit(key, node_length);
       continue;
     }
+    drop_index();
     if (common == length) {
       // Our prefix contains the node's: it becomes the node's parent.
       uint32_t above = new_node(key, length, std::move(value));
@@ -229,7 +302,73 @@ const V* PrefixTree<V>::find(const IpPrefix& prefix) const {
 }
 
 template <class V>
+PrefixTree<V>& PrefixTree<V>::operator=(PrefixTree&& other) noexcept {
+  if (this == &other) return *this;
+  m_nodes = std::move(other.m_nodes);
+  m_free = std::move(other.m_free);
+  m_root_v4 = std::exchange(other.m_root_v4, kNone);
+  m_root_v6 = std::exchange(other.m_root_v6, kNone);
+  m_size = std::exchange(other.m_size, 0);
+  m_index_owner = std::move(other.m_index_owner);
+  m_index.store(m_index_owner.get(), std::memory_order_relaxed);
+  m_trie_lookups.store(other.m_trie_lookups.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  m_index_building.store(m_index_owner != nullptr, std::memory_order_relaxed);
+  other.m_nodes.clear();
+  other.m_free.clear();
+  other.drop_index();
+  return *this;
+}
+
+template <class V>
+void PrefixTree<V>::drop_index() {
+  m_index.store(nullptr, std::memory_order_relaxed);
+  m_index_owner.reset();
+  m_trie_lookups.store(0, std::memory_order_relaxed);
+  m_index_building.store(false, std::memory_order_relaxed);
+}
+
+template <class V>
 std::optional<typename PrefixTree<V>::Match> PrefixTree<V>::longest_match(
+    const IpAddress& address) const {
+  if (const detail::PrefixIndex* index = m_index.load(std::memory_order_acquire)) {
+    const detail::PrefixIndexItem hit = detail::prefix_index_find(*index, address);
+    if (hit.length < 0) return std::nullopt;
+    return Match{IpPrefix{IpAddress{address.family, hit.key}, hit.length}, &*m_nodes[hit.id].value};
+  }
+  auto match = trie_longest_match(address);
+  note_trie_lookup();
+  return match;
+}
+
+template <class V>
+void PrefixTree<V>::note_trie_lookup() const {
+  uint64_t count = m_trie_lookups.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (count < detail::prefix_index_threshold(m_size)) return;
+  if (m_index_building.exchange(true, std::memory_order_acquire)) return;  // Built or being built.
+  try {
+    std::vector<detail::PrefixIndexItem> items[2];
+    std::vector<uint32_t> stack;
+    for (int f = 0; f < 2; ++f) {
+      // Pre-order, child 0 first: the prefixes come out sorted by address, then length.
+      if (uint32_t r = root(f == 0 ? IpFamily::V4 : IpFamily::V6); r != kNone) stack.push_back(r);
+      while (!stack.empty()) {
+        uint32_t i = stack.back();
+        stack.pop_back();
+        const Node& n = m_nodes[i];
+        if (n.value) items[f].push_back(detail::PrefixIndexItem{n.key, i, n.length});
+        if (n.child[1] != kNone) stack.push_back(n.child[1]);
+        if (n.child[0] != kNone) stack.push_back(n.child[0]);
+      }
+    }
+    m_index_owner = detail::build_prefix_index(std::move(items[0]), std::move(items[1]));
+  } catch (const std::exception&) {  // Out of memory: lookups stay on the trie until the next change.
+    return;
+  }
+  m_index.store(m_index_owner.get(), std::memory_order_release);
+}
+
+template <class V>
+std::optional<typename PrefixTree<V>::Match> PrefixTree<V>::trie_longest_match(
     const IpAddress& address) const {
   using namespace prefix_bits;
   const int max = IpAddress::max_length(address.family);
@@ -261,6 +400,7 @@ bool PrefixTree<V>::remove(const IpPrefix& prefix) {
     link = &n.child[bit(key, n.length)];
   }
   if (*link == kNone || !m_nodes[*link].value) return false;
+  drop_index();
   m_nodes[*link].value.reset();
   --m_size;
   // Path compression: a node without a value needs two children to be worth keeping.

@@ -3,8 +3,13 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
+#include <fmt/format.h>
+
+#include <atomic>
 #include <map>
 #include <random>
+#include <thread>
+#include <tuple>
 
 using namespace gaia;
 
@@ -263,4 +268,282 @@ TEST_CASE("topology: longest match agrees with a linear scan", "[topology]") {
       RC_ASSERT(found->node == std::to_string(value.second));
     }
   }));
+}
+
+// The lookup index (lib/topology.hpp): lookups go to it once enough of them followed
+// the last change, and to the trie before that. The tests below look up at least that
+// many times, so both paths are checked, and check that the index was built.
+namespace {
+
+// Looks `address` up until the table has built its index.
+void build_index(const TopologyTable& table) {
+  for (uint64_t i = 0; i <= detail::prefix_index_threshold(table.size()) && table.index_bytes() == 0; ++i)
+    (void)table.longest_match(IpAddress{});
+}
+
+// The prefix a linear scan finds for `a` among `prefixes` (the longest containing it).
+template <class Model>
+const IpPrefix* scan(const Model& prefixes, const IpAddress& a) {
+  const IpPrefix* best = nullptr;
+  for (const auto& [p, value] : prefixes)
+    if (p.contains(a) && (!best || p.length > best->length)) best = &p;
+  return best;
+}
+
+struct PrefixLess {
+  bool operator()(const IpPrefix& a, const IpPrefix& b) const {
+    if (a.address.family != b.address.family) return a.address.family < b.address.family;
+    if (a.length != b.length) return a.length < b.length;
+    return a.address.bits < b.address.bits;
+  }
+};
+
+// A prefix from a narrow space, so prefixes nest and overlap: the top bits are drawn
+// from a few patterns, the length is weighted to the edges (/0, /1, the family's
+// longest, around the 6-bit strides and the 16-bit table), and IPv6 prefixes lie now
+// and then inside ::ffff:0:0/96 or ::/96, where the IPv4-mapped and -compatible forms of
+// IPv4 addresses are.
+rc::Gen<IpPrefix> gen_prefix() {
+  return rc::gen::exec([] {
+    bool v6 = *rc::gen::arbitrary<bool>();
+    IpFamily family = v6 ? IpFamily::V6 : IpFamily::V4;
+    const int max = IpAddress::max_length(family);
+    int length = *rc::gen::weightedOneOf<int>(
+        {{1, rc::gen::element(0, 1, max, max - 1)},
+         {1, rc::gen::element(15, 16, 17, 21, 22, 23, 27, 28, 29)},
+         {3, rc::gen::inRange(0, max + 1)}});
+    length = std::min(length, max);
+    unsigned __int128 bits = static_cast<unsigned __int128>(*rc::gen::arbitrary<uint64_t>()) << 64 |
+                             *rc::gen::arbitrary<uint64_t>();
+    // Fix some of the top bits: 0-4 of the top 24 bits vary, in a few shapes.
+    int fixed = *rc::gen::element(4, 12, 20, 24);
+    unsigned __int128 top = static_cast<unsigned __int128>(*rc::gen::element(0x0au, 0xfdu, 0xa5u)) << 120;
+    bits = (bits & ~prefix_bits::mask(fixed)) | (top & prefix_bits::mask(fixed));
+    if (v6 && *rc::gen::weightedElement<bool>({{1, true}, {4, false}})) {
+      bool mapped = *rc::gen::arbitrary<bool>();  // ::ffff:a.b.c.d/96+ or ::a.b.c.d/96+
+      bits = (static_cast<unsigned __int128>(mapped ? 0xffffu : 0u) << 32) | (bits & 0xffffffffu);
+      length = *rc::gen::inRange(mapped ? 96 : 80, 129);
+    }
+    if (family == IpFamily::V4) bits &= prefix_bits::mask(32);
+    return IpPrefix{IpAddress{family, bits & prefix_bits::mask(length)}, length};
+  });
+}
+
+}  // namespace
+
+TEST_CASE("topology: the lookup index agrees with a linear scan through changes", "[topology]") {
+  REQUIRE(rc::check("inserts, replacements, removes and lookups", [] {
+    TopologyTable table;
+    std::map<IpPrefix, std::string, PrefixLess> model;
+    auto ops = *rc::gen::container<std::vector<std::tuple<int, IpPrefix, int>>>(
+        rc::gen::tuple(rc::gen::weightedElement<int>({{6, 0}, {2, 1}, {1, 2}}), gen_prefix(), rc::gen::inRange(0, 3)));
+    bool indexed = false;
+    int counter = 0;
+    auto check = [&](const IpAddress& a) {
+      const IpPrefix* want = scan(model, a);
+      auto got = table.longest_match(a);
+      RC_ASSERT(got.has_value() == (want != nullptr));
+      if (!want) return;
+      RC_ASSERT(got->prefix == *want);
+      RC_ASSERT(got->value->node == model.at(*want));
+      RC_ASSERT(table.lookup(a)->node == model.at(*want));
+    };
+    // Addresses around the table's prefixes: their first and last addresses and those
+    // just outside, the same in the other family, and random ones.
+    auto probes = [&] {
+      std::vector<IpAddress> out;
+      for (const auto& [p, value] : model) {
+        const int max = IpAddress::max_length(p.address.family);
+        const unsigned __int128 unit = static_cast<unsigned __int128>(1) << (128 - max);
+        unsigned __int128 last = p.address.bits | (~prefix_bits::mask(p.length) & prefix_bits::mask(max));
+        for (unsigned __int128 b : {p.address.bits, last, p.address.bits - unit, last + unit}) {
+          out.push_back(IpAddress{p.address.family, b});
+          out.push_back(IpAddress{p.address.family == IpFamily::V4 ? IpFamily::V6 : IpFamily::V4, b});
+        }
+      }
+      for (int i = 0; i < 8; ++i) out.push_back((*gen_prefix()).address);
+      for (IpAddress& a : out)
+        if (a.family == IpFamily::V4) a.bits &= prefix_bits::mask(32);  // A well-formed IPv4 address.
+      return out;
+    };
+    for (const auto& [op, prefix, rounds] : ops) {
+      if (op == 0 || op == 1) {  // Insert (op 1: an existing prefix when there is one: a replacement).
+        IpPrefix p = prefix;
+        if (op == 1 && !model.empty()) p = std::next(model.begin(), *rc::gen::inRange<size_t>(0, model.size()))->first;
+        std::string name = std::to_string(++counter);
+        RC_ASSERT(table.insert(p, entry(name)) == (model.count(p) == 0));
+        model[p] = name;
+      } else {  // Remove an existing prefix, or one that may be absent.
+        IpPrefix p = prefix;
+        if (!model.empty() && *rc::gen::arbitrary<bool>())
+          p = std::next(model.begin(), *rc::gen::inRange<size_t>(0, model.size()))->first;
+        RC_ASSERT(table.remove(p) == (model.erase(p) == 1));
+      }
+      RC_ASSERT(table.size() == model.size());
+      // A few lookups (on the trie while the index is stale), then maybe enough to build
+      // the index and some on it. A sample of the probes, to keep the run short.
+      std::vector<IpAddress> addresses = probes();
+      size_t step = addresses.size() / 48 + 1;
+      for (size_t i = 0; i < std::min<size_t>(addresses.size(), 4); ++i) check(addresses[i]);
+      for (int r = 0; r < rounds; ++r) {
+        build_index(table);
+        RC_ASSERT(table.index_bytes() > 0);
+        indexed = true;
+        for (size_t i = r; i < addresses.size(); i += step) check(addresses[i]);
+      }
+    }
+    build_index(table);
+    for (const IpAddress& a : probes()) check(a);
+    // A copy builds its own index; a moved-to table keeps it.
+    TopologyTable copy = table;
+    build_index(copy);
+    TopologyTable moved = std::move(copy);
+    RC_ASSERT(copy.empty());
+    for (const IpAddress& a : probes()) {
+      const IpPrefix* want = scan(model, a);
+      auto got = moved.longest_match(a);
+      RC_ASSERT(got.has_value() == (want != nullptr));
+      if (want) RC_ASSERT(got->prefix == *want);
+    }
+    RC_TAG(indexed ? "index built between changes" : "index built at the end only");
+  }));
+}
+
+TEST_CASE("topology: the lookup index handles the edge cases", "[topology]") {
+  TopologyTable table;
+  for (const char* p : {"0.0.0.0/0", "::/0", "10.0.0.0/8", "10.1.2.3/32", "255.255.255.255/32", "10.1.2.0/31",
+                        "::ffff:192.168.0.0/112", "2001:db8::/32", "2001:db8::1/128",
+                        "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", "2001:db8:0:1::/64", "::/128", "::a01:203/128"})
+    table.insert(cidr(p), entry(p));
+  auto check_all = [&] {
+    CHECK(node_for(table, "10.1.2.3") == "10.1.2.3/32");
+    CHECK(node_for(table, "::ffff:10.1.2.3") == "10.1.2.3/32");  // Mapped: the IPv4 address.
+    CHECK(node_for(table, "10.1.2.1") == "10.1.2.0/31");
+    CHECK(node_for(table, "10.1.2.2") == "10.0.0.0/8");
+    CHECK(node_for(table, "11.0.0.0") == "0.0.0.0/0");
+    CHECK(node_for(table, "0.0.0.0") == "0.0.0.0/0");
+    CHECK(node_for(table, "255.255.255.255") == "255.255.255.255/32");
+    CHECK(node_for(table, "255.255.255.254") == "0.0.0.0/0");
+    CHECK(node_for(table, "192.168.7.7") == "::ffff:192.168.0.0/112");
+    CHECK(node_for(table, "::ffff:192.168.7.7") == "::ffff:192.168.0.0/112");
+    CHECK(node_for(table, "2001:db8::1") == "2001:db8::1/128");
+    CHECK(node_for(table, "2001:db8::2") == "2001:db8::/32");
+    CHECK(node_for(table, "2001:db8:0:1:ffff:ffff:ffff:ffff") == "2001:db8:0:1::/64");
+    CHECK(node_for(table, "2001:db9::") == "::/0");
+    CHECK(node_for(table, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff") == "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128");
+    CHECK(node_for(table, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe") == "::/0");
+    CHECK(node_for(table, "::") == "::/128");
+    CHECK(node_for(table, "::1") == "::/0");
+    // ::10.1.2.3 (IPv4-compatible, deprecated) is an IPv6 address: not 10.1.2.3.
+    CHECK(node_for(table, "::10.1.2.3") == "::a01:203/128");
+  };
+  check_all();  // On the trie.
+  build_index(table);
+  REQUIRE(table.index_bytes() > 0);
+  check_all();  // On the index.
+  auto m = table.longest_match(addr("2001:db8:0:1::5"));
+  REQUIRE(m);
+  CHECK(m->prefix.to_string() == "2001:db8:0:1::/64");
+  CHECK(m->value->node == "2001:db8:0:1::/64");
+
+  // Replacing a value keeps the index; removing drops it, and the next lookups are right.
+  table.insert(cidr("10.0.0.0/8"), entry("replaced"));
+  CHECK(table.index_bytes() > 0);
+  CHECK(node_for(table, "10.9.9.9") == "replaced");
+  table.insert(cidr("10.0.0.0/8"), entry("10.0.0.0/8"));
+  CHECK(table.remove(cidr("0.0.0.0/0")));
+  CHECK(table.index_bytes() == 0);
+  CHECK(node_for(table, "11.0.0.0") == "-");
+  table.remove(cidr("::/0"));
+  build_index(table);
+  REQUIRE(table.index_bytes() > 0);
+  CHECK(node_for(table, "11.0.0.0") == "-");
+  CHECK(node_for(table, "2001:db9::") == "-");
+  CHECK(node_for(table, "10.1.2.3") == "10.1.2.3/32");
+
+  // Only IPv6 prefixes: IPv4 lookups find nothing, also through the index.
+  TopologyTable v6_only;
+  v6_only.insert(cidr("::/0"), entry("v6-default"));
+  build_index(v6_only);
+  REQUIRE(v6_only.index_bytes() > 0);
+  CHECK(node_for(v6_only, "10.0.0.1") == "-");
+  CHECK(node_for(v6_only, "::ffff:10.0.0.1") == "-");
+  CHECK(node_for(v6_only, "::1") == "v6-default");
+}
+
+TEST_CASE("topology: lookups from several threads share one index", "[topology]") {
+  TopologyTable table;
+  std::vector<std::pair<IpAddress, std::string>> expected;
+  for (int i = 0; i < 4096; ++i) {
+    std::string p = fmt::format("10.{}.{}.0/24", i / 256, i % 256);
+    table.insert(cidr(p), entry(p));
+    expected.emplace_back(addr(fmt::format("10.{}.{}.{}", i / 256, i % 256, i % 200)), p);
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 4; ++round)
+        for (size_t i = t; i < expected.size(); i += 3) {
+          auto m = table.longest_match(expected[i].first);
+          if (!m || m->value->node != expected[i].second) ++wrong;
+        }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  CHECK(table.index_bytes() > 0);
+}
+
+TEST_CASE("topology: on large tables the index agrees with the trie", "[topology]") {
+  // Tables the size of the benchmark's, which the property test above does not reach:
+  // the full 16-bit first table, dense regions and long compressed paths. Each lookup is
+  // made on the indexed table and on a fresh copy, which stays on its trie for that many
+  // lookups (fewer than prefix_index_threshold); a linear scan checks a sample.
+  std::mt19937_64 rng(20240613);
+  auto bits128 = [&] { return static_cast<unsigned __int128>(rng()) << 64 | rng(); };
+  for (IpFamily family : {IpFamily::V4, IpFamily::V6}) {
+    const int max = IpAddress::max_length(family);
+    TopologyTable table;
+    std::vector<std::pair<IpPrefix, std::string>> prefixes;
+    while (prefixes.size() < 20000) {
+      // Inside one of two bases (a /8 and a /32, or /8 and /16 for IPv4), lengths spread
+      // over the whole range with more of them at the usual subnet and host lengths.
+      bool first_base = rng() % 2;
+      int base = first_base ? 8 : (family == IpFamily::V4 ? 16 : 32);
+      unsigned __int128 top = first_base ? static_cast<unsigned __int128>(0x0a) << 120
+                                         : static_cast<unsigned __int128>(0x20010db8u) << 96;
+      int length = rng() % 4 == 0 ? static_cast<int>(rng() % (max + 1))
+                                  : (rng() % 3 == 0 ? max : max / 2 + static_cast<int>(rng() % (max / 4)));
+      unsigned __int128 b = (top & prefix_bits::mask(base)) | (bits128() & ~prefix_bits::mask(base));
+      IpPrefix p{IpAddress{family, b & prefix_bits::mask(length) & prefix_bits::mask(max)}, length};
+      if (table.insert(p, entry(p.to_string()))) prefixes.emplace_back(p, p.to_string());
+    }
+    std::vector<IpAddress> addresses;
+    for (int i = 0; i < 6000; ++i) {
+      const IpPrefix& p = prefixes[rng() % prefixes.size()].first;
+      unsigned __int128 host = i % 5 == 4 ? bits128() : bits128() & ~prefix_bits::mask(p.length);
+      addresses.push_back(IpAddress{family, (p.address.bits | host) & prefix_bits::mask(max)});
+    }
+    build_index(table);
+    REQUIRE(table.index_bytes() > 0);
+    TopologyTable trie = table;
+    REQUIRE(addresses.size() < detail::prefix_index_threshold(trie.size()));
+    size_t disagree = 0, hits = 0;
+    for (const IpAddress& a : addresses) {
+      auto want = trie.longest_match(a);
+      auto got = table.longest_match(a);
+      hits += want.has_value();
+      if (want.has_value() != got.has_value() || (want && (want->prefix != got->prefix || *want->value != *got->value)))
+        ++disagree;
+    }
+    CHECK(trie.index_bytes() == 0);  // Still on its trie.
+    CHECK(disagree == 0);
+    CHECK(hits > addresses.size() / 2);
+    for (size_t i = 0; i < addresses.size(); i += 30) {
+      const IpPrefix* want = scan(prefixes, addresses[i]);
+      auto got = table.longest_match(addresses[i]);
+      REQUIRE(got.has_value() == (want != nullptr));
+      if (want) CHECK(got->prefix == *want);
+    }
+  }
 }
