@@ -270,16 +270,10 @@ int watch_objects(const Globals& g, const GetArgs& a, const std::string& kind, c
   bool printed = false;  // Something is on stdout already.
   std::string outage;
   while (!stop_requested()) {
-    auto state = s.state->load();
-    if (!state && is_transient(state.error())) {
-      std::string why = format_diagnostics(state.error());
-      if (why != outage && !g.quiet) fmt::print(stderr, "warning: the store cannot be reached; retrying:\n{}", why);
-      outage = why;
-      nap(std::chrono::milliseconds(500));
-      continue;
-    }
+    auto read = load_for_watch(g, s, outage);
+    if (!read) continue;
+    auto& state = *read;
     if (!state) return report(g, state.error());
-    outage.clear();
     SecretKeys secrets = kind == "apps" && structured(a) ? deployed_secret_keys(g, s, *state) : SecretKeys();
     Listing l = list_objects(kind, *state, a, sel, g.tenant, s.clock.now(), secrets);
     // A watch is of objects that exist: a NAME that is not there is the same error as

@@ -119,16 +119,10 @@ int run_map(const Globals& g, const MapArgs& a) {
   bool first = true;
   std::string outage;
   while (!stop_requested()) {
-    auto state = s.state->load();
-    if (!state && is_transient(state.error())) {
-      std::string why = format_diagnostics(state.error());
-      if (why != outage && !g.quiet) fmt::print(stderr, "warning: the store cannot be reached; retrying:\n{}", why);
-      outage = why;
-      nap(std::chrono::milliseconds(500));
-      continue;
-    }
+    auto read = load_for_watch(g, s, outage);
+    if (!read) continue;
+    auto& state = *read;
     if (!state) return report(g, state.error());
-    outage.clear();
     if (int rc = draw(g, a, s, *state, first, clear); rc != k_ok) return rc;
     first = false;
     nap(*interval);

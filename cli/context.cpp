@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/interrupt.hpp"
 #include "cli/render_flags.hpp"
 #include "cli/timed_store.hpp"
 #include "lib/sim_backend.hpp"
@@ -419,6 +420,19 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
   s->op = new_operation_id(s->clock);
   log_verbose(g, 1, fmt::format("operation {}", s->op));
   return s;
+}
+
+std::optional<Result<ClusterState>> load_for_watch(const Globals& g, Session& s, std::string& outage) {
+  auto state = s.state->load();
+  if (!state && is_transient(state.error())) {
+    std::string why = format_diagnostics(state.error());
+    if (why != outage && !g.quiet) fmt::print(stderr, "warning: the store cannot be reached; retrying:\n{}", why);
+    outage = why;
+    nap(std::chrono::milliseconds(500));
+    return std::nullopt;
+  }
+  if (state) outage.clear();
+  return state;
 }
 
 }  // namespace gaia::cli

@@ -135,4 +135,10 @@ struct SessionOptions {
 // Opens the store of the current context (or --store / GAIA_STORE).
 Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOptions& options = {});
 
+// One read of the store for a watch loop (`get -w`, `map --watch`): while the store
+// cannot be reached it warns once per distinct cause (kept in `outage`), waits half a
+// second and returns nullopt, so the loop goes round again; otherwise the state, or the
+// error to report.
+std::optional<Result<ClusterState>> load_for_watch(const Globals& g, Session& s, std::string& outage);
+
 }  // namespace gaia::cli
