@@ -30,6 +30,8 @@ struct ReplayArgs {
   std::string tick = "10s", step, until;
   std::string memory_unit = "512Gi";
   int cpu_unit = 64;
+  int rebalance_budget = 0;
+  std::string rebalance_period = "10m";
   bool no_near = false;
   std::string plot;
   std::string output = "text";
@@ -187,7 +189,7 @@ nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, doub
           {"finished", r.finished},
           {"pending_at_end", r.pending_at_end},
           {"oldest_pending_s", r.oldest_pending_s},
-          {"migrations", 0},
+          {"migrations", r.migrations},
           {"waiting_at_end", r.waiting_at_end},
           {"preemptions", r.preemptions},
           {"lost", r.lost},
@@ -249,7 +251,11 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
     fmt::print("Near their data: {}\n", dags ? "no task that reads an earlier task's output was placed"
                                               : "no task of the trace reads an earlier task's output");
   }
-  fmt::print("Migrations: none (the replay does not move running work; see gaia rebalance)\n");
+  if (a.rebalance_budget > 0)
+    fmt::print("Migrations: {} (the rebalance controller, at most {} per {}; each restarts its instance)\n", r.migrations,
+               a.rebalance_budget, a.rebalance_period);
+  else
+    fmt::print("Migrations: none (no --rebalance-budget: running work is not moved)\n");
   for (const auto& [why, count] : trace.skipped) fmt::print("Skipped: {} rows of {}\n", count, why);
 }
 
@@ -261,6 +267,8 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   if (!step) errs.insert(errs.end(), step.error().begin(), step.error().end());
   Result<int64_t> until = a.until.empty() ? Result<int64_t>(0) : seconds_flag("--until", a.until, false);
   if (!until) errs.insert(errs.end(), until.error().begin(), until.error().end());
+  auto period = seconds_flag("--rebalance-period", a.rebalance_period, false);
+  if (!period) errs.insert(errs.end(), period.error().begin(), period.error().end());
   auto unit = parse_bytes(a.memory_unit);
   if (!unit || *unit <= 0)
     errs.push_back(Diagnostic{{}, "--memory-unit", fmt::format("{} is not a memory size", a.memory_unit),
@@ -302,6 +310,8 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   o.step_s = *step;
   o.until_s = *until;
   o.near = !a.no_near;
+  o.rebalance_budget = a.rebalance_budget;
+  o.rebalance_period_s = *period;
   auto start = std::chrono::steady_clock::now();
   sim::ReplayReport r = sim::replay(*trace, o);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -353,6 +363,10 @@ void register_sim_replay(CLI::App* sim, Globals& g, int* code) {
                   "Memory of the trace's largest machine, to which it normalises (default 512Gi)");
   cmd->add_option("--cpu-unit", a->cpu_unit, "Cores of the largest machine of a Google trace (default 64)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--rebalance-budget", a->rebalance_budget,
+                  "Run the rebalance controller with at most N moves per period (default 0: off)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--rebalance-period", a->rebalance_period, "The rebalance controller's period (default 10m)");
   cmd->add_flag("--no-near", a->no_near, "Do not place tasks near the output of the tasks before them");
   cmd->add_option("--plot", a->plot, "Also draw the timeline into FILE (.svg or .png; needs gnuplot)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));

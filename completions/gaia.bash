@@ -1328,6 +1328,8 @@ _gaia_opts() {
         '--until' 'text' 'Stop at this trace time (default: when the work is done)' \
         '--memory-unit' 'text' 'Memory of the trace'\''s largest machine, to which it normalises (default 512Gi)' \
         '--cpu-unit' 'text' 'Cores of the largest machine of a Google trace (default 64)' \
+        '--rebalance-budget' 'text' 'Run the rebalance controller with at most N moves per period (default 0: off)' \
+        '--rebalance-period' 'text' 'The rebalance controller'\''s period (default 10m)' \
         '--no-near' 'flag' 'Do not place tasks near the output of the tasks before them' \
         '--plot' 'text' 'Also draw the timeline into FILE (.svg or .png; needs gnuplot)' \
         '-o --output' 'choices text json' 'text or json' \

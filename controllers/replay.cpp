@@ -8,6 +8,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "controllers/rebalance.hpp"
 #include "controllers/scheduler.hpp"
 
 namespace gaia::sim {
@@ -15,7 +16,10 @@ namespace gaia::sim {
 namespace {
 
 // Events at the same second apply in this order (replay.hpp).
-enum ReplayEvKind : int { kEvMachine = 0, kEvFinish = 1, kEvArrive = 2, kEvSchedule = 3, kEvSample = 4 };
+enum ReplayEvKind : int { kEvMachine = 0, kEvFinish = 1, kEvArrive = 2, kEvSchedule = 3, kEvRebalance = 4, kEvSample = 5 };
+
+// Samples and rebalancing repeat while events of the trace are still to come.
+bool periodic(int kind) { return kind == kEvRebalance || kind == kEvSample; }
 
 struct ReplayEv {
   int64_t t = 0;
@@ -64,6 +68,7 @@ class Replayer {
     m_step = m_o.step_s > 0 ? m_o.step_s : std::max<int64_t>(m_o.tick_s, (estimated_end() - m_r.start_s) / 100);
     m_step = std::max<int64_t>(m_step, 1);
     push(m_r.start_s, kEvSample);
+    if (m_o.rebalance_budget > 0) push(m_r.start_s + period_s(), kEvRebalance);
 
     while (!m_q.empty()) {
       ReplayEv e = m_q.top();
@@ -72,15 +77,17 @@ class Replayer {
         break;
       }
       m_q.pop();
+      if (!periodic(e.kind)) --m_real;
       m_now = e.t;
       // Samples run on past the last event by up to a step; they do not make the trace
       // longer.
-      if (e.kind != kEvSample) m_r.end_s = e.t;
+      if (!periodic(e.kind)) m_r.end_s = e.t;
       switch (e.kind) {
         case kEvMachine: machine_event(m_trace.machine_events[static_cast<size_t>(e.a)]); break;
         case kEvFinish: finish(e.a, e.b); break;
         case kEvArrive: arrive(static_cast<int>(e.a)); break;
         case kEvSchedule: pass(); break;
+        case kEvRebalance: rebalance(); break;
         case kEvSample: sample(); break;
       }
     }
@@ -101,7 +108,47 @@ class Replayer {
   }
 
  private:
-  void push(int64_t t, int kind, int64_t a = 0, int64_t b = 0) { m_q.push(ReplayEv{t, kind, m_seq++, a, b}); }
+  void push(int64_t t, int kind, int64_t a = 0, int64_t b = 0) {
+    if (!periodic(kind)) ++m_real;
+    m_q.push(ReplayEv{t, kind, m_seq++, a, b});
+  }
+
+  int64_t period_s() const { return std::max<int64_t>(m_o.rebalance_period_s, 1); }
+
+  // The rebalance controller's period (controllers/rebalance.hpp), on the cluster as it
+  // is: at most the budget of moves, each a restart of the instance on its new node
+  // (its whole duration again, as after a preemption), and room made for queued work.
+  void rebalance() {
+    if (m_real > 0) push(m_now + period_s(), kEvRebalance);
+    ClusterState st;
+    st.snapshot = m_s;
+    // The output of finished tasks is data on its node, not work to move.
+    for (size_t i = 0; i < m_live.size(); ++i)
+      if (m_live[i].holder) st.snapshot.instances[i].state = InstanceState::Succeeded;
+    RebalanceOptions ro;
+    ro.max_moves = m_o.rebalance_budget;
+    ro.partial = true;
+    ro.settle_ms = period_s() * 1000;
+    RebalancePlan plan = plan_rebalance(st, ro, m_now * 1000);
+    for (const auto& mv : plan.moves) {
+      auto it = m_id_of_key.find(mv.instance);
+      if (it == m_id_of_key.end()) continue;
+      size_t p = m_pos[static_cast<size_t>(it->second)];
+      if (p == kGone || m_live[p].holder || m_s.instances[p].node != mv.from) continue;
+      count_member(p, -1);
+      Instance& i = m_s.instances[p];
+      i.node = mv.to;
+      ++i.migrations;
+      i.started_ms = m_now * 1000;
+      count_member(p, +1);
+      LiveInstance& l = m_live[p];
+      ++l.gen;
+      ++m_r.migrations;
+      int64_t d = m_trace.tasks[static_cast<size_t>(l.task)].duration_of(i.ordinal);
+      if (d > 0) push(m_now + d, kEvFinish, l.id, l.gen);
+    }
+    if (!plan.moves.empty()) changed();
+  }
 
   int64_t estimated_end() const {
     int64_t end = m_r.start_s;
@@ -320,6 +367,7 @@ class Replayer {
     if (const std::string& reads = m_tasks[static_cast<size_t>(l.task)].reads; !reads.empty()) count_near(reads, node);
     i.node = node;
     i.state = InstanceState::Running;
+    i.started_ms = m_now * 1000;
     ++l.gen;
     ++m_r.placements;
     m_r.waits_s.push_back(m_now - l.queued_at);
@@ -427,7 +475,7 @@ class Replayer {
   void sample() {
     sample_now();
     // Keep sampling while anything else is still to happen.
-    if (m_q.size() > 0) push(m_now + m_step, kEvSample);
+    if (m_real > 0) push(m_now + m_step, kEvSample);
   }
 
   const Trace& m_trace;
@@ -445,6 +493,7 @@ class Replayer {
   std::unordered_map<std::string, std::unordered_map<std::string, int>> m_role_nodes, m_role_racks;
   std::priority_queue<ReplayEv, std::vector<ReplayEv>, std::greater<>> m_q;
   int64_t m_seq = 0, m_now = 0, m_step = 1, m_last_pass = -1;
+  int64_t m_real = 0;  // Queued events other than samples and rebalancing.
   bool m_dirty = false, m_pass_queued = false;
   int64_t m_cap_cpu = 0, m_cap_mem = 0, m_req_cpu = 0, m_req_mem = 0, m_used_cpu = 0, m_used_mem = 0;
   int64_t m_running = 0, m_usage_placements = 0;

@@ -20,6 +20,8 @@
 //    their instances ran on until the job ends (or the node leaves). The task's role is
 //    `near` the largest task before it, so the scheduler's data-locality score applies,
 //    and each placement is counted as same node, same rack or elsewhere.
+//  - With a rebalance budget, the rebalance controller runs once a period on the
+//    cluster as it is; a move restarts the instance on its new node.
 //
 // A pure function of the trace and the options: no clock, no randomness, no I/O.
 
@@ -40,6 +42,10 @@ struct ReplayOptions {
   // Roles after others are `near` them; off, the placements near the data are still
   // counted, to show what the locality score buys.
   bool near = true;
+  // The rebalance controller within the replay: at most this many moves per period
+  // (0: off, the default), as `gaia controller options --rebalance-budget` runs it.
+  int rebalance_budget = 0;
+  int64_t rebalance_period_s = 600;
 };
 
 struct ReplaySample {
@@ -65,6 +71,7 @@ struct ReplayReport {
   int64_t waiting_at_end = 0;  // Tasks whose predecessors had not finished.
   int64_t preemptions = 0;     // Instances evicted for higher-priority work.
   int64_t lost = 0;            // Instances on machines that left service.
+  int64_t migrations = 0;      // Moves made by the rebalance controller.
   std::vector<int64_t> waits_s;  // Per placement, time in the queue; sorted.
   // Placements of roles that read an earlier task's output: on a node holding it, on
   // its rack, elsewhere, or with the data gone (its nodes left service).

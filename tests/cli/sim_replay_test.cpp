@@ -63,6 +63,12 @@ TEST_CASE("sim replay: policies and options change the replay", "[cli][sim]") {
   json best = json::parse(ok(s, {"sim", "replay", sample_trace(), "--policy", "best-fit", "-o", "json"}).out);
   CHECK(best["policy"] == "best-fit");
   CHECK(best["samples"] != gaia_run["samples"]);
+  CHECK(gaia_run["migrations"] == 0);
+  json moved = json::parse(
+      ok(s, {"sim", "replay", sample_trace(), "--rebalance-budget", "50", "--rebalance-period", "5m", "-o", "json"}).out);
+  CHECK(moved["migrations"].get<int64_t>() > 0);
+  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-budget", "-1"});
+  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-period", "0s"});
   json until = json::parse(ok(s, {"sim", "replay", sample_trace(), "--until", "1h", "--step", "5m", "-o", "json"}).out);
   CHECK(until["end_s"].get<int64_t>() <= 3600);
   CHECK(until["samples"].size() == 13);

@@ -232,3 +232,21 @@ TEST_CASE("replay: per-instance durations and a spread restriction", "[replay]")
   CHECK(r.placements == 3);
   CHECK(r.waits_s == std::vector<int64_t>{0, 0, 10});
 }
+
+TEST_CASE("replay: the rebalance controller moves work to fit what waits", "[replay]") {
+  Trace t;
+  t.machine_events = {machine("m1", 4), machine("m2", 4)};
+  // Spread puts one half-machine instance on each machine; the whole-machine one then
+  // fits nowhere until one of them moves beside the other.
+  t.tasks = {task("j1", "half", 2, 0, 10'000, 2), task("j2", "whole", 1, 10, 100, 4)};
+  ReplayReport off = replay(t, every_second());
+  CHECK(off.migrations == 0);
+  CHECK(off.waits_s.back() == 9'990);  // Only when the halves leave.
+  ReplayOptions o = every_second();
+  o.rebalance_budget = 1;
+  o.rebalance_period_s = 60;
+  ReplayReport on = replay(t, o);
+  CHECK(on.migrations == 1);
+  // Placed at the first period, 60 s in: 50 s after it arrived.
+  CHECK(on.waits_s.back() == 50);
+}
