@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cli/common.hpp"
 #include "cli/plot.hpp"
@@ -25,6 +26,7 @@ struct CompactArgs {
   double fill = 0.7;
   double pending = 0.2;  // Percent.
   std::vector<std::string> policies;
+  int jobs = 0;  // 0: one worker per core.
   std::string plot;
   std::string output = "text";
 };
@@ -93,6 +95,7 @@ int run_compact(const Globals& g, const CompactArgs& a) {
   sim::CompactionOptions o;
   o.seeds = a.seeds;
   o.pending_allowed = a.pending / 100.0;
+  o.threads = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   Table t({"POLICY", "MIN", "P50", "P90", "MAX", "P50 VS FIRST ROW", "PENDING", "GPU PENDING", "SECONDS"});
   nlohmann::json out = nlohmann::json::array();
@@ -191,6 +194,8 @@ void register_sim_compact(CLI::App* sim, Globals& g, int* code) {
   for (const auto& p : sim::standard_policies()) names.push_back(p.name);
   cmd->add_option("--policy", a->policies, "Only these policies (repeatable; default: all)")
       ->check(CLI::IsMember(names));
+  cmd->add_option("-j,--jobs", a->jobs, "Removal orders searched side by side (default: one per core)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--plot", a->plot, "Also draw the cell sizes into FILE (.svg or .png; needs gnuplot)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&g, code, a] { *code = run_compact(g, *a); });

@@ -1231,6 +1231,7 @@ function __gaia_opts
               '--fill' 'text' 'The workload\'s cpu requests as a share of the cell\'s cpu (default 0.7)' \
               '--pending' 'text' 'Percent of instances that may stay pending (default 0.2, as in Borg)' \
               '--policy' 'choices gaia best-fit best-fit-scarce k8s-least-allocated gaia-segregated gaia-bucketed gaia-reclaim' 'Only these policies (repeatable; default: all)' \
+              '-j --jobs' 'text' 'Removal orders searched side by side (default: one per core)' \
               '--plot' 'text' 'Also draw the cell sizes into FILE (.svg or .png; needs gnuplot)' \
               '-o --output' 'choices text json' 'text or json' \
               '--version' 'flag' 'Display program version information and exit' \

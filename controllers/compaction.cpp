@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <bit>
 #include <cmath>
 #include <numbers>
@@ -329,26 +331,42 @@ CompactionResult compact(const SimWorkload& w, const CompactionPolicy& p, const 
   result.instances = static_cast<int64_t>(work.instances.size());
   std::vector<Instance> prod, nonprod;
   for (const auto& i : work.instances) (i.priority.band == Band::Nonprod ? nonprod : prod).push_back(i);
-  for (int s = 0; s < o.seeds; ++s) {
+  // Each removal order is its own search over the same workload, so the orders run side
+  // by side (`threads` workers); each writes only its own slot, and the result is the
+  // same whatever the number of workers.
+  std::vector<CompactionRun> runs(static_cast<size_t>(std::max(o.seeds, 0)));
+  std::vector<int> schedules(runs.size(), 0);
+  auto one = [&](size_t s) {
     uint64_t seed = o.first_seed + static_cast<uint64_t>(s);
     std::vector<size_t> order = shuffled(work.machines.size(), seed);
     CompactionRun run;
     if (p.segregate) {
       // Two cells drawn from the same machines, one per kind of work; each is compacted
       // on its own and the cells' sizes add up.
-      CompactionRun a = smallest_cell(work, prod, order, p, o.pending_allowed, result.schedules);
+      CompactionRun a = smallest_cell(work, prod, order, p, o.pending_allowed, schedules[s]);
       CompactionRun b = smallest_cell(work, nonprod, shuffled(work.machines.size(), seed ^ 0x9e3779b97f4a7c15ULL), p,
-                               o.pending_allowed, result.schedules);
+                                      o.pending_allowed, schedules[s]);
       run.machines = a.machines + b.machines;
       run.pending = a.pending + b.pending;
       run.gpu_pending = a.gpu_pending + b.gpu_pending;
       run.fits_at_all = a.fits_at_all && b.fits_at_all;
     } else {
-      run = smallest_cell(work, work.instances, order, p, o.pending_allowed, result.schedules);
+      run = smallest_cell(work, work.instances, order, p, o.pending_allowed, schedules[s]);
     }
     run.seed = seed;
-    result.runs.push_back(run);
-  }
+    runs[s] = run;
+  };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t s; (s = next.fetch_add(1)) < runs.size();) one(s);
+  };
+  size_t workers = std::clamp<size_t>(static_cast<size_t>(std::max(o.threads, 1)), 1, std::max<size_t>(runs.size(), 1));
+  std::vector<std::future<void>> helpers;
+  for (size_t w = 1; w < workers; ++w) helpers.push_back(std::async(std::launch::async, worker));
+  worker();
+  for (auto& h : helpers) h.get();  // Rethrows a bug's exception here, for main to report.
+  result.runs = std::move(runs);
+  for (int n : schedules) result.schedules += n;
   return result;
 }
 

@@ -66,6 +66,7 @@ struct CompactionOptions {
   int seeds = 5;
   uint64_t first_seed = 1;
   double pending_allowed = 0.002;  // Share of instances that may stay pending.
+  int threads = 1;  // Removal orders searched side by side; the result does not depend on it.
 };
 
 struct CompactionRun {
