@@ -128,7 +128,9 @@ int run_controller(const Globals& g, const RunArgs& a) {
       }
       if (auto after = s.store->revision(); after) healed_at = *after;
     }
-    auto run = ops::run_controllers(s.workspace());
+    ControllerOptions loop;
+    loop.periodic = true;  // The loop runs the periodic controllers (rebalance).
+    auto run = ops::run_controllers(s.workspace(), loop);
     if (!run && !a.once && is_transient(run.error())) {
       wait_out(run.error());
       continue;

@@ -68,8 +68,10 @@ Diagnostics backend_diag(const BackendError& e) { return {Diagnostic{{}, "", e.t
 
 // Runs the controllers inline once the command's change is committed, printing what
 // they did.
-Result<ops::ControllerRun> run_after(const Globals& g, Session& s, bool print) {
-  auto run = ops::run_controllers(s.workspace());
+Result<ops::ControllerRun> run_after(const Globals& g, Session& s, bool print, bool periodic = false) {
+  ControllerOptions base;
+  base.periodic = periodic;
+  auto run = ops::run_controllers(s.workspace(), base);
   if (!run) return fail(run.error());
   if (print) print_controller_events(g, run->outcome.batch);
   return run;
@@ -489,7 +491,7 @@ int run_options(const Globals& g, const OptionsArgs& a) {
                duration_text(result.max_backoff_ms), duration_text(result.heartbeat_timeout_ms), rebalance_text(result));
   }
   if (!changed) return k_ok;
-  auto run = run_after(g, s, !json);
+  auto run = run_after(g, s, !json, true);
   if (!run) return report(g, run.error());
   return k_ok;
 }

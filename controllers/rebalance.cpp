@@ -559,7 +559,7 @@ RebalancePlan plan_rebalance(const ClusterState& state, const RebalanceOptions& 
 
 ControllerResult rebalance_controller(const ClusterState& state, const ControllerContext& ctx) {
   const ControllerOptions& o = ctx.options;
-  if (o.rebalance_budget <= 0) return {};
+  if (o.rebalance_budget <= 0 || !o.periodic) return {};
   int64_t period = std::max<int64_t>(o.rebalance_period_ms, 1000);
   if (auto it = state.settings.find(k_rebalance_setting); it != state.settings.end() && it->second.is_object()) {
     auto last = it->second.find("last_run_ms");

@@ -42,6 +42,11 @@ struct ControllerOptions {
   int rebalance_budget = 0;
   int64_t rebalance_period_ms = 600'000;
   double rebalance_target_pct = 0;
+  // Not stored: whether this run is the controller loop's (`gaia controller run`, and
+  // `gaia controller options` once it changed them). Only those run the periodic
+  // rebalance controller, so a command about one thing (a scale, a label) never moves
+  // instances it was not about.
+  bool periodic = false;
 };
 
 struct ControllerContext {

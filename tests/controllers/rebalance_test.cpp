@@ -225,6 +225,7 @@ TEST_CASE("rebalance controller: off by default, then at most the budget per per
   ControllerContext ctx = test_ctx();
   CHECK(rebalance_controller(s, ctx).batch.empty());
   ctx.options.rebalance_budget = 3;
+  ctx.options.periodic = true;
   ctx.options.rebalance_period_ms = 60'000;
   double fresh = fresh_packing_rate(s);
   int periods = 0;
@@ -257,6 +258,7 @@ TEST_CASE("rebalance controller: the summary event says before and after", "[reb
   ClusterState s = half_used();
   ControllerContext ctx = test_ctx();
   ctx.options.rebalance_budget = 100;
+  ctx.options.periodic = true;
   ControllerResult r = rebalance_controller(s, ctx);
   const TimelineEvent* summary = nullptr;
   for (const auto& e : r.batch.events)
@@ -275,6 +277,7 @@ TEST_CASE("rebalance controller: min_available holds across periods until moved 
   ClusterState s = half_used(15);
   ControllerContext ctx = test_ctx();
   ctx.options.rebalance_budget = 10;
+  ctx.options.periodic = true;
   ctx.options.rebalance_period_ms = 1000;
   ControllerResult first = rebalance_controller(s, ctx);
   CHECK(rebalance_events(first.batch, "Migrated") == 1);  // Partial: one of n1's two.
@@ -302,6 +305,7 @@ TEST_CASE("rebalance controller: in the controller loop, converged and idempoten
   ClusterState s = half_used();
   ControllerContext ctx = test_ctx();
   ctx.options.rebalance_budget = 100;
+  ctx.options.periodic = true;
   auto first = settle_sim(s, ctx);
   REQUIRE(first.converged);
   CHECK(std::find(first.active.begin(), first.active.end(), "rebalance") != first.active.end());
@@ -347,6 +351,7 @@ TEST_CASE("rebalance: higher-priority work is not moved to make room for lower",
 TEST_CASE("rebalance controller: never moves data, nor what just started", "[rebalance][controller]") {
   ControllerContext ctx = test_ctx();
   ctx.options.rebalance_budget = 100;
+  ctx.options.periodic = true;
   ctx.options.rebalance_period_ms = 60'000;
   SECTION("instances with volumes on their node stay") {
     ClusterState s = half_used();
@@ -363,6 +368,13 @@ TEST_CASE("rebalance controller: never moves data, nor what just started", "[reb
     for (auto& i : s.snapshot.instances) i.migrations = 1;
     CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") == 0);
     ctx.now_ms += 31'000;
+    CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") > 0);
+  }
+  SECTION("only the controller loop runs it, not the run after another command") {
+    ClusterState s = half_used();
+    ControllerContext inline_run = ctx;
+    inline_run.options.periodic = false;
+    CHECK(rebalance_controller(s, inline_run).batch.empty());
     CHECK(rebalance_events(rebalance_controller(s, ctx).batch, "Migrated") > 0);
   }
   SECTION("a last run in the future does not stall it") {
@@ -392,6 +404,7 @@ TEST_CASE("rebalance controller: one move a period keeps a required anti-affinit
   pin(s, "web", "f", 1, "n3");
   ControllerContext ctx = test_ctx();
   ctx.options.rebalance_budget = 1;
+  ctx.options.periodic = true;
   ClusterState now = s;
   for (int period = 0; period < 4; ++period) {
     ControllerResult r = rebalance_controller(now, ctx);
