@@ -56,8 +56,10 @@ Result<void> write_file(const std::filesystem::path& path, const std::string& te
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    std::string why = ec.message();  // Before the clean-up reuses `ec`.
     std::filesystem::remove(tmp, ec);
-    return fail(Diagnostic{{path.string()}, "--svg", "cannot write the file: " + ec.message(), ""});
+    return fail(Diagnostic{{path.string()}, "--svg", "cannot write the file: " + why,
+                           "give a file path whose folder exists and that you may write there"});
   }
   return {};
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,7 @@ struct ReplayArgs {
   int cpu_unit = 64;
   int rebalance_budget = 0;
   std::string rebalance_period = "10m";
+  bool period_given = false;
   bool no_near = false;
   std::string plot;
   std::string output = "text";
@@ -142,13 +144,15 @@ std::string replay_plot_script(const sim::ReplayReport& r, const std::string& te
   std::vector<std::vector<double>> rows;
   bool usage = r.usage_known > 0;
   for (const auto& s : r.samples)
+    // Where no running instance has known usage the used lines have a gap, not a 0.
     rows.push_back({static_cast<double>(s.time_s - r.start_s) / 3600.0, s.cpu_alloc * 100, s.mem_alloc * 100,
-                    s.cpu_used * 100, s.mem_used * 100, static_cast<double>(s.pending)});
+                    s.usage_known > 0 ? s.cpu_used * 100 : std::nan(""), s.usage_known > 0 ? s.mem_used * 100 : std::nan(""),
+                    static_cast<double>(s.pending)});
   std::string out = terminal + "\n" + plot_data_block("replay", rows);
   out += "set multiplot layout 2,1 title " + plot_quote(title) + "\n";
   // Fixed margins, so the two panels' time axes line up whatever their keys hold.
   out += "set lmargin 10\nset rmargin 30\n";
-  out += "set key outside right top\nset grid\nset xlabel 'trace time (hours)'\n";
+  out += "set datafile missing 'nan'\nset key outside right top\nset grid\nset xlabel 'trace time (hours)'\n";
   out += "set ylabel 'percent of capacity'\nset yrange [0:*]\n";
   out += "plot $replay using 1:2 with lines lw 2 title 'cpu allocated', $replay using 1:3 with lines lw 2 title 'memory allocated'";
   if (usage)
@@ -160,7 +164,18 @@ std::string replay_plot_script(const sim::ReplayReport& r, const std::string& te
   return out;
 }
 
-nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, double seconds) {
+nlohmann::json replay_json(const sim::ReplayReport& r, const sim::Trace& trace, const ReplayArgs& a,
+                           const sim::ReplayOptions& o, double seconds) {
+  nlohmann::json skipped = nlohmann::json::object();
+  for (const auto& [why, count] : trace.skipped) skipped[why] = count;
+  nlohmann::json settings = {{"tick_s", o.tick_s},
+                             {"step_s", o.step_s},
+                             {"until_s", o.until_s},
+                             {"near", o.near},
+                             {"rebalance_budget", o.rebalance_budget},
+                             {"rebalance_period_s", o.rebalance_period_s},
+                             {"memory_unit", a.memory_unit},
+                             {"cpu_unit", a.cpu_unit}};
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : r.samples)
     samples.push_back({{"time_s", s.time_s},
@@ -170,7 +185,8 @@ nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, doub
                        {"cpu_used", s.cpu_used},
                        {"mem_used", s.mem_used},
                        {"running", s.running},
-                       {"pending", s.pending}});
+                       {"pending", s.pending},
+                       {"usage_known", s.usage_known}});
   nlohmann::json waits = {{"placements", r.waits_s.size()}};
   for (double p : {50.0, 90.0, 99.0, 100.0}) waits[fmt::format("p{:g}_s", p)] = sim::wait_percentile(r, p);
   return {{"trace", a.trace},
@@ -197,6 +213,10 @@ nlohmann::json replay_json(const sim::ReplayReport& r, const ReplayArgs& a, doub
           {"near", {{"placements", r.near_placements}, {"same_node", r.near_node}, {"same_rack", r.near_rack},
                     {"data_gone", r.near_gone}}},
           {"usage_known", r.usage_known},
+          {"mean_cpu_alloc", r.mean_cpu_alloc},
+          {"mean_mem_alloc", r.mean_mem_alloc},
+          {"skipped", skipped},
+          {"settings", settings},
           {"samples", samples}};
 }
 
@@ -216,21 +236,23 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
     const auto& s = r.samples[rows == 1 ? 0 : k * (n - 1) / (rows - 1)];
     std::vector<std::string> row = {trace_offset(s.time_s - r.start_s), std::to_string(s.machines_up), pct(s.cpu_alloc),
                                     pct(s.mem_alloc)};
-    if (usage) row.insert(row.end(), {pct(s.cpu_used), pct(s.mem_used)});
+    if (usage) {
+      bool known = s.usage_known > 0;
+      row.insert(row.end(), {known ? pct(s.cpu_used) : "-", known ? pct(s.mem_used) : "-"});
+    }
     row.insert(row.end(), {std::to_string(s.running), std::to_string(s.pending)});
     t.add_row(row);
   }
   std::fputs(t.render().c_str(), stdout);
-  double ca = 0, ma = 0;
-  for (const auto& s : r.samples) {
-    ca += s.cpu_alloc;
-    ma += s.mem_alloc;
-  }
-  if (n > 0) fmt::print("\nMean allocation over the samples: cpu {}, memory {}\n", pct(ca / n), pct(ma / n));
+  fmt::print("\nMean allocation over the replay (weighted by time): cpu {}, memory {}\n", pct(r.mean_cpu_alloc),
+             pct(r.mean_mem_alloc));
   if (usage)
-    fmt::print("Usage is known for {} of the placed instances (batch_instance.csv); the USED columns count only them\n",
+    fmt::print("Usage is known for {} of the placed instances (batch_instance.csv); the USED columns count only them, "
+               "and show - where none of them runs\n",
                pct(r.usage_known));
-  fmt::print("Pending time over {} placements: p50 {}, p90 {}, p99 {}, max {}\n", r.waits_s.size(),
+  fmt::print("Pending time over {} placements (an instance preempted or lost is placed again and counted again): p50 "
+             "{}, p90 {}, p99 {}, max {}\n",
+             r.waits_s.size(),
              span_text(sim::wait_percentile(r, 50)), span_text(sim::wait_percentile(r, 90)),
              span_text(sim::wait_percentile(r, 99)), span_text(sim::wait_percentile(r, 100)));
   if (r.pending_at_end > 0 || r.waiting_at_end > 0)
@@ -256,7 +278,7 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
                a.rebalance_budget, a.rebalance_period);
   else
     fmt::print("Migrations: none (no --rebalance-budget: running work is not moved)\n");
-  for (const auto& [why, count] : trace.skipped) fmt::print("Skipped: {} rows of {}\n", count, why);
+  for (const auto& [why, count] : trace.skipped) fmt::print("Skipped {} row{} of {}\n", count, count == 1 ? "" : "s", why);
 }
 
 int run_replay(const Globals& g, const ReplayArgs& a) {
@@ -268,6 +290,9 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   Result<int64_t> until = a.until.empty() ? Result<int64_t>(0) : seconds_flag("--until", a.until, false);
   if (!until) errs.insert(errs.end(), until.error().begin(), until.error().end());
   auto period = seconds_flag("--rebalance-period", a.rebalance_period, false);
+  if (a.period_given && a.rebalance_budget == 0)
+    errs.push_back(Diagnostic{{}, "--rebalance-period", "has no effect without --rebalance-budget",
+                              "give --rebalance-budget N to run the rebalance controller in the replay"});
   if (!period) errs.insert(errs.end(), period.error().begin(), period.error().end());
   auto unit = parse_bytes(a.memory_unit);
   if (!unit || *unit <= 0)
@@ -320,7 +345,7 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   }
   // The report first: a plot that fails after a long replay must not take it along.
   if (a.output == "json")
-    fmt::print("{}\n", replay_json(r, a, seconds).dump(2));
+    fmt::print("{}\n", replay_json(r, *trace, a, o, seconds).dump(2));
   else
     print_replay(r, *trace, a, seconds);
   std::fflush(stdout);
@@ -366,11 +391,15 @@ void register_sim_replay(CLI::App* sim, Globals& g, int* code) {
   cmd->add_option("--rebalance-budget", a->rebalance_budget,
                   "Run the rebalance controller with at most N moves per period (default 0: off)")
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--rebalance-period", a->rebalance_period, "The rebalance controller's period (default 10m)");
+  auto* period_opt =
+      cmd->add_option("--rebalance-period", a->rebalance_period, "The rebalance controller's period (default 10m)");
   cmd->add_flag("--no-near", a->no_near, "Do not place tasks near the output of the tasks before them");
   cmd->add_option("--plot", a->plot, "Also draw the timeline into FILE (.svg or .png; needs gnuplot)");
   cmd->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  cmd->callback([&g, code, a] { *code = run_replay(g, *a); });
+  cmd->callback([&g, code, a, period_opt] {
+    a->period_given = period_opt->count() > 0;
+    *code = run_replay(g, *a);
+  });
 }
 
 }  // namespace gaia::cli

@@ -77,7 +77,12 @@ class Replayer {
         break;
       }
       m_q.pop();
-      if (!periodic(e.kind)) --m_real;
+      // Samples run on past the last event; only the trace's events extend the time
+      // the mean allocation is over.
+      if (!periodic(e.kind)) {
+        --m_real;
+        integrate(e.t);
+      }
       m_now = e.t;
       // Samples run on past the last event by up to a step; they do not make the trace
       // longer.
@@ -92,6 +97,9 @@ class Replayer {
       }
     }
     while (!m_r.samples.empty() && m_r.samples.back().time_s > m_r.end_s) m_r.samples.pop_back();
+    integrate(m_r.end_s);
+    if (m_cap_cpu_s > 0) m_r.mean_cpu_alloc = m_req_cpu_s / m_cap_cpu_s;
+    if (m_cap_mem_s > 0) m_r.mean_mem_alloc = m_req_mem_s / m_cap_mem_s;
     m_now = m_r.end_s;
     if (m_r.samples.empty() || m_r.samples.back().time_s != m_r.end_s) sample_now();
     for (size_t i = 0; i < m_s.instances.size(); ++i)
@@ -111,6 +119,18 @@ class Replayer {
   void push(int64_t t, int kind, int64_t a = 0, int64_t b = 0) {
     if (!periodic(kind)) ++m_real;
     m_q.push(ReplayEv{t, kind, m_seq++, a, b});
+  }
+
+  // Adds the allocation from the last event to `t` (the state is constant between).
+  void integrate(int64_t t) {
+    if (m_integrated_to < 0) m_integrated_to = t;
+    if (t <= m_integrated_to) return;
+    auto dt = static_cast<double>(t - m_integrated_to);
+    m_req_cpu_s += dt * static_cast<double>(m_req_cpu);
+    m_req_mem_s += dt * static_cast<double>(m_req_mem);
+    m_cap_cpu_s += dt * static_cast<double>(m_cap_cpu);
+    m_cap_mem_s += dt * static_cast<double>(m_cap_mem);
+    m_integrated_to = t;
   }
 
   int64_t period_s() const { return std::max<int64_t>(m_o.rebalance_period_s, 1); }
@@ -412,6 +432,7 @@ class Replayer {
     if (const auto& u = m_trace.tasks[static_cast<size_t>(m_live[p].task)].usage) {
       m_used_cpu += sign * u->cpu_millis;
       m_used_mem += sign * u->memory_bytes;
+      m_running_known += sign;
     }
   }
 
@@ -468,6 +489,7 @@ class Replayer {
     s.cpu_used = share(m_used_cpu, m_cap_cpu);
     s.mem_used = share(m_used_mem, m_cap_mem);
     s.running = m_running;
+    s.usage_known = m_running_known;
     for (const auto& i : m_s.instances) s.pending += i.state == InstanceState::Pending ? 1 : 0;
     m_r.samples.push_back(s);
   }
@@ -494,6 +516,9 @@ class Replayer {
   std::priority_queue<ReplayEv, std::vector<ReplayEv>, std::greater<>> m_q;
   int64_t m_seq = 0, m_now = 0, m_step = 1, m_last_pass = -1;
   int64_t m_real = 0;  // Queued events other than samples and rebalancing.
+  int64_t m_integrated_to = -1;
+  double m_req_cpu_s = 0, m_req_mem_s = 0, m_cap_cpu_s = 0, m_cap_mem_s = 0;
+  int64_t m_running_known = 0;
   bool m_dirty = false, m_pass_queued = false;
   int64_t m_cap_cpu = 0, m_cap_mem = 0, m_req_cpu = 0, m_req_mem = 0, m_used_cpu = 0, m_used_mem = 0;
   int64_t m_running = 0, m_usage_placements = 0;

@@ -56,6 +56,7 @@ struct ReplaySample {
   // What running instances use, where the trace says (ReplayReport::usage_known).
   double cpu_used = 0, mem_used = 0;
   int64_t running = 0, pending = 0;
+  int64_t usage_known = 0;  // Running instances whose usage the trace gives.
 };
 
 struct ReplayReport {
@@ -78,6 +79,9 @@ struct ReplayReport {
   int64_t near_placements = 0, near_node = 0, near_rack = 0, near_gone = 0;
   // Share of placed instances whose usage the trace gives; utilization covers them.
   double usage_known = 0;
+  // Allocation over the whole replay, weighted by time (not by samples): requests of
+  // running instances over the capacity in service, integrated over trace time.
+  double mean_cpu_alloc = 0, mean_mem_alloc = 0;
 };
 
 ReplayReport replay(const Trace& trace, const ReplayOptions& options);

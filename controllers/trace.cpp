@@ -430,13 +430,14 @@ void read_google_tasks(const TraceParts& parts, const GoogleOptions& o, Trace& t
         return;
       }
       int64_t time = static_cast<int64_t>(*t) / kGoogleUs;
+      // Nothing after --until is replayed; a task still running then runs to the end.
+      if (o.until_s > 0 && time > o.until_s) {
+        ++trace.skipped["task_events: after --until"];
+        return;
+      }
       GoogleTask& task = tasks[{key_safe(f[2]), static_cast<int64_t>(*index)}];
       switch (static_cast<int>(*type)) {
         case 0:  // SUBMIT
-          if (o.until_s > 0 && time > o.until_s && task.submit < 0) {
-            ++trace.skipped["task_events: submitted after --until"];
-            return;
-          }
           if (task.submit < 0) task.submit = time;
           if (prio) task.priority = static_cast<int>(*prio);
           if (cpu) task.request.cpu_millis = static_cast<int64_t>(std::llround(*cpu * static_cast<double>(o.cores_at_1) * 1000.0));

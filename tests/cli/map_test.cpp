@@ -207,3 +207,14 @@ TEST_CASE("map: bad flags are usage errors (exit 2)", "[e2e][map]") {
   CHECK(contains(alone.err, "--interval only applies with --watch"));
   expect_exit(s, 2, {"map", "extra"});
 }
+
+TEST_CASE("map: --svg onto a folder says so", "[cli][map]") {
+  Scratch s;
+  StoreCli g{s};
+  g.ok({"cluster", "create", "--nodes", "2", "--cpu", "4", "--memory", "16Gi"});
+  std::filesystem::create_directories(s.dir() / "pictures");
+  RunResult r = g.run({"map", "--svg", (s.dir() / "pictures").string()});
+  CHECK(r.code == 1);
+  CHECK(contains(r.err, "--svg"));
+  CHECK_FALSE(contains(r.err, "Success"));
+}

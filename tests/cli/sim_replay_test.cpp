@@ -30,13 +30,21 @@ TEST_CASE("sim replay: the sample trace as a report and as JSON", "[cli][sim]") 
   CHECK(contains(text.out, "Pending time over"));
   CHECK(contains(text.out, "Preemptions:"));
   CHECK(contains(text.out, "Near their data"));
-  CHECK(contains(text.out, "Skipped: 1 rows of batch_task.csv: end_time not after start_time"));
+  CHECK(contains(text.out, "Skipped 1 row of batch_task.csv: end_time not after start_time"));
+  CHECK(contains(text.out, "weighted by time"));
 
   json doc = json::parse(ok(s, {"sim", "replay", sample_trace(), "-o", "json"}).out);
   CHECK(doc["format"] == "alibaba-v2018");
   CHECK(doc["machines"] == 16);
   CHECK(doc["placements"].get<int64_t>() >= doc["instances"].get<int64_t>() - doc["pending_at_end"].get<int64_t>());
   CHECK(doc["samples"].size() >= 50);
+  CHECK(doc["skipped"]["batch_task.csv: no plan_cpu or plan_mem"] == 1);
+  CHECK(doc["settings"]["tick_s"] == 10);
+  CHECK(doc["mean_cpu_alloc"].get<double>() > 0.5);
+  CHECK(doc["mean_cpu_alloc"].get<double>() < 1.0);
+  // The mean is over time, not over samples: another step gives the same.
+  json coarse = json::parse(ok(s, {"sim", "replay", sample_trace(), "--step", "2h", "-o", "json"}).out);
+  CHECK(coarse["mean_cpu_alloc"].get<double>() == Approx(doc["mean_cpu_alloc"].get<double>()));
   // The sample is made so that the late online deployment preempts batch work and one
   // machine leaves service for half an hour.
   CHECK(doc["preemptions"].get<int64_t>() > 0);
@@ -68,7 +76,9 @@ TEST_CASE("sim replay: policies and options change the replay", "[cli][sim]") {
       ok(s, {"sim", "replay", sample_trace(), "--rebalance-budget", "50", "--rebalance-period", "5m", "-o", "json"}).out);
   CHECK(moved["migrations"].get<int64_t>() > 0);
   expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-budget", "-1"});
-  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-period", "0s"});
+  expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-budget", "5", "--rebalance-period", "0s"});
+  RunResult idle = expect_exit(s, 2, {"sim", "replay", sample_trace(), "--rebalance-period", "1m"});
+  CHECK(contains(idle.err, "has no effect without --rebalance-budget"));
   json until = json::parse(ok(s, {"sim", "replay", sample_trace(), "--until", "1h", "--step", "5m", "-o", "json"}).out);
   CHECK(until["end_s"].get<int64_t>() <= 3600);
   CHECK(until["samples"].size() == 13);
@@ -139,6 +149,10 @@ TEST_CASE("sim replay: Google's trace, found by its files, from part files", "[c
   CHECK(doc["machines"] == 40);
   CHECK(doc["preemptions"].get<int64_t>() > 0);
   CHECK(doc["lost"].get<int64_t>() > 0);
+  // Rows after --until are counted once, as such.
+  json early = json::parse(ok(s, {"sim", "replay", dir, "--until", "1h", "-o", "json"}).out);
+  CHECK(early["skipped"].contains("task_events: after --until"));
+  CHECK_FALSE(early["skipped"].contains("task_events: no SUBMIT in the trace"));
   json forced = json::parse(ok(s, {"sim", "replay", dir, "--format", "google-2011", "--cpu-unit", "32", "-o", "json"}).out);
   // The unit scales requests and machines alike: the same decisions.
   CHECK(forced["pending_time"] == doc["pending_time"]);

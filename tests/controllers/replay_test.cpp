@@ -60,6 +60,8 @@ TEST_CASE("replay: work that does not fit waits for a departure", "[replay]") {
   CHECK(r.pending_at_end == 0);
   CHECK(wait_percentile(r, 50) == 0);
   CHECK(wait_percentile(r, 100) == 90);
+  // Full from 0 to 150, whatever the sampling.
+  CHECK(r.mean_cpu_alloc == Approx(1.0));
   // Sampled every 10 s: full from 0 to 150, empty at the end.
   REQUIRE(r.samples.size() >= 15);
   CHECK(r.samples[0].cpu_alloc == Approx(1.0));
