@@ -23,6 +23,7 @@
 #include "bench/bench_util.hpp"
 #include "controllers/submit.hpp"
 #include "lib/cluster.hpp"
+#include "lib/hash.hpp"
 #include "lib/workload.hpp"
 
 namespace gaia::bench {
@@ -162,6 +163,25 @@ inline void add_spread(Figures& out, const std::string& prefix, const Spread& s)
   out[prefix + "cpu_mean_pct"] = round3(s.cpu_mean_pct);
   out[prefix + "cpu_stddev_pct"] = round3(s.cpu_stddev_pct);
   out[prefix + "cpu_max_pct"] = round3(s.cpu_max_pct);
+}
+
+// A generated app as a submit deploys it: its record with the workload, a content hash
+// and a minimal document, as the benchmarks of submitting and of rebalancing use it.
+inline AppToDeploy to_deploy(const GenApp& g) {
+  AppToDeploy d;
+  AppRecord& r = d.record;
+  r.tenant = g.tenant;
+  r.name = g.name;
+  r.version = "1.0.0";
+  r.workload.app = g.name;
+  r.workload.version = r.version;
+  r.workload.tenant = g.tenant;
+  r.workload.priority = g.roles.front().priority;
+  r.workload.roles = g.roles;
+  r.workload.hash = content_hash(g.name + "/1.0.0");
+  r.document = {{"apiVersion", "gaia/v1"}, {"kind", "App"}, {"metadata", {{"name", g.name}, {"version", r.version}}}};
+  r.spec_dir = "/synthetic/" + g.name;
+  return d;
 }
 
 }  // namespace gaia::bench

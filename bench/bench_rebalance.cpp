@@ -60,20 +60,6 @@ constexpr size_t k_instances = 19500;
 constexpr double k_deleted = 0.4;
 constexpr int64_t k_now = 1'700'000'000'000;
 
-AppToDeploy to_deploy(const GenApp& g) {
-  AppToDeploy d;
-  AppRecord& r = d.record;
-  r.tenant = g.tenant;
-  r.name = g.name;
-  r.version = "1.0.0";
-  r.workload.app = g.name;
-  r.workload.version = "1.0.0";
-  r.workload.tenant = g.tenant;
-  r.workload.roles = g.roles;
-  r.workload.hash = content_hash(g.name + "/1.0.0");
-  return d;
-}
-
 struct Fragmented {
   ClusterState state;
   size_t placed = 0, deleted = 0;
@@ -410,7 +396,7 @@ Figures run_controller_case() {
 }
 
 const Registration k_rebalance{"rebalance-1k",
-                               "defragment a 1,000-node packing cluster after 40% of 17,000 instances left: "
+                               "defragment a 1,000-node packing cluster after 40% of 19,500 instances left: "
                                "plan_rebalance with no move limit against a fresh packing of the survivors",
                                [] { return run_case(); }};
 const Registration k_trace{"rebalance-trace-1k",

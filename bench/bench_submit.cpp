@@ -44,23 +44,6 @@ constexpr int k_submit_submissions = 100;
 constexpr size_t k_late_instances = 2500;  // Five CLI-path submissions of ~500.
 constexpr int k_late_submissions = 5;
 
-AppToDeploy to_deploy(const GenApp& g) {
-  AppToDeploy d;
-  AppRecord& r = d.record;
-  r.tenant = g.tenant;
-  r.name = g.name;
-  r.version = "1.0.0";
-  r.workload.app = g.name;
-  r.workload.version = r.version;
-  r.workload.tenant = g.tenant;
-  r.workload.priority = g.roles.front().priority;
-  r.workload.roles = g.roles;
-  r.workload.hash = content_hash(g.name + "/1.0.0");
-  r.document = {{"apiVersion", "gaia/v1"}, {"kind", "App"}, {"metadata", {{"name", g.name}, {"version", r.version}}}};
-  r.spec_dir = "/synthetic/" + g.name;
-  return d;
-}
-
 // Whole apps in submissions of about `chunk` instances.
 std::vector<std::vector<AppToDeploy>> group(const std::vector<GenApp>& apps, size_t chunk) {
   std::vector<std::vector<AppToDeploy>> out;

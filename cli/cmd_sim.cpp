@@ -411,17 +411,27 @@ int run_options(const Globals& g, const OptionsArgs& a) {
   auto ms_of = [&](const std::string& text, const char* flag) -> Result<std::optional<int64_t>> {
     if (text.empty()) return std::optional<int64_t>{};
     auto d = parse_duration(text);
-    if (!d) return fail(d.error());
+    if (!d)
+      return fail(Diagnostic{{}, flag, fmt::format("{} {}: not a duration", flag, text), "e.g. 0s, 30s, 5m, 1h30m"});
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
     if (ms < 0) return fail(Diagnostic{{}, flag, fmt::format("{} {}: must not be negative", flag, text), "e.g. 0s, 30s, 5m"});
     return std::optional<int64_t>{ms};
   };
   auto startup = ms_of(a.reclaim_startup, "--reclaim-startup");
-  if (!startup) return report(g, startup.error());
+  if (!startup) {
+    report(g, startup.error());
+    return k_usage;  // A flag's bad value, like the range checks below.
+  }
   auto backoff = ms_of(a.max_backoff, "--max-backoff");
-  if (!backoff) return report(g, backoff.error());
+  if (!backoff) {
+    report(g, backoff.error());
+    return k_usage;  // A flag's bad value, like the range checks below.
+  }
   auto heartbeat = ms_of(a.heartbeat_timeout, "--heartbeat-timeout");
-  if (!heartbeat) return report(g, heartbeat.error());
+  if (!heartbeat) {
+    report(g, heartbeat.error());
+    return k_usage;  // A flag's bad value, like the range checks below.
+  }
   if (*heartbeat && **heartbeat < 1000) {
     report_error(g, fmt::format("--heartbeat-timeout {}: must be at least 1s", a.heartbeat_timeout),
                  "a node is marked down when its agent stays silent this long; agents beat every --interval (1s)");
@@ -433,7 +443,10 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     return k_usage;
   }
   auto period = ms_of(a.rebalance_period, "--rebalance-period");
-  if (!period) return report(g, period.error());
+  if (!period) {
+    report(g, period.error());
+    return k_usage;  // A flag's bad value, like the range checks below.
+  }
   if (*period && **period < 1000) {
     report_error(g, fmt::format("--rebalance-period {}: must be at least 1s", a.rebalance_period),
                  "the rebalance controller moves at most --rebalance-budget instances per period, e.g. 10m");

@@ -60,11 +60,12 @@ std::string span_text(int64_t s) { return trace_offset(s).substr(1); }
 
 std::string pct(double f) { return fmt::format("{:.1f}%", f * 100.0); }
 
-Result<int64_t> seconds_flag(const std::string& flag, const std::string& text, bool allow_zero) {
+// A duration flag in whole seconds of trace time, at least one.
+Result<int64_t> seconds_flag(const std::string& flag, const std::string& text) {
   auto d = parse_duration(text);
   if (!d) return fail(Diagnostic{{}, flag, fmt::format("{} is not a duration", text), "write it like 10s, 5m or 2h"});
   int64_t s = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
-  if (s < (allow_zero ? 0 : 1))
+  if (s < 1)
     return fail(Diagnostic{{}, flag, fmt::format("{} must be at least 1s", text), "the trace's times are whole seconds"});
   return s;
 }
@@ -283,13 +284,13 @@ void print_replay(const sim::ReplayReport& r, const sim::Trace& trace, const Rep
 
 int run_replay(const Globals& g, const ReplayArgs& a) {
   Diagnostics errs;
-  auto tick = seconds_flag("--tick", a.tick, false);
+  auto tick = seconds_flag("--tick", a.tick);
   if (!tick) errs.insert(errs.end(), tick.error().begin(), tick.error().end());
-  Result<int64_t> step = a.step.empty() ? Result<int64_t>(0) : seconds_flag("--step", a.step, false);
+  Result<int64_t> step = a.step.empty() ? Result<int64_t>(0) : seconds_flag("--step", a.step);
   if (!step) errs.insert(errs.end(), step.error().begin(), step.error().end());
-  Result<int64_t> until = a.until.empty() ? Result<int64_t>(0) : seconds_flag("--until", a.until, false);
+  Result<int64_t> until = a.until.empty() ? Result<int64_t>(0) : seconds_flag("--until", a.until);
   if (!until) errs.insert(errs.end(), until.error().begin(), until.error().end());
-  auto period = seconds_flag("--rebalance-period", a.rebalance_period, false);
+  auto period = seconds_flag("--rebalance-period", a.rebalance_period);
   if (a.period_given && a.rebalance_budget == 0)
     errs.push_back(Diagnostic{{}, "--rebalance-period", "has no effect without --rebalance-budget",
                               "give --rebalance-budget N to run the rebalance controller in the replay"});

@@ -349,6 +349,7 @@ TEST_CASE("rebalance controller: on with a budget per period, through the option
   CHECK(g.ok({"controller", "options"}).out.find("rebalance          off") != std::string::npos);
   refused(g, {"controller", "options", "--rebalance-budget", "-1"}, 2, "--rebalance-budget");
   refused(g, {"controller", "options", "--rebalance-period", "10ms"}, 2, "--rebalance-period");
+  refused(g, {"controller", "options", "--rebalance-period", "abc"}, 2, "--rebalance-period abc: not a duration");
   refused(g, {"controller", "options", "--rebalance-target", "120"}, 2, "--rebalance-target");
   CHECK(reason_count(g, "Migrated") == 0);
 
