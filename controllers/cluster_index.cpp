@@ -251,6 +251,41 @@ const std::vector<int>* ClusterIndex::nodes_with_image(std::string_view image) c
   return it == m_nodes_by_image.end() ? nullptr : &it->second;
 }
 
+Resources NodeIx::preemptible_below(int64_t rank, bool reservations) const {
+  Resources sum;
+  for (const auto& l : preemptible) {
+    if (l.rank >= rank) break;
+    add(sum, reservations ? l.res : l.req);
+  }
+  return sum;
+}
+
+namespace {
+
+void account_preemptible(NodeIx& n, const InstIx& x, bool adding) {
+  const Priority& p = x.inst->priority;
+  if (!p.preemptible) return;
+  int64_t rank = p.rank();
+  auto it = std::lower_bound(n.preemptible.begin(), n.preemptible.end(), rank,
+                             [](const RankLoad& l, int64_t r) { return l.rank < r; });
+  if (it == n.preemptible.end() || it->rank != rank) {
+    if (!adding) return;
+    it = n.preemptible.insert(it, RankLoad{rank, 0, {}, {}});
+  }
+  if (adding) {
+    ++it->count;
+    add(it->req, x.inst->request);
+    add(it->res, x.reservation);
+  } else if (--it->count == 0) {
+    n.preemptible.erase(it);  // Exact zero again, whatever the sums were.
+  } else {
+    sub(it->req, x.inst->request);
+    sub(it->res, x.reservation);
+  }
+}
+
+}  // namespace
+
 void ClusterIndex::occupy(int i, int n) {
   InstIx& x = insts[i];
   x.node = n;
@@ -258,6 +293,7 @@ void ClusterIndex::occupy(int i, int n) {
   add(nodes[n].alloc_req, x.inst->request);
   add(nodes[n].alloc_res, x.reservation);
   nodes[n].occupants.push_back(i);
+  account_preemptible(nodes[n], x, true);
   roles[x.role].members.push_back(i);
   if (x.running) ++roles[x.role].running;
   add(tenants[x.tenant].used, x.inst->request);
@@ -307,6 +343,7 @@ void ClusterIndex::evict(int i) {
   sub(n.alloc_req, x.inst->request);
   sub(n.alloc_res, x.reservation);
   erase_value(n.occupants, i);
+  account_preemptible(n, x, false);
   erase_value(roles[x.role].members, i);
   if (x.running) --roles[x.role].running;
   sub(tenants[x.tenant].used, x.inst->request);

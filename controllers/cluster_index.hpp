@@ -23,6 +23,13 @@ constexpr int kTopoCount = 4;
 int topo_from_name(std::string_view name);
 std::string_view topo_name(int topo);
 
+// What the preemptible occupants of one priority on a node hold.
+struct RankLoad {
+  int64_t rank = 0;
+  int count = 0;
+  Resources req, res;  // Sums of their requests and of their reservations.
+};
+
 struct NodeIx {
   const Node* node = nullptr;
   Resources cap;
@@ -37,6 +44,13 @@ struct NodeIx {
   std::vector<int> ports;   // Used host ports, sorted.
   std::vector<int64_t> vg_free_size, vg_free_iops;  // Parallel to node->volume_groups.
   std::vector<int> occupants;                        // Instance indices.
+  // Preemptible occupants by priority, lowest first (a handful of priorities per node):
+  // preemption rules a node out without visiting its occupants when even evicting all
+  // it may evict would not make room.
+  std::vector<RankLoad> preemptible;
+  // Sum over preemptible occupants below `rank`: of reservations when `reservations`,
+  // else of requests.
+  Resources preemptible_below(int64_t rank, bool reservations) const;
 
   int64_t range_size() const { return node->port_max >= node->port_min ? node->port_max - node->port_min + 1 : 0; }
   bool port_used(int p) const;

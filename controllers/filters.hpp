@@ -45,6 +45,21 @@ bool check_filter(Filter f, const ClusterIndex& idx, const GroupCtx& g, int node
 // First failing static / dynamic filter, or -1 when all pass.
 int first_static_failure(const ClusterIndex& idx, const GroupCtx& g, int node);
 int first_dynamic_failure(const ClusterIndex& idx, const GroupCtx& g, int node, std::string_view* detail = nullptr);
+// ResourceFit without a reason: the scheduler runs it for every node of every run.
+inline bool resources_fit(const NodeIx& n, const Request& rq) {
+  const Resources& used = rq.nonprod ? n.alloc_res : n.alloc_req;
+  auto fits = [](int64_t want, int64_t cap, int64_t in_use) { return want <= 0 || cap - in_use >= want; };
+  return fits(rq.req.cpu_millis, n.cap.cpu_millis, used.cpu_millis) &&
+         fits(rq.req.memory_bytes, n.cap.memory_bytes, used.memory_bytes) && fits(rq.req.gpu, n.cap.gpu, used.gpu) &&
+         fits(rq.req.disk_bytes, n.cap.disk_bytes, used.disk_bytes);
+}
+// Whether ResourceFit is the only dynamic filter that can fail for this run: no host
+// ports, volumes or instance affinity terms.
+inline bool only_resources_can_fail(const GroupCtx& g) {
+  const Request& rq = g.rq;
+  return rq.ports.empty() && !rq.sticky && !rq.has_claims && rq.new_volumes.empty() && g.req_aff.empty() &&
+         g.req_anti.empty();
+}
 
 // How many nodes fail each filter (the first failing one per node), with the
 // qualifier ("memory"), most frequent first. `static_first` optionally supplies the

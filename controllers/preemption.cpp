@@ -50,6 +50,11 @@ class NodeSearch {
     need[1] = dim_need(rq.req.memory_bytes, n.cap.memory_bytes, basis.memory_bytes);
     need[2] = dim_need(rq.req.gpu, n.cap.gpu, basis.gpu);
     need[3] = dim_need(rq.req.disk_bytes, n.cap.disk_bytes, basis.disk_bytes);
+    // Everything it may evict, summed per priority as instances come and go: most nodes
+    // are ruled out here without a look at their occupants.
+    Resources most = n.preemptible_below(my_rank, rq.nonprod);
+    if (most.cpu_millis < need[0] || most.memory_bytes < need[1] || most.gpu < need[2] || most.disk_bytes < need[3])
+      return false;
     int fixed_in_range = 0;
     for (const auto& [name, p] : rq.ports)
       if (p > 0 && p >= n.node->port_min && p <= n.node->port_max) ++fixed_in_range;

@@ -12,6 +12,7 @@
 #include "controllers/cluster_index.hpp"
 #include "controllers/context.hpp"
 #include "controllers/filters.hpp"
+#include "controllers/node_order.hpp"
 #include "controllers/preemption.hpp"
 #include "controllers/scores.hpp"
 
@@ -41,6 +42,49 @@ struct HeapLess {
   }
 };
 
+// A cursor over one class's buckets of one resource in use (controllers/node_order.hpp):
+// upwards for spread (least used first), downwards from the most that still fits for
+// stack. Empty buckets are passed over.
+struct ClassCursor {
+  const NodeOrder::Buckets* b = nullptr;
+  int j = 0;
+  bool down = false;
+  bool done = false;
+  int64_t limit = 0;  // Stack: the most use with which the request still fits.
+
+  void settle() {
+    while (j >= 0 && j < NodeOrder::kBuckets && b->nodes[static_cast<size_t>(j)].empty()) j += down ? -1 : 1;
+    done = j < 0 || j >= NodeOrder::kBuckets;
+  }
+  void step() {
+    j += down ? -1 : 1;
+    settle();
+  }
+  // The least (spread) or most (stack) use of any node not walked past yet.
+  int64_t edge() const { return down ? std::min(b->high_edge(j), limit) : b->low_edge(j); }
+  const std::vector<int>& nodes() const { return b->nodes[static_cast<size_t>(j)]; }
+};
+
+ClassCursor open_cursor(const NodeOrder::Buckets& b, bool stack, int64_t limit) {
+  ClassCursor c;
+  c.b = &b;
+  c.down = stack;
+  c.limit = limit;
+  if (stack && limit < 0) {
+    c.done = true;
+    return c;
+  }
+  c.j = stack ? b.bucket_of(limit) : 0;
+  c.settle();
+  return c;
+}
+
+struct OpenClass {
+  double bound;  // At the cursors' start.
+  size_t cls;
+  ClassCursor cpu, mem;
+};
+
 bool same_run(const ClusterIndex& idx, int a, int b) {
   const InstIx& x = idx.insts[a];
   const InstIx& y = idx.insts[b];
@@ -51,7 +95,13 @@ bool same_run(const ClusterIndex& idx, int a, int b) {
 
 class Scheduler {
  public:
-  explicit Scheduler(const Snapshot& s) : m_snap(s), m_idx(s), m_pool(m_idx), m_stamp(m_idx.nodes.size(), 0) {}
+  Scheduler(const Snapshot& s, const ScheduleTuning& t)
+      : m_snap(s),
+        m_tuning(t),
+        m_idx(s),
+        m_pool(m_idx),
+        m_weights(score_weights(s.profile)),
+        m_stamp(m_idx.nodes.size(), 0) {}
 
   Decision run(const std::vector<std::string>& keys) {
     std::vector<int> queue;
@@ -107,34 +157,90 @@ class Scheduler {
     return it->second;
   }
 
-  // (Re)scores one node for the current run and pushes it when feasible.
-  void evaluate(int node) {
-    uint32_t stamp = ++m_stamp[node];
-    if ((*m_verdict).first_failure[node] >= 0 || first_dynamic_failure(m_idx, m_g, node) >= 0) return;
-    m_heap.push_back(HeapEntry{score_node(m_idx, m_g, m_snap.profile, node), m_idx.nodes[node].name_rank, node, stamp});
-    std::push_heap(m_heap.begin(), m_heap.end(), HeapLess{});
+  [[gnu::always_inline]] bool feasible(int node) const {
+    return resources_fit(m_idx.nodes[node], m_g.rq) && (m_only_resources || first_dynamic_failure(m_idx, m_g, node) < 0);
   }
 
-  void start_group(int inst) {
+  // Takes a scored node: into the heap, or for a run of one instance only the best so
+  // far (a heap of every node would be built to be read once). The fields are stored
+  // one by one: building the entry on the stack and copying it stalled on every node.
+  [[gnu::always_inline]] void offer(double score, int node, uint32_t stamp, bool heapify) {
+    int rank = m_idx.nodes[node].name_rank;
+    if (m_single) {
+      if (!m_best_valid || score > m_best.score || (score == m_best.score && rank < m_best.name_rank)) {
+        m_best.score = score;
+        m_best.name_rank = rank;
+        m_best.node = node;
+        m_best.stamp = stamp;
+      }
+      m_best_valid = true;
+      return;
+    }
+    HeapEntry& e = m_heap.emplace_back();
+    e.score = score;
+    e.name_rank = rank;
+    e.node = node;
+    e.stamp = stamp;
+    if (heapify) std::push_heap(m_heap.begin(), m_heap.end(), HeapLess{});
+  }
+
+  // (Re)scores one node for the current run and offers it when feasible.
+  void evaluate(int node) {
+    uint32_t stamp = ++m_stamp[node];
+    if ((*m_verdict).first_failure[node] >= 0 || !feasible(node)) return;
+    offer(score_of(node), node, stamp, true);
+  }
+
+  [[gnu::always_inline]] double score_of(int node) const {
+    return m_simple ? score_simple(m_idx, m_g, m_weights, node) : score_node(m_idx, m_g, m_weights, node);
+  }
+
+  // Starts scoring for the run of `inst`, of which `remaining` instances (it included)
+  // are left to place.
+  void start_group(int inst, size_t remaining) {
     m_pool.release_all();
     init_group(m_g, m_idx, m_pool, m_snap.profile, inst);
     m_verdict = &static_verdict(m_g);
+    m_only_resources = only_resources_can_fail(m_g);
+    m_simple = simple_scoring(m_g, m_weights);
+    m_single = remaining == 1;
+    m_best_valid = false;
     m_heap.clear();
     const std::vector<int>& nodes = nodes_to_consider();
     size_t want = nodes.size();
     int pct = m_snap.profile.percentage_of_nodes_to_score;
     if (pct > 0 && pct < 100 && nodes.size() > kMinSample)
       want = std::max(kMinSample, nodes.size() * static_cast<size_t>(pct) / 100);
+    // A short run of plain instances asks for its best node per instance, from nodes
+    // kept in order of their use, instead of scoring every node once for a heap.
+    m_bounded = m_tuning.bounded_search && want == nodes.size() && remaining <= kBoundedRunMax && m_only_resources &&
+                m_simple && m_g.rq.req.gpu == 0 &&
+                std::all_of(m_weights.begin(), m_weights.end(), [](int w) { return w >= 0; });
+    if (m_bounded) {
+      m_window_start = 0;
+      m_window_size = nodes.size();
+      if (!m_order) m_order.emplace(m_idx);
+      return;
+    }
     m_window_start = want == nodes.size() ? 0 : m_rotation % nodes.size();
     m_window_size = want;
     m_rotation += want;
-    for (size_t i = 0; i < want; ++i) {
-      int n = nodes[(m_window_start + i) % nodes.size()];
-      uint32_t stamp = ++m_stamp[n];
-      if (first_dynamic_failure(m_idx, m_g, n) >= 0) continue;
-      m_heap.push_back(HeapEntry{score_node(m_idx, m_g, m_snap.profile, n), m_idx.nodes[n].name_rank, n, stamp});
-    }
-    std::make_heap(m_heap.begin(), m_heap.end(), HeapLess{});
+    // This loop runs for every candidate node of every run; it is the scheduler's
+    // hottest code, hence the weights worked out once and the filters that cannot fail
+    // for this run skipped.
+    auto scan = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) {
+        int n = nodes[i];
+        uint32_t stamp = ++m_stamp[n];
+        if (!feasible(n)) continue;
+        offer(score_of(n), n, stamp, false);
+      }
+    };
+    // The window wraps around the end of the node list at most once.
+    size_t first_end = std::min(nodes.size(), m_window_start + want);
+    scan(m_window_start, first_end);
+    scan(0, want - (first_end - m_window_start));
+    if (!m_single) std::make_heap(m_heap.begin(), m_heap.end(), HeapLess{});
   }
 
   // With sampling, the nodes outside the window are scored once the window has no fit
@@ -157,7 +263,68 @@ class Scheduler {
     return m_sticky;
   }
 
+  // The best node by the bounded search of controllers/node_order.hpp: the same node
+  // as scoring every candidate would choose.
+  int bounded_best(double* score) {
+    ++m_seen_epoch;
+    if (m_seen.size() < m_idx.nodes.size()) m_seen.assign(m_idx.nodes.size(), 0);
+    bool have = false;
+    double best = 0;
+    int best_rank = 0, best_node = -1;
+    auto consider = [&](int n) {
+      if (m_seen[n] == m_seen_epoch) return;
+      m_seen[n] = m_seen_epoch;
+      if (m_verdict->first_failure[n] >= 0 || !feasible(n)) return;
+      double sc = score_of(n);
+      int rank = m_idx.nodes[n].name_rank;
+      if (!have || sc > best || (sc == best && rank < best_rank)) {
+        have = true;
+        best = sc;
+        best_rank = rank;
+        best_node = n;
+      }
+    };
+    for (int n : m_order->unordered()) consider(n);
+    const Request& rq = m_g.rq;
+    int basis = rq.nonprod ? 1 : 0;
+    const auto& classes = m_order->classes();
+    m_open.clear();
+    for (size_t c = 0; c < classes.size(); ++c) {
+      const auto& cl = classes[c];
+      ClassCursor cpu = open_cursor(cl.by_used[basis][0], m_g.stack, cl.cap.cpu_millis - rq.req.cpu_millis);
+      ClassCursor mem = open_cursor(cl.by_used[basis][1], m_g.stack, cl.cap.memory_bytes - rq.req.memory_bytes);
+      if (cpu.done || mem.done) continue;
+      double b = score_bound(cl, m_g, m_weights, m_idx.gpu_mixed, cpu.edge(), mem.edge());
+      m_open.push_back(OpenClass{b, c, cpu, mem});
+    }
+    // The most promising class first, so that the others are cut short sooner.
+    std::sort(m_open.begin(), m_open.end(), [](const OpenClass& a, const OpenClass& b) {
+      return a.bound != b.bound ? a.bound > b.bound : a.cls < b.cls;
+    });
+    // Scores are sums of a few products of numbers up to 100: far from this margin.
+    constexpr double kMargin = 1e-6;
+    for (OpenClass& o : m_open) {
+      const auto& cl = classes[o.cls];
+      while (!o.cpu.done && !o.mem.done) {
+        if (have && score_bound(cl, m_g, m_weights, m_idx.gpu_mixed, o.cpu.edge(), o.mem.edge()) + kMargin < best)
+          break;
+        for (int n : o.cpu.nodes()) consider(n);
+        o.cpu.step();
+        for (int n : o.mem.nodes()) consider(n);
+        o.mem.step();
+      }
+    }
+    if (have) *score = best;
+    return best_node;
+  }
+
   int best_node(double* score) {
+    if (m_bounded) return bounded_best(score);
+    if (m_single) {
+      if (!m_best_valid) return -1;
+      *score = m_best.score;
+      return m_best.node;
+    }
     while (!m_heap.empty()) {
       const HeapEntry& top = m_heap.front();
       if (top.stamp == m_stamp[top.node]) {
@@ -183,6 +350,7 @@ class Scheduler {
       throw std::logic_error(fmt::format("scheduler: the volumes of {} do not fit on {}, which was judged feasible",
                                          p.instance, p.node));
     m_idx.place(inst, node, p.ports, p.volumes);
+    if (m_order) m_order->update(node);
     bool pooled = std::any_of(p.volumes.begin(), p.volumes.end(), [&](const VolumeBinding& b) {
       int pool = claim_binding(b) ? m_idx.claim_pool(b.group) : -1;
       return pool >= 0 && m_idx.claim_pools[pool].free != std::numeric_limits<int64_t>::max();
@@ -192,7 +360,7 @@ class Scheduler {
   }
 
   void run_group(const std::vector<int>& queue, size_t begin, size_t end) {
-    start_group(queue[begin]);
+    start_group(queue[begin], end - begin);
     bool stale = false;
     std::string failed;  // Once set, the reason for the rest of the run.
     for (size_t q = begin; q < end; ++q) {
@@ -203,7 +371,7 @@ class Scheduler {
         continue;
       }
       if (stale) {
-        start_group(inst);
+        start_group(inst, end - q);
         stale = false;
       }
       set_instance(m_g, m_idx, inst);
@@ -225,6 +393,7 @@ class Scheduler {
           stale = true;
           continue;
         }
+        if (m_bounded) continue;  // The next instance searches afresh.
         ++m_epoch;
         if (m_mark.size() < m_idx.nodes.size()) m_mark.assign(m_idx.nodes.size(), 0);
         for (int n : m_affected) {
@@ -240,7 +409,8 @@ class Scheduler {
           m_out.preemptions.push_back({m_idx.insts[v].inst->key(), m_idx.nodes[plan.node].node->name, key});
           m_idx.evict(v);
         }
-        place(inst, plan.node, score_node(m_idx, m_g, m_snap.profile, plan.node));
+        if (m_order) m_order->update(plan.node);
+        place(inst, plan.node, score_of(plan.node));
         stale = true;  // Evictions touch counters of other roles' terms: rebuild.
         continue;
       }
@@ -253,10 +423,24 @@ class Scheduler {
   }
 
   const Snapshot& m_snap;
+  ScheduleTuning m_tuning;
   ClusterIndex m_idx;
   CounterPool m_pool;
   GroupCtx m_g;
+  ScoreWeights m_weights;
   const StaticVerdict* m_verdict = nullptr;
+  bool m_only_resources = false;  // For the current run: see only_resources_can_fail.
+  bool m_simple = false;          // For the current run: see simple_scoring.
+  bool m_bounded = false;         // For the current run: bounded_best instead of the heap.
+  // Built at the first bounded run, then kept up to date with every placement.
+  std::optional<NodeOrder> m_order;
+  std::vector<uint32_t> m_seen;
+  uint32_t m_seen_epoch = 0;
+  std::vector<OpenClass> m_open;
+  static constexpr size_t kBoundedRunMax = 16;
+  bool m_single = false;          // The run has one instance left: no heap, only m_best.
+  bool m_best_valid = false;
+  HeapEntry m_best{};
   std::unordered_map<std::string, StaticVerdict> m_static;
   std::vector<HeapEntry> m_heap;
   std::vector<uint32_t> m_stamp;
@@ -270,8 +454,8 @@ class Scheduler {
 
 }  // namespace
 
-Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending) {
-  Scheduler s(snapshot);
+Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning) {
+  Scheduler s(snapshot, tuning);
   return s.run(pending);
 }
 
@@ -279,7 +463,7 @@ Decision schedule(const Snapshot& snapshot) {
   std::vector<std::string> keys;
   for (const auto& inst : snapshot.instances)
     if (inst.state == InstanceState::Pending) keys.push_back(inst.key());
-  return Scheduler(snapshot).run(keys);
+  return Scheduler(snapshot, ScheduleTuning{}).run(keys);
 }
 
 }  // namespace gaia

@@ -16,7 +16,10 @@
 //    rescored. Every node is evaluated unless the profile asks for sampling
 //    (percentage_of_nodes_to_score < 100: deterministic, see lib/cluster.hpp).
 //  - Cost is O(nodes) per run plus O(touched nodes) per placement, so runs of one
-//    instance (each instance with its own role or request) are the slow case.
+//    instance (each instance with its own role or request) are the slow case. Short
+//    runs of plain instances (no affinity, ports, volumes, locality or image; all
+//    profiles) therefore search nodes kept in order of their use instead, and score
+//    only those that could beat the best found (controllers/node_order.hpp).
 //  - When an instance of a run is unschedulable, the rest of the run is too (the run's
 //    instances are identical and the failure changed nothing), so the reason is reused.
 
@@ -55,9 +58,19 @@ struct Decision {
   std::vector<Unschedulable> unschedulable;
 };
 
+// How the scheduler searches, not what it decides: every setting gives the same
+// decision. Tests compare them, and the benchmarks measure the search against the
+// scan of every node in the same run.
+struct ScheduleTuning {
+  // Short runs of plain instances find their node by a bounded search over nodes kept
+  // in order of their use (controllers/node_order.hpp) instead of scoring every node.
+  bool bounded_search = true;
+};
+
 // Schedules the given instances (keys "<ordinal>.<role>.<app>.<tenant>"). Keys that are
 // unknown or whose instance already occupies a node are reported unschedulable.
-Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending);
+Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending,
+                  const ScheduleTuning& tuning = {});
 // Schedules every instance of the snapshot in state Pending.
 Decision schedule(const Snapshot& snapshot);
 

@@ -9,34 +9,20 @@
 #include <string_view>
 
 #include "controllers/context.hpp"
+#include "controllers/score_eval.hpp"
 
 namespace gaia::sched {
 
-enum class ScoreId : uint8_t {
-  Allocation,  // LeastAllocated (spread) or MostAllocated (stack).
-  Balanced,
-  DataLocality,
-  CachedImage,
-  PreferredAffinity,
-  PreferredAntiAffinity,
-  EvenSpread,
-  ScarceResources,  // Keeps GPU nodes for GPU work.
-};
-constexpr int kScoreCount = 8;
 std::string_view score_name(ScoreId id, const SchedulerProfile& profile);
 int score_weight(ScoreId id, const SchedulerProfile& profile);
-
-struct ScoreTerm {
-  ScoreId id = ScoreId::Allocation;
-  bool applicable = false;  // False when the role gives the plugin nothing to judge.
-  double raw = 0;           // 0..100.
-  int weight = 0;
-  double weighted() const { return applicable ? raw * weight : 0.0; }
-};
-using ScoreBreakdown = std::array<ScoreTerm, kScoreCount>;
+ScoreWeights score_weights(const SchedulerProfile& profile);
 
 // Total weighted score of a feasible node; fills `out` when given.
 double score_node(const ClusterIndex& idx, const GroupCtx& g, const SchedulerProfile& profile, int node,
                   ScoreBreakdown* out = nullptr);
+// The same with the weights worked out beforehand (once per run).
+inline double score_node(const ClusterIndex& idx, const GroupCtx& g, const ScoreWeights& weights, int node) {
+  return score_eval<false>(idx, g, weights, node, nullptr);
+}
 
 }  // namespace gaia::sched
