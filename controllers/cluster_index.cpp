@@ -1,6 +1,7 @@
 #include "controllers/cluster_index.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <limits>
 #include <numeric>
@@ -138,18 +139,28 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     if (inserted) tenants.push_back(TenantIx{name, nullptr, {}, 0});
     return it->second;
   };
-  auto role_id = [&](const Instance& inst, int tenant) {
-    std::string key = fmt::format("{}/{}/{}", inst.tenant, inst.app, inst.role);
-    auto [it, inserted] = m_role_by_key.try_emplace(key, static_cast<int>(roles.size()));
-    if (inserted) {
-      RoleIx r;
-      r.key = key;
-      r.tenant = tenant;
-      if (auto spec = sn.roles.find(key); spec != sn.roles.end()) r.role = &spec->second;
-      roles.push_back(std::move(r));
-      m_roles_by_app_role[inst.app + "/" + inst.role].push_back(it->second);
-    }
-    return it->second;
+  // Instances of a role usually carry the same labels: each role remembers the last
+  // instance whose labels were interned, and an instance with equal labels reuses its
+  // ids instead of formatting and hashing them again (a third of indexing a large
+  // snapshot, which every schedule() does).
+  std::vector<int> labelled_by;  // Per role.
+  std::string role_key;
+  auto role_id = [&](const Instance& inst) {
+    role_key.assign(inst.tenant).append("/").append(inst.app).append("/").append(inst.role);
+    auto it = m_role_by_key.find(role_key);
+    if (it != m_role_by_key.end()) return it->second;
+    int id = static_cast<int>(roles.size());
+    m_role_by_key.emplace(role_key, id);
+    RoleIx r;
+    r.key = role_key;
+    r.key_tail.assign(".").append(inst.role).append(".").append(inst.app).append(".").append(inst.tenant);
+    r.tenant = tenant_id(inst.tenant);
+    if (auto spec = sn.roles.find(role_key); spec != sn.roles.end()) r.role = &spec->second;
+    m_role_by_tail.emplace(r.key_tail, id);
+    roles.push_back(std::move(r));
+    labelled_by.push_back(-1);
+    m_roles_by_app_role[inst.app + "/" + inst.role].push_back(id);
+    return id;
   };
 
   insts.resize(sn.instances.size());
@@ -157,11 +168,17 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     const Instance& in = sn.instances[i];
     InstIx& x = insts[i];
     x.inst = &in;
-    x.tenant = tenant_id(in.tenant);
-    x.role = role_id(in, x.tenant);
+    x.role = role_id(in);
+    x.tenant = roles[x.role].tenant;
+    int& src = labelled_by[static_cast<size_t>(x.role)];
+    if (src >= 0 && sn.instances[static_cast<size_t>(src)].labels == in.labels) {
+      x.labels = insts[static_cast<size_t>(src)].labels;
+    } else {
+      for (const auto& [k, v] : in.labels) x.labels.push_back(intern_label(x.tenant, k, v));
+      src = static_cast<int>(i);
+    }
     x.reservation = in.reserved();
-    for (const auto& [k, v] : in.labels) x.labels.push_back(intern_label(x.tenant, k, v));
-    m_inst_by_key.emplace(in.key(), static_cast<int>(i));
+    roles[x.role].by_ordinal.emplace_back(in.ordinal, static_cast<int>(i));
     // Volumes outlive their instance, whatever its state: they always take space.
     for (const auto& vb : in.volumes) {
       if (claim_binding(vb)) {
@@ -192,6 +209,10 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     }
   }
   for (auto& n : nodes) std::sort(n.ports.begin(), n.ports.end());
+  // Snapshots list a role's instances by ordinal as a rule; sort only when not. Equal
+  // keys keep snapshot order, so the first of duplicates is found.
+  for (auto& r : roles)
+    if (!std::is_sorted(r.by_ordinal.begin(), r.by_ordinal.end())) std::sort(r.by_ordinal.begin(), r.by_ordinal.end());
 }
 
 int ClusterIndex::intern_label(int tenant, const std::string& key, const std::string& value) {
@@ -214,21 +235,39 @@ int ClusterIndex::node_index(std::string_view name) const {
   return it == m_node_by_name.end() ? -1 : it->second;
 }
 
-int ClusterIndex::key_rank(int inst) const {
-  if (m_key_rank.size() != insts.size()) {
-    std::vector<std::pair<std::string, int>> keys;
-    keys.reserve(insts.size());
-    for (size_t i = 0; i < insts.size(); ++i) keys.emplace_back(insts[i].inst->key(), static_cast<int>(i));
-    std::sort(keys.begin(), keys.end());
-    m_key_rank.assign(insts.size(), 0);
-    for (size_t r = 0; r < keys.size(); ++r) m_key_rank[static_cast<size_t>(keys[r].second)] = static_cast<int>(r);
+bool ClusterIndex::key_less(int a, int b) const {
+  char da[24], db[24];
+  std::string_view a1(da, static_cast<size_t>(std::to_chars(da, da + sizeof da, insts[a].inst->ordinal).ptr - da));
+  std::string_view b1(db, static_cast<size_t>(std::to_chars(db, db + sizeof db, insts[b].inst->ordinal).ptr - db));
+  std::string_view a2 = roles[insts[a].role].key_tail, b2 = roles[insts[b].role].key_tail;
+  // a1 + a2 against b1 + b2, byte by byte as std::string compares (unsigned).
+  size_t na = a1.size() + a2.size(), nb = b1.size() + b2.size();
+  for (size_t i = 0; i < std::min(na, nb); ++i) {
+    auto ca = static_cast<unsigned char>(i < a1.size() ? a1[i] : a2[i - a1.size()]);
+    auto cb = static_cast<unsigned char>(i < b1.size() ? b1[i] : b2[i - b1.size()]);
+    if (ca != cb) return ca < cb;
   }
-  return m_key_rank[static_cast<size_t>(inst)];
+  return na < nb;
 }
 
 int ClusterIndex::instance_index(std::string_view key) const {
-  auto it = m_inst_by_key.find(std::string(key));
-  return it == m_inst_by_key.end() ? -1 : it->second;
+  // "<ordinal>.<role>.<app>.<tenant>": the ordinal has no dot, so the first dot splits
+  // the key into the ordinal and the role's key_tail.
+  auto dot = key.find('.');
+  if (dot == std::string_view::npos || dot == 0) return -1;
+  int ordinal = 0;
+  auto [end, ec] = std::from_chars(key.data(), key.data() + dot, ordinal);
+  if (ec != std::errc{} || end != key.data() + dot) return -1;
+  // from_chars accepts what fmt would not print ("007"): such a key names nothing.
+  char canon[24];
+  if (std::string_view(canon, static_cast<size_t>(std::to_chars(canon, canon + sizeof canon, ordinal).ptr - canon)) !=
+      key.substr(0, dot))
+    return -1;
+  auto role = m_role_by_tail.find(std::string(key.substr(dot)));
+  if (role == m_role_by_tail.end()) return -1;
+  const auto& all = roles[static_cast<size_t>(role->second)].by_ordinal;
+  auto it = std::lower_bound(all.begin(), all.end(), std::pair{ordinal, std::numeric_limits<int>::min()});
+  return it != all.end() && it->first == ordinal ? it->second : -1;
 }
 
 int ClusterIndex::label_id(int tenant, std::string_view key, std::string_view value) const {

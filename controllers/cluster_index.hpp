@@ -69,6 +69,10 @@ struct InstIx {
 
 struct RoleIx {
   std::string key;  // "<tenant>/<app>/<role>"
+  std::string key_tail;  // ".<role>.<app>.<tenant>": what follows the ordinal in instance keys.
+  // Every instance of the role, placed or not, as (ordinal, index) in that order:
+  // instance_index() finds keys here instead of in a map of every key.
+  std::vector<std::pair<int, int>> by_ordinal;
   const Role* role = nullptr;  // Null when the snapshot has no spec for it.
   int tenant = -1;
   std::vector<int> members;  // Occupying instances.
@@ -96,11 +100,10 @@ class ClusterIndex {
   const Role& role_of(int inst) const;  // An empty role when the spec is unknown.
   int node_index(std::string_view name) const;
   int instance_index(std::string_view key) const;
-  // The instance's place in key order ("<ordinal>.<role>.<app>.<tenant>", compared as
-  // strings): preemption's last tie-break. Built on first use, so the passes that never
-  // preempt do not sort every key, and then compared as integers instead of building
-  // two keys per comparison.
-  int key_rank(int inst) const;
+  // Whether instance a's key ("<ordinal>.<role>.<app>.<tenant>") sorts before b's, as
+  // strings: preemption's last tie-break. Compared in place from the ordinal's digits
+  // and the role's part of the key, without building either key.
+  bool key_less(int a, int b) const;
   // Label id of (tenant, key, value), or -1 when no instance carries it.
   int label_id(int tenant, std::string_view key, std::string_view value) const;
   // All label ids of (tenant, key, *).
@@ -140,8 +143,7 @@ class ClusterIndex {
 
   const Snapshot* m_snapshot;
   Role m_empty_role;
-  std::unordered_map<std::string, int> m_node_by_name, m_inst_by_key, m_role_by_key, m_tenant_by_name;
-  mutable std::vector<int> m_key_rank;  // By instance index; empty until key_rank() is used.
+  std::unordered_map<std::string, int> m_node_by_name, m_role_by_key, m_tenant_by_name, m_role_by_tail;
   std::unordered_map<std::string, int> m_label_ids;
   std::unordered_map<std::string, std::vector<int>> m_labels_by_key;
   std::unordered_map<std::string, std::vector<int>> m_roles_by_app_role;

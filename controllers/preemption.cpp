@@ -101,7 +101,7 @@ class NodeSearch {
       if (a.rank != b.rank) return a.rank < b.rank;
       if (a.frees[1] != b.frees[1]) return a.frees[1] > b.frees[1];
       if (a.frees[0] != b.frees[0]) return a.frees[0] > b.frees[0];
-      return m_idx.key_rank(a.inst) < m_idx.key_rank(b.inst);
+      return m_idx.key_less(a.inst, b.inst);
     });
     m_chosen.assign(m_forced.begin(), m_forced.end());
     if (covers(freed, need)) return finish(out);
@@ -204,26 +204,47 @@ class NodeSearch {
 
 }  // namespace
 
+namespace {
+
+bool preemption_filters_pass(const ClusterIndex& idx, const GroupCtx& g, int node) {
+  // Everything except resources and ports must already pass: evicting cannot move
+  // volumes, and affinity is judged on the cluster as it is.
+  return check_filter(Filter::Storage, idx, g, node, nullptr) &&
+         check_filter(Filter::InstanceAffinity, idx, g, node, nullptr) &&
+         check_filter(Filter::InstanceAntiAffinity, idx, g, node, nullptr);
+}
+
+Cost cost_of(const ClusterIndex& idx, const std::vector<int>& victims, int node) {
+  Cost cost{victims.size(), 0, 0, idx.nodes[node].name_rank};
+  for (int v : victims) {
+    int64_t r = idx.insts[v].inst->priority.rank();
+    cost.max_rank = std::max(cost.max_rank, r);
+    cost.sum_rank += r;
+  }
+  return cost;
+}
+
+void sort_victims(const ClusterIndex& idx, std::vector<int>& victims) {
+  std::sort(victims.begin(), victims.end(), [&](int a, int b) {
+    const Instance& x = *idx.insts[a].inst;
+    const Instance& y = *idx.insts[b].inst;
+    if (x.priority.rank() != y.priority.rank()) return x.priority.rank() < y.priority.rank();
+    return idx.key_less(a, b);
+  });
+}
+
+}  // namespace
+
 VictimPlan find_preemption(const ClusterIndex& idx, const GroupCtx& g, const std::vector<int>& candidates) {
   VictimPlan best;
   std::optional<Cost> best_cost;
   NodeSearch search(idx, g);
   std::vector<int> victims;
   for (int node : candidates) {
-    // Everything except resources and ports must already pass: evicting cannot move
-    // volumes, and affinity is judged on the cluster as it is.
-    if (!check_filter(Filter::Storage, idx, g, node, nullptr) ||
-        !check_filter(Filter::InstanceAffinity, idx, g, node, nullptr) ||
-        !check_filter(Filter::InstanceAntiAffinity, idx, g, node, nullptr))
-      continue;
+    if (!preemption_filters_pass(idx, g, node)) continue;
     size_t max_count = best_cost ? best_cost->count : SIZE_MAX;
     if (!search.run(node, max_count, victims) || victims.empty()) continue;
-    Cost cost{victims.size(), 0, 0, idx.nodes[node].name_rank};
-    for (int v : victims) {
-      int64_t r = idx.insts[v].inst->priority.rank();
-      cost.max_rank = std::max(cost.max_rank, r);
-      cost.sum_rank += r;
-    }
+    Cost cost = cost_of(idx, victims, node);
     if (best_cost && !(cost < *best_cost)) continue;
     best_cost = cost;
     best.node = node;
@@ -231,14 +252,44 @@ VictimPlan find_preemption(const ClusterIndex& idx, const GroupCtx& g, const std
     best.max_rank = cost.max_rank;
     best.sum_rank = cost.sum_rank;
   }
-  if (best.node >= 0)
-    std::sort(best.victims.begin(), best.victims.end(), [&](int a, int b) {
-      const Instance& x = *idx.insts[a].inst;
-      const Instance& y = *idx.insts[b].inst;
-      if (x.priority.rank() != y.priority.rank()) return x.priority.rank() < y.priority.rank();
-      return idx.key_rank(a) < idx.key_rank(b);
-    });
+  if (best.node >= 0) sort_victims(idx, best.victims);
   return best;
+}
+
+bool NodeVictims::operator<(const NodeVictims& o) const {
+  return Cost{count, max_rank, sum_rank, name_rank} < Cost{o.count, o.max_rank, o.sum_rank, o.name_rank};
+}
+
+class VictimSearch::Impl {
+ public:
+  Impl(const ClusterIndex& idx, const GroupCtx& g) : idx(idx), g(g), search(idx, g) {}
+  const ClusterIndex& idx;
+  const GroupCtx& g;
+  NodeSearch search;
+  std::vector<int> victims;
+};
+
+VictimSearch::VictimSearch(const ClusterIndex& idx, const GroupCtx& g) : m_impl(std::make_unique<Impl>(idx, g)) {}
+VictimSearch::~VictimSearch() = default;
+
+std::optional<NodeVictims> VictimSearch::on_node(int node) {
+  Impl& m = *m_impl;
+  // Without a limit on the number of victims: find_preemption's limit only skips nodes
+  // that could not be cheapest, so the cheapest of these plans is the one it finds.
+  if (!preemption_filters_pass(m.idx, m.g, node) || !m.search.run(node, SIZE_MAX, m.victims) || m.victims.empty())
+    return std::nullopt;
+  Cost cost = cost_of(m.idx, m.victims, node);
+  return NodeVictims{m.victims, cost.count, cost.max_rank, cost.sum_rank, cost.name_rank};
+}
+
+VictimPlan VictimSearch::to_plan(int node, const NodeVictims& v) const {
+  VictimPlan plan;
+  plan.node = node;
+  plan.victims = v.victims;
+  plan.max_rank = v.max_rank;
+  plan.sum_rank = v.sum_rank;
+  sort_victims(m_impl->idx, plan.victims);
+  return plan;
 }
 
 }  // namespace gaia::sched

@@ -101,7 +101,8 @@ class Scheduler {
         m_idx(s),
         m_pool(m_idx),
         m_weights(score_weights(s.profile)),
-        m_stamp(m_idx.nodes.size(), 0) {}
+        m_stamp(m_idx.nodes.size(), 0),
+        m_victim_search(m_idx, m_g) {}
 
   Decision run(const std::vector<std::string>& keys) {
     std::vector<int> queue;
@@ -351,6 +352,7 @@ class Scheduler {
                                          p.instance, p.node));
     m_idx.place(inst, node, p.ports, p.volumes);
     if (m_order) m_order->update(node);
+    if (m_victims_built) m_victims_fresh[node] = 0;
     bool pooled = std::any_of(p.volumes.begin(), p.volumes.end(), [&](const VolumeBinding& b) {
       int pool = claim_binding(b) ? m_idx.claim_pool(b.group) : -1;
       return pool >= 0 && m_idx.claim_pools[pool].free != std::numeric_limits<int64_t>::max();
@@ -359,7 +361,30 @@ class Scheduler {
     return pooled;
   }
 
+  // The cheapest preemption for the current run's next instance, from every candidate
+  // node's plan kept across the run's arrivals: only nodes that changed since are
+  // searched again. Valid while only resources can fail (no ports, volumes or
+  // affinity, which would make plans depend on more than the node's occupants).
+  VictimPlan preempt_in_run() {
+    const std::vector<int>& nodes = nodes_to_consider();
+    if (m_node_victims.size() < m_idx.nodes.size()) {
+      m_node_victims.resize(m_idx.nodes.size());
+      m_victims_fresh.resize(m_idx.nodes.size(), 0);
+    }
+    int best = -1;
+    for (int n : nodes) {
+      if (!m_victims_built || !m_victims_fresh[n]) {
+        m_node_victims[n] = m_victim_search.on_node(n);
+        m_victims_fresh[n] = 1;
+      }
+      if (m_node_victims[n] && (best < 0 || *m_node_victims[n] < *m_node_victims[best])) best = n;
+    }
+    m_victims_built = true;
+    return best < 0 ? VictimPlan{} : m_victim_search.to_plan(best, *m_node_victims[best]);
+  }
+
   void run_group(const std::vector<int>& queue, size_t begin, size_t end) {
+    m_victims_built = false;  // Plans are for one request: a new run searches afresh.
     start_group(queue[begin], end - begin);
     bool stale = false;
     std::string failed;  // Once set, the reason for the rest of the run.
@@ -403,9 +428,13 @@ class Scheduler {
         }
         continue;
       }
-      VictimPlan plan = find_preemption(m_idx, m_g, nodes_to_consider());
+      VictimPlan plan = m_only_resources ? preempt_in_run() : find_preemption(m_idx, m_g, nodes_to_consider());
       if (plan.node >= 0) {
         for (int v : plan.victims) {
+          // A victim's role counts toward min_available on every node: plans elsewhere
+          // may no longer hold.
+          const Role* role = m_idx.roles[m_idx.insts[v].role].role;
+          if (role && role->min_available > 0) m_victims_built = false;
           m_out.preemptions.push_back({m_idx.insts[v].inst->key(), m_idx.nodes[plan.node].node->name, key});
           m_idx.evict(v);
         }
@@ -437,6 +466,10 @@ class Scheduler {
   std::vector<uint32_t> m_seen;
   uint32_t m_seen_epoch = 0;
   std::vector<OpenClass> m_open;
+  // preempt_in_run's plans per node, and whether each is still current.
+  std::vector<std::optional<NodeVictims>> m_node_victims;
+  std::vector<uint8_t> m_victims_fresh;
+  bool m_victims_built = false;
   static constexpr size_t kBoundedRunMax = 16;
   bool m_single = false;          // The run has one instance left: no heap, only m_best.
   bool m_best_valid = false;
@@ -450,6 +483,7 @@ class Scheduler {
   static constexpr size_t kMinSample = 100;
   size_t m_rotation = 0, m_window_start = 0, m_window_size = 0;
   Decision m_out;
+  VictimSearch m_victim_search;  // Reads m_idx and m_g: declared after them.
 };
 
 }  // namespace

@@ -191,3 +191,44 @@ TEST_CASE("property: per-priority sums of preemptible work follow placements and
   });
   REQUIRE(ok);
 }
+
+TEST_CASE("property: key_less orders instances as their keys compare as strings", "[preemption]") {
+  bool ok = rc::check("key_less is the string order of keys", [] {
+    ClusterBuilder b;
+    b.node("n0", 1000, 1);
+    // Names that share prefixes and differ in length, and ordinals of different widths
+    // ("10" sorts before "9").
+    auto name = rc::gen::element<std::string>("a", "ab", "a-b", "b", "a.b", "z9", "Z");
+    int count = *rc::gen::inRange(2, 30);
+    for (int i = 0; i < count; ++i) {
+      std::string tenant = *name, app = *name, role = *name;
+      if (!b.s.roles.count(fmt::format("{}/{}/{}", tenant, app, role))) b.role(tenant, app, role, res(100, 1));
+      b.instance(tenant, app, role, *rc::gen::element(0, 1, 9, 10, 11, 100, 2147483647));
+    }
+    sched::ClusterIndex idx(b.s);
+    for (size_t i = 0; i < idx.insts.size(); ++i) {
+      for (size_t j = 0; j < idx.insts.size(); ++j)
+        RC_ASSERT(idx.key_less(static_cast<int>(i), static_cast<int>(j)) ==
+                  (idx.insts[i].inst->key() < idx.insts[j].inst->key()));
+      // instance_index finds the first instance with that key (keys may repeat here).
+      size_t first = 0;
+      while (b.s.instances[first].key() != b.s.instances[i].key()) ++first;
+      RC_ASSERT(idx.instance_index(b.s.instances[i].key()) == static_cast<int>(first));
+    }
+  });
+  REQUIRE(ok);
+}
+
+TEST_CASE("instance_index: keys that name no instance", "[scheduler]") {
+  ClusterBuilder b;
+  b.node("n0", 1000, 1);
+  b.role("t1", "shop", "web", res(100, 1));
+  b.instance("t1", "shop", "web", 0);
+  b.instance("t1", "shop", "web", 7);
+  sched::ClusterIndex idx(b.s);
+  CHECK(idx.instance_index("0.web.shop.t1") == 0);
+  CHECK(idx.instance_index("7.web.shop.t1") == 1);
+  for (const char* bad : {"", "web.shop.t1", ".web.shop.t1", "1.web.shop.t1", "07.web.shop.t1", "+7.web.shop.t1",
+                          "7.web.shop", "7.web.shop.t2", "7", "x.web.shop.t1", "99999999999.web.shop.t1"})
+    CHECK(idx.instance_index(bad) == -1);
+}
