@@ -428,7 +428,8 @@ class Scheduler {
         }
         continue;
       }
-      VictimPlan plan = m_only_resources ? preempt_in_run() : find_preemption(m_idx, m_g, nodes_to_consider());
+      VictimPlan plan = m_only_resources && m_tuning.keep_victim_plans ? preempt_in_run()
+                                                                        : find_preemption(m_idx, m_g, nodes_to_consider());
       if (plan.node >= 0) {
         for (int v : plan.victims) {
           // A victim's role counts toward min_available on every node: plans elsewhere

@@ -65,6 +65,10 @@ struct ScheduleTuning {
   // Short runs of plain instances find their node by a bounded search over nodes kept
   // in order of their use (controllers/node_order.hpp) instead of scoring every node.
   bool bounded_search = true;
+  // When no node fits, every node's cheapest victims are kept across the arrivals of a
+  // run, and only nodes that changed are searched again, instead of searching every
+  // node for every arrival.
+  bool keep_victim_plans = true;
 };
 
 // Schedules the given instances (keys "<ordinal>.<role>.<app>.<tenant>"). Keys that are

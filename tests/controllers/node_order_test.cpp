@@ -84,16 +84,18 @@ std::string exact_text(const Decision& d) {
 
 }  // namespace
 
-TEST_CASE("property: the bounded search decides exactly as scoring every node", "[scheduler][node_order]") {
-  bool ok = rc::check("same decision, same scores", [] {
+TEST_CASE("property: the bounded search and kept victim plans decide exactly as searching every node", "[scheduler][node_order]") {
+  bool ok = rc::check("same decision, same scores, same victims", [] {
     ClusterBuilder b;
     build_shaped_cluster(b);
     add_plain_roles(b, "old", static_cast<int>(b.s.nodes.size()));
     add_plain_roles(b, "new", 0);
     auto keys = b.pending();
-    Decision bounded = schedule(b.s, keys, ScheduleTuning{true});
-    Decision scanned = schedule(b.s, keys, ScheduleTuning{false});
-    RC_ASSERT(exact_text(bounded) == exact_text(scanned));
+    // Every shortcut on, each one off, and both off: one decision.
+    std::string all = exact_text(schedule(b.s, keys, ScheduleTuning{}));
+    RC_ASSERT(all == exact_text(schedule(b.s, keys, ScheduleTuning{.bounded_search = false})));
+    RC_ASSERT(all == exact_text(schedule(b.s, keys, ScheduleTuning{.keep_victim_plans = false})));
+    RC_ASSERT(all == exact_text(schedule(b.s, keys, ScheduleTuning{.bounded_search = false, .keep_victim_plans = false})));
   });
   REQUIRE(ok);
 }
