@@ -156,7 +156,7 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     r.key_tail.assign(".").append(inst.role).append(".").append(inst.app).append(".").append(inst.tenant);
     r.tenant = tenant_id(inst.tenant);
     if (auto spec = sn.roles.find(role_key); spec != sn.roles.end()) r.role = &spec->second;
-    m_role_by_tail.emplace(r.key_tail, id);
+    m_roles_by_tail[r.key_tail].push_back(id);
     roles.push_back(std::move(r));
     labelled_by.push_back(-1);
     m_roles_by_app_role[inst.app + "/" + inst.role].push_back(id);
@@ -174,7 +174,9 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     if (src >= 0 && sn.instances[static_cast<size_t>(src)].labels == in.labels) {
       x.labels = insts[static_cast<size_t>(src)].labels;
     } else {
-      for (const auto& [k, v] : in.labels) x.labels.push_back(intern_label(x.tenant, k, v));
+      auto& ids = m_label_lists.emplace_back();
+      for (const auto& [k, v] : in.labels) ids.push_back(intern_label(x.tenant, k, v));
+      x.labels = &ids;
       src = static_cast<int>(i);
     }
     x.reservation = in.reserved();
@@ -250,6 +252,36 @@ bool ClusterIndex::key_less(int a, int b) const {
   return na < nb;
 }
 
+int ClusterIndex::find_key(int ordinal, const std::vector<int>& roles_with_tail) const {
+  int first = -1;
+  for (int r : roles_with_tail) {
+    const auto& all = roles[static_cast<size_t>(r)].by_ordinal;
+    auto it = std::lower_bound(all.begin(), all.end(), std::pair{ordinal, std::numeric_limits<int>::min()});
+    if (it != all.end() && it->first == ordinal && (first < 0 || it->second < first)) first = it->second;
+  }
+  return first;
+}
+
+int ClusterIndex::first_with_key_of(int inst) const {
+  return find_key(insts[inst].inst->ordinal, m_roles_by_tail.at(roles[static_cast<size_t>(insts[inst].role)].key_tail));
+}
+
+const std::vector<int>& ClusterIndex::role_order() const {
+  if (m_role_order.size() != roles.size()) {
+    // Any instance of a role names its tenant, app and role.
+    std::vector<int> ids(roles.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    auto parts = [&](int r) {
+      const Instance& i = *insts[static_cast<size_t>(roles[static_cast<size_t>(r)].by_ordinal.front().second)].inst;
+      return std::tie(i.tenant, i.app, i.role);
+    };
+    std::sort(ids.begin(), ids.end(), [&](int a, int b) { return parts(a) < parts(b); });
+    m_role_order.assign(roles.size(), 0);
+    for (size_t k = 0; k < ids.size(); ++k) m_role_order[static_cast<size_t>(ids[k])] = static_cast<int>(k);
+  }
+  return m_role_order;
+}
+
 int ClusterIndex::instance_index(std::string_view key) const {
   // "<ordinal>.<role>.<app>.<tenant>": the ordinal has no dot, so the first dot splits
   // the key into the ordinal and the role's key_tail.
@@ -263,11 +295,8 @@ int ClusterIndex::instance_index(std::string_view key) const {
   if (std::string_view(canon, static_cast<size_t>(std::to_chars(canon, canon + sizeof canon, ordinal).ptr - canon)) !=
       key.substr(0, dot))
     return -1;
-  auto role = m_role_by_tail.find(std::string(key.substr(dot)));
-  if (role == m_role_by_tail.end()) return -1;
-  const auto& all = roles[static_cast<size_t>(role->second)].by_ordinal;
-  auto it = std::lower_bound(all.begin(), all.end(), std::pair{ordinal, std::numeric_limits<int>::min()});
-  return it != all.end() && it->first == ordinal ? it->second : -1;
+  auto found = m_roles_by_tail.find(std::string(key.substr(dot)));
+  return found == m_roles_by_tail.end() ? -1 : find_key(ordinal, found->second);
 }
 
 int ClusterIndex::label_id(int tenant, std::string_view key, std::string_view value) const {
@@ -301,10 +330,12 @@ Resources NodeIx::preemptible_below(int64_t rank, bool reservations) const {
 
 namespace {
 
-void account_preemptible(NodeIx& n, const InstIx& x, bool adding) {
+void account_preemptible(NodeIx& n, std::map<int64_t, int>& ranks, const InstIx& x, bool adding) {
   const Priority& p = x.inst->priority;
   if (!p.preemptible) return;
   int64_t rank = p.rank();
+  if (adding) ++ranks[rank];
+  else if (auto r = ranks.find(rank); r != ranks.end() && --r->second == 0) ranks.erase(r);
   auto it = std::lower_bound(n.preemptible.begin(), n.preemptible.end(), rank,
                              [](const RankLoad& l, int64_t r) { return l.rank < r; });
   if (it == n.preemptible.end() || it->rank != rank) {
@@ -332,12 +363,12 @@ void ClusterIndex::occupy(int i, int n) {
   add(nodes[n].alloc_req, x.inst->request);
   add(nodes[n].alloc_res, x.reservation);
   nodes[n].occupants.push_back(i);
-  account_preemptible(nodes[n], x, true);
+  account_preemptible(nodes[n], m_preemptible_ranks, x, true);
   roles[x.role].members.push_back(i);
   if (x.running) ++roles[x.role].running;
   add(tenants[x.tenant].used, x.inst->request);
   ++tenants[x.tenant].count;
-  for (int l : x.labels) postings[l].push_back(i);
+  for (int l : *x.labels) postings[l].push_back(i);
 }
 
 void ClusterIndex::place(int i, int n, const std::map<std::string, int>& ports,
@@ -382,12 +413,12 @@ void ClusterIndex::evict(int i) {
   sub(n.alloc_req, x.inst->request);
   sub(n.alloc_res, x.reservation);
   erase_value(n.occupants, i);
-  account_preemptible(n, x, false);
+  account_preemptible(n, m_preemptible_ranks, x, false);
   erase_value(roles[x.role].members, i);
   if (x.running) --roles[x.role].running;
   sub(tenants[x.tenant].used, x.inst->request);
   --tenants[x.tenant].count;
-  for (int l : x.labels) erase_value(postings[l], i);
+  for (int l : *x.labels) erase_value(postings[l], i);
   for (int port : x.held_ports) {
     auto it = std::lower_bound(n.ports.begin(), n.ports.end(), port);
     if (it != n.ports.end() && *it == port) {

@@ -6,6 +6,7 @@
 // evaluation loop free of hashing and allocation.
 
 #include <array>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -63,7 +64,10 @@ struct InstIx {
   int node = -1;  // Node index while it occupies one, else -1.
   bool running = false;
   Resources reservation;
-  std::vector<int> labels;  // Interned label ids (tenant-scoped).
+  // Interned label ids (tenant-scoped). Instances of a role with equal labels share one
+  // list, owned by the index: a list per instance cost an allocation each to build and
+  // to free, for every schedule() call.
+  const std::vector<int>* labels = nullptr;
   std::vector<int> held_ports;  // Host ports it holds on its node.
 };
 
@@ -95,6 +99,10 @@ struct TenantIx {
 class ClusterIndex {
  public:
   explicit ClusterIndex(const Snapshot& snapshot);
+  // Instances point into the index's own label lists: a copy would point into this one.
+  ClusterIndex(const ClusterIndex&) = delete;
+  ClusterIndex& operator=(const ClusterIndex&) = delete;
+  ClusterIndex(ClusterIndex&&) = default;
 
   const Snapshot& snapshot() const { return *m_snapshot; }
   const Role& role_of(int inst) const;  // An empty role when the spec is unknown.
@@ -104,6 +112,10 @@ class ClusterIndex {
   // strings: preemption's last tie-break. Compared in place from the ordinal's digits
   // and the role's part of the key, without building either key.
   bool key_less(int a, int b) const;
+  // The first instance with the same key as `inst` (itself unless the key repeats).
+  int first_with_key_of(int inst) const;
+  // Each role's place in (tenant, app, role) order, by role id.
+  const std::vector<int>& role_order() const;
   // Label id of (tenant, key, value), or -1 when no instance carries it.
   int label_id(int tenant, std::string_view key, std::string_view value) const;
   // All label ids of (tenant, key, *).
@@ -123,6 +135,11 @@ class ClusterIndex {
              const std::vector<VolumeBinding>& new_volumes);
   // Free everything the instance holds except its volumes, which outlive it.
   void evict(int inst);
+  // Whether any node holds preemptible work ranked below `rank`: when none does, no
+  // preemption can help, whatever the node.
+  bool preemptible_below_anywhere(int64_t rank) const {
+    return !m_preemptible_ranks.empty() && m_preemptible_ranks.begin()->first < rank;
+  }
 
   std::vector<NodeIx> nodes;
   // Whether some nodes have GPUs and some do not: only then does keeping GPU nodes for
@@ -143,8 +160,15 @@ class ClusterIndex {
 
   const Snapshot* m_snapshot;
   Role m_empty_role;
-  std::unordered_map<std::string, int> m_node_by_name, m_role_by_key, m_tenant_by_name, m_role_by_tail;
+  std::unordered_map<std::string, int> m_node_by_name, m_role_by_key, m_tenant_by_name;
+  // Roles by key_tail. Names with dots can give two roles one tail (and their instances
+  // equal keys), hence a list.
+  std::unordered_map<std::string, std::vector<int>> m_roles_by_tail;
+  int find_key(int ordinal, const std::vector<int>& roles_with_tail) const;
   std::unordered_map<std::string, int> m_label_ids;
+  std::map<int64_t, int> m_preemptible_ranks;  // Occupying preemptible instances per rank.
+  mutable std::vector<int> m_role_order;        // Built on first use.
+  std::deque<std::vector<int>> m_label_lists;   // What InstIx::labels points to.
   std::unordered_map<std::string, std::vector<int>> m_labels_by_key;
   std::unordered_map<std::string, std::vector<int>> m_roles_by_app_role;
   std::unordered_map<std::string, std::vector<int>> m_nodes_by_image;

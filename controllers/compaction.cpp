@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <bit>
 #include <cmath>
@@ -71,47 +73,111 @@ struct Pass {
   int64_t pending = 0, gpu_pending = 0;
 };
 
+// What a prod instance holds once reclamation lends the rest: its usage with a 10%
+// safety margin, at most its request.
+Resources reclaimed(const SimWorkload& w, const Instance& i) {
+  auto u = w.usage.find(usage_key(i));
+  double share = u == w.usage.end() ? 1.0 : std::min(1.0, u->second * 1.1);
+  Resources r = i.request;
+  r.cpu_millis = static_cast<int64_t>(std::ceil(static_cast<double>(r.cpu_millis) * share));
+  r.memory_bytes = static_cast<int64_t>(std::ceil(static_cast<double>(r.memory_bytes) * share));
+  return r;
+}
+
+// The fewest machines of `order` that could hold `instances` at all, counting only
+// totals of cpu, memory and GPUs: fewer machines than this leave more than `allowed`
+// instances pending under any placement, so the search need not schedule such cells
+// (the smallest ones are the slowest to schedule: most of their work fails, and every
+// failure is explained). Each dimension may leave its `allowed` largest requests out.
+// With reclamation prod must fit by its requests first and then, by what it holds,
+// beside non-prod's requests. Returns a count past the largest cell when even that is
+// too small.
+int fewest_machines(const SimWorkload& w, const std::vector<Instance>& instances, const std::vector<size_t>& order,
+                    const CompactionPolicy& p, int64_t allowed) {
+  constexpr int kDims = 3;
+  auto dim = [](const Resources& r, int d) { return d == 0 ? r.cpu_millis : d == 1 ? r.memory_bytes : r.gpu; };
+  std::array<int64_t, kDims> need{};
+  for (int d = 0; d < kDims; ++d) {
+    std::vector<int64_t> sizes;
+    int64_t prod = 0, held = 0, nonprod = 0;
+    for (const auto& i : instances) {
+      int64_t v = dim(i.request, d);
+      sizes.push_back(v);
+      if (i.priority.band == Band::Nonprod) {
+        nonprod += v;
+      } else {
+        prod += v;
+        held += p.reclaim ? dim(reclaimed(w, i), d) : v;
+      }
+    }
+    auto left_out = static_cast<size_t>(std::clamp<int64_t>(allowed, 0, static_cast<int64_t>(sizes.size())));
+    std::nth_element(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(left_out), sizes.end(), std::greater<>());
+    int64_t spared = 0;
+    for (size_t k = 0; k < left_out; ++k) spared += sizes[k];
+    need[static_cast<size_t>(d)] = std::max(prod, held + nonprod) - spared;
+  }
+  std::array<int64_t, kDims> have{};
+  size_t most = order.size() * kMaxGrowth;
+  for (size_t k = 0; k <= most; ++k) {
+    bool enough = true;
+    for (int d = 0; d < kDims; ++d) enough = enough && have[static_cast<size_t>(d)] >= need[static_cast<size_t>(d)];
+    if (enough) return static_cast<int>(k);
+    if (k == most) break;
+    Node n = machine_at(w, order, k);
+    for (int d = 0; d < kDims; ++d) have[static_cast<size_t>(d)] += dim(n.capacity, d);
+  }
+  return static_cast<int>(most) + 1;
+}
+
 // One cell: the first `k` machines of `order`, and `instances` scheduled onto it as a
 // submit would (prod before non-prod, by priority). With reclamation, prod is placed
 // first and then holds only what it uses (its reservation), which non-prod may fill.
-Pass schedule_cell(const SimWorkload& w, const std::vector<Instance>& instances, const std::vector<size_t>& order,
-                   int k, const CompactionPolicy& p) {
+// What every cell of one search shares: the workload as a snapshot (nodes are set per
+// cell) and where each instance is in it. Built once per search, not once per cell.
+struct CellBase {
   Snapshot s;
-  s.profile = p.profile;
-  s.nodes.reserve(static_cast<size_t>(k));
-  for (int i = 0; i < k; ++i) s.nodes.push_back(machine_at(w, order, static_cast<size_t>(i)));
-  s.roles = w.roles;
-  s.instances = instances;
   std::unordered_map<std::string, size_t> at;
-  for (size_t i = 0; i < s.instances.size(); ++i) at[s.instances[i].key()] = i;
+};
 
+CellBase cell_base(const SimWorkload& w, const std::vector<Instance>& instances, const CompactionPolicy& p) {
+  CellBase b;
+  b.s.profile = p.profile;
+  b.s.roles = w.roles;
+  b.s.instances = instances;
+  for (size_t i = 0; i < b.s.instances.size(); ++i) b.at[b.s.instances[i].key()] = i;
+  return b;
+}
+
+Pass schedule_cell(const SimWorkload& w, CellBase& base, const std::vector<size_t>& order, int k,
+                   const CompactionPolicy& p) {
+  base.s.nodes.clear();
+  base.s.nodes.reserve(static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) base.s.nodes.push_back(machine_at(w, order, static_cast<size_t>(i)));
   auto count = [&](const Decision& d, Pass& out) {
     auto add = [&](const std::string& key) {
       ++out.pending;
-      if (s.instances[at.at(key)].request.gpu > 0) ++out.gpu_pending;
+      if (base.s.instances[base.at.at(key)].request.gpu > 0) ++out.gpu_pending;
     };
     for (const auto& u : d.unschedulable) add(u.instance);
     for (const auto& v : d.preemptions) add(v.victim);
   };
   Pass out;
   if (!p.reclaim) {
-    count(schedule(s), out);
+    count(schedule(base.s), out);
     return out;
   }
+  // Reclamation places prod into the cell before non-prod comes: on a copy, so that the
+  // next cell starts from the workload again.
+  Snapshot s = base.s;
   std::vector<std::string> prod, nonprod;
   for (const auto& i : s.instances) (i.priority.band == Band::Nonprod ? nonprod : prod).push_back(i.key());
   Decision first = schedule(s, prod);
   count(first, out);
   for (const auto& pl : first.placements) {
-    Instance& i = s.instances[at.at(pl.instance)];
+    Instance& i = s.instances[base.at.at(pl.instance)];
     i.node = pl.node;
     i.state = InstanceState::Running;
-    auto u = w.usage.find(usage_key(i));
-    double share = u == w.usage.end() ? 1.0 : std::min(1.0, u->second * 1.1);  // A 10% safety margin.
-    Resources r = i.request;
-    r.cpu_millis = static_cast<int64_t>(std::ceil(static_cast<double>(r.cpu_millis) * share));
-    r.memory_bytes = static_cast<int64_t>(std::ceil(static_cast<double>(r.memory_bytes) * share));
-    i.reservation = r;
+    i.reservation = reclaimed(w, i);
   }
   count(schedule(s, nonprod), out);
   return out;
@@ -125,9 +191,10 @@ CompactionRun smallest_cell(const SimWorkload& w, const std::vector<Instance>& i
   CompactionRun run;
   auto allowed = static_cast<int64_t>(std::floor(pending_allowed * static_cast<double>(instances.size())));
   if (instances.empty()) return run;
+  CellBase base = cell_base(w, instances, p);
   auto try_cell = [&](int k) {
     ++schedules;
-    return schedule_cell(w, instances, order, k, p);
+    return schedule_cell(w, base, order, k, p);
   };
   auto finish = [&](int machines, const Pass& pass) {
     run.machines = machines;
@@ -135,18 +202,25 @@ CompactionRun smallest_cell(const SimWorkload& w, const std::vector<Instance>& i
     run.gpu_pending = pass.gpu_pending;
     return run;
   };
-  // The real cell first: most policies fit in it, and the bisection then stays inside.
+  // The real cell first: most policies fit in it, and the bisection then stays inside,
+  // above the cells too small by their totals alone.
   int real = static_cast<int>(order.size());
-  int lo = 0, hi = real;  // lo does not fit (no machines hold nothing), hi fits.
-  Pass at_hi = try_cell(real);
-  if (at_hi.pending > allowed) {
-    int most = static_cast<int>(order.size() * kMaxGrowth);
+  int most = static_cast<int>(order.size() * kMaxGrowth);
+  int fewest = fewest_machines(w, instances, order, p, allowed);
+  int lo = std::max(0, fewest - 1), hi = real;  // lo does not fit, hi fits.
+  Pass at_hi;
+  bool real_fits = false;
+  if (fewest <= real) {
+    at_hi = try_cell(real);
+    real_fits = at_hi.pending <= allowed;
+  }
+  if (!real_fits) {
     Pass grown = try_cell(most);
     if (grown.pending > allowed) {
       run.fits_at_all = false;
       return finish(most, grown);
     }
-    lo = real;
+    lo = std::max(lo, real);
     hi = most;
     at_hi = grown;
   }

@@ -46,7 +46,7 @@ bool check_filter(Filter f, const ClusterIndex& idx, const GroupCtx& g, int node
 int first_static_failure(const ClusterIndex& idx, const GroupCtx& g, int node);
 int first_dynamic_failure(const ClusterIndex& idx, const GroupCtx& g, int node, std::string_view* detail = nullptr);
 // ResourceFit without a reason: the scheduler runs it for every node of every run.
-inline bool resources_fit(const NodeIx& n, const Request& rq) {
+[[gnu::always_inline]] inline bool resources_fit(const NodeIx& n, const Request& rq) {
   const Resources& used = rq.nonprod ? n.alloc_res : n.alloc_req;
   auto fits = [](int64_t want, int64_t cap, int64_t in_use) { return want <= 0 || cap - in_use >= want; };
   return fits(rq.req.cpu_millis, n.cap.cpu_millis, used.cpu_millis) &&

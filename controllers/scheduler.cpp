@@ -120,11 +120,39 @@ class Scheduler {
       }
       queue.push_back(i);
     }
+    return run_queue(std::move(queue));
+  }
+
+  // Every pending instance of the snapshot, as run() would take their keys, without
+  // formatting and looking up a key per instance: an instance whose key an earlier
+  // instance already has is left out, as the key would find the earlier one.
+  Decision run_pending() {
+    std::vector<int> queue;
+    for (size_t i = 0; i < m_idx.insts.size(); ++i) {
+      const InstIx& x = m_idx.insts[i];
+      if (x.inst->state != InstanceState::Pending || m_idx.first_with_key_of(static_cast<int>(i)) != static_cast<int>(i))
+        continue;
+      if (x.node >= 0) {
+        m_out.unschedulable.push_back({x.inst->key(), fmt::format("not pending: already on node {}", x.inst->node)});
+        continue;
+      }
+      queue.push_back(static_cast<int>(i));
+    }
+    return run_queue(std::move(queue));
+  }
+
+ private:
+  Decision run_queue(std::vector<int> queue) {
+    // Priority first, then tenant, app, role (by each role's place in that order, worked
+    // out once instead of comparing three strings per comparison) and ordinal.
+    const std::vector<int>& role_order = m_idx.role_order();
     std::sort(queue.begin(), queue.end(), [&](int a, int b) {
-      const Instance& x = *m_idx.insts[a].inst;
-      const Instance& y = *m_idx.insts[b].inst;
-      if (x.priority.rank() != y.priority.rank()) return x.priority.rank() > y.priority.rank();
-      return std::tie(x.tenant, x.app, x.role, x.ordinal) < std::tie(y.tenant, y.app, y.role, y.ordinal);
+      const InstIx& x = m_idx.insts[a];
+      const InstIx& y = m_idx.insts[b];
+      int64_t rx = x.inst->priority.rank(), ry = y.inst->priority.rank();
+      if (rx != ry) return rx > ry;
+      if (x.role != y.role) return role_order[x.role] < role_order[y.role];
+      return x.inst->ordinal < y.inst->ordinal;
     });
     m_out.placements.reserve(queue.size());
     for (size_t i = 0; i < queue.size();) {
@@ -136,7 +164,6 @@ class Scheduler {
     return std::move(m_out);
   }
 
- private:
   const StaticVerdict& static_verdict(const GroupCtx& g) {
     const Role& r = *g.rq.role;
     std::string sig = fmt::format("{}\x1e", g.rq.tenant);
@@ -428,8 +455,10 @@ class Scheduler {
         }
         continue;
       }
-      VictimPlan plan = m_only_resources && m_tuning.keep_victim_plans ? preempt_in_run()
-                                                                        : find_preemption(m_idx, m_g, nodes_to_consider());
+      VictimPlan plan;
+      if (m_idx.preemptible_below_anywhere(m_g.rq.instance->priority.rank()))
+        plan = m_only_resources && m_tuning.keep_victim_plans ? preempt_in_run()
+                                                              : find_preemption(m_idx, m_g, nodes_to_consider());
       if (plan.node >= 0) {
         for (int v : plan.victims) {
           // A victim's role counts toward min_available on every node: plans elsewhere
@@ -494,11 +523,6 @@ Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pend
   return s.run(pending);
 }
 
-Decision schedule(const Snapshot& snapshot) {
-  std::vector<std::string> keys;
-  for (const auto& inst : snapshot.instances)
-    if (inst.state == InstanceState::Pending) keys.push_back(inst.key());
-  return Scheduler(snapshot, ScheduleTuning{}).run(keys);
-}
+Decision schedule(const Snapshot& snapshot) { return Scheduler(snapshot, ScheduleTuning{}).run_pending(); }
 
 }  // namespace gaia

@@ -180,6 +180,12 @@ TEST_CASE("property: per-priority sums of preemptible work follow placements and
             RC_ASSERT(n.preemptible_below(rank, reservations) == want);
           }
         }
+      for (int64_t rank : {0L, 10050L, 10100L, 10200L, 20000L, 30000L}) {
+        bool any = false;
+        for (const auto& x : idx.insts)
+          any = any || (x.node >= 0 && x.inst->priority.preemptible && x.inst->priority.rank() < rank);
+        RC_ASSERT(idx.preemptible_below_anywhere(rank) == any);
+      }
     };
     check();
     // Evict some, place some elsewhere, and check again.
