@@ -132,12 +132,15 @@ std::map<std::string, std::string> app_labels(const AppRecord& a) {
 }
 
 std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a) {
-  int running = 0, desired = 0;
-  for (const auto& r : a.workload.roles) desired += desired_replicas(a, r);  // `gaia scale` wins.
+  int running = 0;
   for (const auto& i : state.snapshot.instances)
-    if (i.tenant == a.tenant && i.app == a.name &&
-        (serving(i)))
-      ++running;
+    if (i.tenant == a.tenant && i.app == a.name && serving(i)) ++running;
+  return app_instance_counts(a, running);
+}
+
+std::pair<int, int> app_instance_counts(const AppRecord& a, int running) {
+  int desired = 0;
+  for (const auto& r : a.workload.roles) desired += desired_replicas(a, r);  // `gaia scale` wins.
   return {running, desired};
 }
 
@@ -155,9 +158,13 @@ nlohmann::json node_json(const Node& n, const NodeUsage& u) {
 }
 
 nlohmann::json app_json(const ClusterState& state, const AppRecord& a) {
+  return app_json(a, app_instance_counts(state, a).first);
+}
+
+nlohmann::json app_json(const AppRecord& a, int serving_now) {
   nlohmann::json j = a;
   j["app"] = a.app_name();  // The record leaves it out for a release named after its app.
-  auto [running, desired] = app_instance_counts(state, a);
+  auto [running, desired] = app_instance_counts(a, serving_now);
   j["instances"] = {{"running", running}, {"desired", desired}};
   return j;
 }

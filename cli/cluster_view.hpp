@@ -56,10 +56,13 @@ std::string labels_text(const std::map<std::string, std::string>& labels);
 std::map<std::string, std::string> app_labels(const AppRecord& a);
 // Instances of an app that are Running (or Succeeded) and the replicas its roles ask for.
 std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a);
+// The same, with the running count already known (AppsState::serving).
+std::pair<int, int> app_instance_counts(const AppRecord& a, int running);
 
 // JSON views for -o json|yaml.
 nlohmann::json node_json(const Node& n, const NodeUsage& u);
 nlohmann::json app_json(const ClusterState& state, const AppRecord& a);
+nlohmann::json app_json(const AppRecord& a, int running);
 nlohmann::json instance_json(const Instance& i);
 
 // Writes `value` as JSON (indented) or YAML to stdout.

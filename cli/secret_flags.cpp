@@ -13,7 +13,11 @@ void add_show_secrets(CLI::App* cmd, bool& flag) {
 }
 
 SecretKeys deployed_secret_keys(const Globals& g, Session& s, const ClusterState& state) {
-  auto found = ops::deployed_secrets(state, [&](const std::string& hash) { return s.state->bundle(hash); });
+  return deployed_secret_keys(g, s, state.apps);
+}
+
+SecretKeys deployed_secret_keys(const Globals& g, Session& s, const std::map<std::string, AppRecord>& apps) {
+  auto found = ops::deployed_secrets(apps, [&](const std::string& hash) { return s.state->bundle(hash); });
   if (!g.quiet)
     for (const auto& why : found.unreadable)
       fmt::print(stderr, "{} cannot read the secrets: list of {}; values it declares secret may show\n",

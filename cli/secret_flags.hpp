@@ -19,5 +19,6 @@ void add_show_secrets(CLI::App* cmd, bool& flag);
 // store. An app whose app.yaml cannot be read is named in a warning on stderr (unless
 // --quiet): the keys it declares are unknown, so their values may show.
 SecretKeys deployed_secret_keys(const Globals& g, Session& s, const ClusterState& state);
+SecretKeys deployed_secret_keys(const Globals& g, Session& s, const std::map<std::string, AppRecord>& apps);
 
 }  // namespace gaia::cli

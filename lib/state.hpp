@@ -124,6 +124,22 @@ struct ClusterState {
   const Node* find_node(const std::string& name) const;
 };
 
+// What listing apps needs (`gaia get apps`): every app record with its status, and how
+// many instances of each serve, read at one revision (State::load_apps).
+struct AppsState {
+  std::map<std::string, AppRecord> apps;  // "tenant/name" -> record, as in ClusterState.
+  // "tenant/name" -> its instances that are Running or Succeeded (serving()); an app
+  // with none has no entry.
+  std::map<std::string, int> serving;
+  int64_t revision = 0;  // Store revision the apps were read at.
+
+  int serving_count(const std::string& id) const;
+};
+
+// The same view of a state already loaded (a watch's informer keeps one): its apps and
+// one pass over its instances.
+AppsState apps_state_of(const ClusterState& state);
+
 // Changes to commit together. Events get consecutive sequence numbers at commit.
 struct Batch {
   std::vector<Node> put_nodes;
@@ -167,6 +183,11 @@ class State final : public RunningApps {
   State(Store& store, const Clock& clock, StateOptions options = {});
 
   Result<ClusterState> load();
+  // Only what listing apps needs, at one revision: the apps with their status, and the
+  // serving instances of each counted from the instance records' tenant, app and state
+  // alone, without decoding them (a full load decodes every instance). The instances
+  // are read in pages, so memory stays bounded by the apps, not by the instances.
+  Result<AppsState> load_apps();
   // Commits `batch` if nothing was written since `base` was loaded. Returns false (and
   // writes nothing) on a conflict, so the caller can re-load and re-decide.
   Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op);

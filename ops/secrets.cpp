@@ -32,9 +32,13 @@ Result<std::vector<std::string>> app_secret_keys(const AppRecord& app, const Bun
 }
 
 DeployedSecrets deployed_secrets(const ClusterState& state, const BundleReader& bundles) {
+  return deployed_secrets(state.apps, bundles);
+}
+
+DeployedSecrets deployed_secrets(const std::map<std::string, AppRecord>& apps, const BundleReader& bundles) {
   DeployedSecrets out;
   std::map<std::string, std::vector<std::string>> by_bundle;
-  for (const auto& [id, app] : state.apps) {
+  for (const auto& [id, app] : apps) {
     if (!app.bundle.empty())
       if (auto seen = by_bundle.find(app.bundle); seen != by_bundle.end()) {
         for (const auto& k : seen->second) out.keys.add(k);

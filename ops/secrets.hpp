@@ -28,6 +28,8 @@ struct DeployedSecrets {
 
 // The secret keys of every app of `state`. Apps sharing a bundle read it once.
 DeployedSecrets deployed_secrets(const ClusterState& state, const BundleReader& bundles);
+// The same for apps read without the rest of the state (State::load_apps).
+DeployedSecrets deployed_secrets(const std::map<std::string, AppRecord>& apps, const BundleReader& bundles);
 
 // The values to hide wherever `app`'s rendered document was copied (its outputs, its
 // events): secret_values_of over its document with `keys`.

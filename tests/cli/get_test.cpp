@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "tests/cli/e2e_util.hpp"
@@ -175,4 +176,47 @@ TEST_CASE("deps: the apps running in the context are reused, as plan reuses them
   // --running replaces the context's apps.
   s.write("running.yaml", "[]\n");
   CHECK_THAT(ok(s, {"deps", "top", "--running", "running.yaml"}).out, Catch::Contains("base (deploy 1.0.0)"));
+}
+
+TEST_CASE("get apps counts serving instances per app, the same with and without --watch", "[e2e][get]") {
+  // One node of 2 cores: base and top take one each, so top scaled to 4 has 3 pending.
+  Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "1", "--cpu", "2", "--memory", "32Gi"});
+  write_app(s, "base", "base", "1.0.0");
+  write_app(s, "top", "top", "1.0.0", k_needs_base);
+  ok(s, {"submit", "top"});
+  s.gaia({"scale", "top", "--replicas", "4"});
+  json instances = json::parse(ok(s, {"get", "instances", "-o", "json"}).out);
+  REQUIRE(instances.size() == 5);
+
+  json apps = json::parse(ok(s, {"get", "apps", "-o", "json"}).out);
+  REQUIRE(apps.size() == 2);
+  for (const auto& app : apps) {
+    INFO(app.dump());
+    int running = 0;
+    for (const auto& i : instances)
+      if (i["app"] == app["name"] && (i["state"] == "Running" || i["state"] == "Succeeded")) ++running;
+    CHECK(app["instances"]["running"] == running);
+  }
+  CHECK(apps[0]["name"] == "base");
+  CHECK(apps[0]["instances"] == json({{"running", 1}, {"desired", 1}}));
+  CHECK(apps[1]["instances"] == json({{"running", 1}, {"desired", 4}}));
+  std::string table = ok(s, {"get", "apps"}).out;
+  CHECK_THAT(table, Catch::Contains("1/4"));
+
+  // The watch reads the whole state (its informer); a single listing reads only the apps
+  // and their counts. Both print the same, in every format and for every tenant.
+  for (std::vector<std::string> args : {std::vector<std::string>{}, {"-o", "json"}, {"-o", "yaml"}, {"-o", "wide"},
+                                        {"-A"}, {"-l", "app=top"}, {"top"}}) {
+    std::vector<std::string> once = {"get", "apps"};
+    once.insert(once.end(), args.begin(), args.end());
+    std::vector<std::string> watched = once;
+    watched.insert(watched.end(), {"-w", "--timeout", "300ms"});
+    INFO(fmt::format("{}", fmt::join(once, " ")));
+    // AGE may tick over between the two commands.
+    auto without_age = [](const std::string& text) {
+      return std::regex_replace(text, std::regex(R"(\b[0-9]+s\b)"), "AGE");
+    };
+    CHECK(without_age(ok(s, once).out) == without_age(ok(s, watched).out));
+  }
 }

@@ -1,0 +1,280 @@
+// What `gaia get apps` costs on a large cluster (issue 13).
+//
+//  get-apps-10k  10,000 apps in the default tenant, each of two roles (6 + 4 replicas:
+//                100,000 instances on 5,000 nodes, one instance in ten still pending),
+//                written through State::update into a real SQLite file in a temp dir.
+//                Then what `gaia get apps` reads, in process, both ways in the same run:
+//                the full load of the cluster with the per-app count the command made
+//                before (every instance decoded, and scanned once per app), and
+//                State::load_apps (apps and per-app serving counts only). Both must give
+//                the same counts. Last, the real `gaia get apps` binary on that store
+//                (XDG_STATE_HOME pointed at it), wall time and the child's peak RSS;
+//                with GAIA_BENCH_BASELINE_CLI=PATH, also that binary (an earlier build)
+//                in the same run, and whether it printed the same text.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+#include "bench/bench_cluster.hpp"
+#include "bench/bench_util.hpp"
+#include "cli/cluster_view.hpp"
+#include "controllers/submit.hpp"
+#include "lib/clock.hpp"
+#include "lib/state.hpp"
+#include "store/sqlite_store.hpp"
+
+extern char** environ;
+
+namespace gaia::bench {
+namespace {
+
+constexpr int k_get_apps = 10000;
+constexpr int k_get_nodes = 5000;
+constexpr int k_get_apps_per_commit = 1000;
+
+// Two roles per app, 6 + 4 replicas, as a small service and its workers.
+GenApp get_bench_app(int n) {
+  GenApp g;
+  g.tenant = "default";
+  g.name = fmt::format("app{:05d}", n);
+  Rng rng(static_cast<uint64_t>(n) + 13);
+  for (auto [name, replicas] : {std::pair{"server", 6}, std::pair{"worker", 4}}) {
+    Role r;
+    r.name = name;
+    r.image = fmt::format("registry.local/{}/{}:1.0", g.name, name);
+    r.replicas = replicas;
+    r.resources = draw_size(rng, basic_sizes());
+    r.priority = Priority{Band::Prod, 100, true};
+    g.roles.push_back(std::move(r));
+    g.instances += static_cast<size_t>(replicas);
+  }
+  return g;
+}
+
+// The cluster: nodes, the default tenant, then apps with their instances, 1,000 apps per
+// commit. The writer follows changes, so each update reads only the commit before it.
+void fill_get_apps(Store& store) {
+  SystemClock clock;
+  StateOptions follow;
+  follow.follow_changes = true;
+  State state(store, clock, follow);
+  auto nodes = make_nodes(k_get_nodes);
+  check(state.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
+    b.put_nodes = nodes;
+    b.put_tenants.push_back(Tenant{"default", {}, {}});
+    return {};
+  }), "writing nodes");
+  int placed = 0;
+  for (int from = 0; from < k_get_apps; from += k_get_apps_per_commit) {
+    check(state.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
+      for (int n = from; n < from + k_get_apps_per_commit; ++n) {
+        GenApp g = get_bench_app(n);
+        AppRecord r = to_deploy(g).record;
+        r.status = "Ready";
+        // Long ago, so AGE reads the same in every run of the command (in days).
+        r.created = r.updated = "2026-01-01T00:00:00Z";
+        for (const auto& role : g.roles)
+          for (int o = 0; o < role.replicas; ++o) {
+            Instance i = new_instance(g.tenant, g.name, r.version, role, o);
+            int k = placed++;
+            if (k % 10 == 9) {
+              i.pending_reason = "no node has enough cpu";
+            } else {
+              i.node = nodes[static_cast<size_t>(k) % nodes.size()].name;
+              i.state = InstanceState::Running;
+              i.address = fmt::format("10.{}.{}.{}", 64 + k / 65536, (k / 256) % 256, k % 256);
+              i.generation = 1;
+            }
+            b.put_instances.push_back(std::move(i));
+          }
+        b.put_apps.push_back(std::move(r));
+      }
+      b.event("Filled", fmt::format("apps {}..{}", from, from + k_get_apps_per_commit - 1));
+      return {};
+    }), "writing apps");
+  }
+}
+
+struct ChildRun {
+  double ms = 0;
+  double peak_rss_mb = 0;
+  int exit_code = 0;
+};
+
+// Runs `argv` with `env`, stdout into `out` and stderr into `err`, and waits for it.
+// The child's peak RSS comes from GNU time, which forks the command from its own small
+// process: a child spawned straight from this one inherits this process's high-water
+// mark on exec (the kernel keeps the larger of the two in ru_maxrss), which after the
+// fill is far above the command's own.
+constexpr const char* k_gnu_time = "/usr/bin/time";
+
+ChildRun run_get_child(std::vector<std::string> argv, const std::vector<std::string>& env,
+                       const std::filesystem::path& out, const std::filesystem::path& err) {
+  const auto rss_file = err.string() + ".rss";
+  const bool timed = ::access(k_gnu_time, X_OK) == 0;
+  if (timed) argv.insert(argv.begin(), {k_gnu_time, "-f", "%M", "-o", rss_file});
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  Timer t;
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error(fmt::format("cannot run {}: {}", argv[0], std::strerror(rc)));
+  int status = 0;
+  rusage usage{};
+  if (::wait4(pid, &status, 0, &usage) != pid) throw std::runtime_error("wait4 failed");
+  ChildRun r;
+  r.ms = t.elapsed_ms();
+  if (timed) {
+    std::ifstream in(rss_file);
+    double kib = -1024.0;  // -1 MiB: not known.
+    in >> kib;
+    r.peak_rss_mb = round3(kib / 1024.0);
+  } else {
+    r.peak_rss_mb = -1;
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+size_t count_lines(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  size_t n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
+}
+
+Figures run_get_apps_10k() {
+  TempDir scratch("gaia-bench-get-apps");
+  // GAIA_BENCH_GET_DIR=DIR keeps the store in DIR (filled once) for profiling the
+  // command by hand: XDG_STATE_HOME=DIR/state perf record gaia get apps.
+  const char* kept = std::getenv("GAIA_BENCH_GET_DIR");
+  const std::filesystem::path home_dir = kept && *kept ? std::filesystem::path(kept) : scratch.path();
+  const auto db = home_dir / "state" / "gaia" / "gaia.db";
+  const bool filled = std::filesystem::exists(db);
+  std::filesystem::create_directories(db.parent_path());
+  double fill_ms = 0;
+  if (!filled) {
+    auto store = SqliteStore::open(db, SqliteStoreOptions{});
+    if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
+    fill_ms = time_ms([&] { fill_get_apps(**store); });
+  }
+  SystemClock clock;
+
+  // What the command read before, as a new process does it: open the store, load every
+  // object, count each app's serving instances with a scan of all instances.
+  std::map<std::string, int> full_counts;
+  std::vector<double> full_ms;
+  // Two samples: each takes seconds (the scan per app is quadratic).
+  for (int k = 0; k < 2; ++k)
+    full_ms.push_back(time_ms([&] {
+      auto store = SqliteStore::open(db, SqliteStoreOptions{});
+      if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
+      State state(**store, clock);
+      auto st = check(state.load(), "full load");
+      full_counts.clear();
+      for (const auto& [id, app] : st.apps) full_counts[id] = cli::app_instance_counts(st, app).first;
+    }));
+
+  // What it reads now.
+  std::map<std::string, int> apps_counts;
+  std::vector<double> apps_ms;
+  for (int k = 0; k < 10; ++k)
+    apps_ms.push_back(time_ms([&] {
+      auto store = SqliteStore::open(db, SqliteStoreOptions{});
+      if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
+      State state(**store, clock);
+      auto read = check(state.load_apps(), "apps load");
+      apps_counts.clear();
+      for (const auto& [id, app] : read.apps) apps_counts[id] = read.serving_count(id);
+    }));
+  if (apps_counts != full_counts || full_counts.size() != static_cast<size_t>(k_get_apps))
+    throw std::runtime_error("State::load_apps counts differ from the full load's");
+  int serving = 0;
+  for (const auto& [id, n] : apps_counts) serving += n;
+
+  // The real command, as a user runs it: a new process on the default context.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (!kv.starts_with("XDG_STATE_HOME=") && !kv.starts_with("GAIA_STORE=") && !kv.starts_with("COLUMNS="))
+      env.emplace_back(kv);
+  }
+  env.push_back("XDG_STATE_HOME=" + (home_dir / "state").string());
+  env.push_back("XDG_CACHE_HOME=" + (home_dir / "cache").string());
+  env.push_back("NO_COLOR=1");
+  const auto out = home_dir / "get.out";
+  const auto err = home_dir / "get.err";
+  // Runs `binary` get apps `runs` times; the figures, and the text it printed.
+  auto run_cli = [&](const std::string& binary, int runs, std::vector<double>& ms, double& rss) {
+    for (int k = 0; k < runs; ++k) {
+      ChildRun r = run_get_child({binary, "get", "apps"}, env, out, err);
+      if (r.exit_code != 0)
+        throw std::runtime_error(fmt::format("{} get apps exited with {} (see {})", binary, r.exit_code, err.string()));
+      ms.push_back(r.ms);
+      rss = std::max(rss, r.peak_rss_mb);
+    }
+    // A header and one row per app.
+    if (size_t lines = count_lines(out); lines != static_cast<size_t>(k_get_apps) + 1)
+      throw std::runtime_error(fmt::format("{} get apps printed {} lines, want {}", binary, lines, k_get_apps + 1));
+    std::ifstream in(out);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  std::vector<double> cli_ms;
+  double cli_rss = -1;
+  std::string printed = run_cli(GAIA_CLI_PATH, 10, cli_ms, cli_rss);
+  // The binary of an earlier build, to compare in the same run (the command's code
+  // before this case's change lives only in git history).
+  std::vector<double> baseline_ms;
+  double baseline_rss = -1;
+  const char* baseline = std::getenv("GAIA_BENCH_BASELINE_CLI");
+  bool same_text = true;
+  if (baseline && *baseline) same_text = run_cli(baseline, 5, baseline_ms, baseline_rss) == printed;
+
+  Figures f;
+  f["apps"] = k_get_apps;
+  f["instances"] = k_get_apps * 10;
+  f["nodes"] = k_get_nodes;
+  f["serving_instances"] = serving;
+  f["store"] = "SQLite, WAL, synchronous FULL (defaults)";
+  f["db_mb"] = round3(static_cast<double>(std::filesystem::file_size(db)) / (1024.0 * 1024.0));
+  f["fill_ms"] = round3(fill_ms);
+  add_latency(f, full_ms, "full_load_counts_");
+  add_latency(f, apps_ms, "load_apps_");
+  add_latency(f, cli_ms, "cli_get_apps_");
+  f["cli_get_apps_peak_rss_mb"] = cli_rss;
+  if (!baseline_ms.empty()) {
+    f["baseline_cli"] = baseline;
+    add_latency(f, baseline_ms, "baseline_cli_get_apps_");
+    f["baseline_cli_get_apps_peak_rss_mb"] = baseline_rss;
+    f["baseline_cli_same_output"] = same_text;
+  }
+  f["cpu_ms"] = round3(cpu_ms());
+  return f;
+}
+
+const Registration k_get_apps_10k{"get-apps-10k",
+                                  "`gaia get apps` on 10,000 apps and 100,000 instances (SQLite): the full load "
+                                  "against State::load_apps in process, and the real binary",
+                                  &run_get_apps_10k};
+
+}  // namespace
+}  // namespace gaia::bench
