@@ -104,6 +104,9 @@ double score_bound(const NodeOrder::Class& c, const GroupCtx& g, const ScoreWeig
     double most = std::max(corner_sum - corner_gap, 100 * w_a * std::min(fc, fm));
     bound = 100 * w_b + most;
   }
+  // A node caching the image scores 100 for it; without knowing which, count it in.
+  const double w_i = w[static_cast<int>(ScoreId::CachedImage)];
+  if (!g.rq.role->image.empty() && w_i != 0 && g.image) bound += 100 * w_i;
   if (w_s != 0) bound += 100 * w_s;  // No replica of the role anywhere: the most it can be.
   if (g.rq.req.gpu == 0 && gpu_mixed && w_sc != 0) bound += (c.cap.gpu > 0 ? 0.0 : 100.0) * w_sc;
   return bound;

@@ -17,8 +17,8 @@
 //    (percentage_of_nodes_to_score < 100: deterministic, see lib/cluster.hpp).
 //  - Cost is O(nodes) per run plus O(touched nodes) per placement, so runs of one
 //    instance (each instance with its own role or request) are the slow case. Short
-//    runs of plain instances (no affinity, ports, volumes, locality or image; all
-//    profiles) therefore search nodes kept in order of their use instead, and score
+//    runs of plain instances (no affinity, ports, volumes or locality; with any
+//    profile) therefore search nodes kept in order of their use instead, and score
 //    only those that could beat the best found (controllers/node_order.hpp).
 //  - When an instance of a run is unschedulable, the rest of the run is too (the run's
 //    instances are identical and the failure changed nothing), so the reason is reused.

@@ -62,6 +62,25 @@ constexpr std::array<double, kSpreadTable> make_spread_table() {
 inline constexpr auto kSpread = make_spread_table();
 inline double spread_value(int count) { return count < kSpreadTable ? kSpread[count] : 100.0 / (1 + count); }
 
+// Allocation and balance from the usage fractions of usage_fractions (k > 0): one
+// function for both scorers, so that their totals cannot drift apart. `balanced` is
+// left alone when there is nothing to balance (k == 1).
+inline void allocation_balance(const std::array<double, 3>& f, int k, bool stack, double* allocation, double* balanced,
+                               bool* has_balanced) {
+  double mean = 0;
+  for (int i = 0; i < k; ++i) mean += f[i];
+  mean /= k;
+  *allocation = stack ? 100.0 * mean : 100.0 * (1.0 - mean);
+  *has_balanced = k >= 2;
+  if (k == 2) {
+    *balanced = 100.0 * (1.0 - std::abs(f[0] - f[1]) / 2);
+  } else if (k == 3) {
+    double var = 0;
+    for (int i = 0; i < k; ++i) var += (f[i] - mean) * (f[i] - mean);
+    *balanced = 100.0 * (1.0 - std::sqrt(var / k));
+  }
+}
+
 double locality(const GroupCtx& g, const NodeIx& n);
 double preferred(const GroupCtx& g, const NodeIx& n, bool anti);
 
@@ -86,17 +105,11 @@ inline double score_eval(const ClusterIndex& idx, const GroupCtx& g, const Score
     std::array<double, 3> f{};
     int k = usage_fractions(n, g.rq, f);
     if (k > 0) {
-      double mean = 0;
-      for (int i = 0; i < k; ++i) mean += f[i];
-      mean /= k;
-      set(ScoreId::Allocation, g.stack ? 100.0 * mean : 100.0 * (1.0 - mean));
-      if (k == 2) {
-        set(ScoreId::Balanced, 100.0 * (1.0 - std::abs(f[0] - f[1]) / 2));
-      } else if (k == 3) {
-        double var = 0;
-        for (int i = 0; i < k; ++i) var += (f[i] - mean) * (f[i] - mean);
-        set(ScoreId::Balanced, 100.0 * (1.0 - std::sqrt(var / k)));
-      }
+      double allocation = 0, balanced = 0;
+      bool has_balanced = false;
+      allocation_balance(f, k, g.stack, &allocation, &balanced, &has_balanced);
+      set(ScoreId::Allocation, allocation);
+      if (has_balanced) set(ScoreId::Balanced, balanced);
     }
   }
   if (g.has_near && wanted(ScoreId::DataLocality)) set(ScoreId::DataLocality, locality(g, n));
@@ -128,12 +141,11 @@ inline double score_eval(const ClusterIndex& idx, const GroupCtx& g, const Score
 }
 
 // Whether a run's score needs only the plugins score_simple computes: allocation,
-// balance, spread and scarce resources (no data locality, image or preferred terms
-// with a weight).
+// balance, cached image, spread and scarce resources (no data locality or preferred
+// terms with a weight).
 inline bool simple_scoring(const GroupCtx& g, const ScoreWeights& w) {
   auto off = [&](ScoreId id) { return w[static_cast<int>(id)] == 0; };
-  return (!g.has_near || off(ScoreId::DataLocality)) && (g.rq.role->image.empty() || off(ScoreId::CachedImage)) &&
-         (g.pref_aff_weight == 0 || off(ScoreId::PreferredAffinity)) &&
+  return (!g.has_near || off(ScoreId::DataLocality)) && (g.pref_aff_weight == 0 || off(ScoreId::PreferredAffinity)) &&
          (g.pref_anti_weight == 0 || off(ScoreId::PreferredAntiAffinity));
 }
 
@@ -160,19 +172,15 @@ inline bool simple_scoring(const GroupCtx& g, const ScoreWeights& w) {
     std::array<double, 3> f{};
     int k = usage_fractions(n, g.rq, f);
     if (k > 0) {
-      double mean = 0;
-      for (int i = 0; i < k; ++i) mean += f[i];
-      mean /= k;
-      total += (g.stack ? 100.0 * mean : 100.0 * (1.0 - mean)) * w_alloc;
-      if (k == 2) {
-        total += 100.0 * (1.0 - std::abs(f[0] - f[1]) / 2) * w_bal;
-      } else if (k == 3) {
-        double var = 0;
-        for (int i = 0; i < k; ++i) var += (f[i] - mean) * (f[i] - mean);
-        total += 100.0 * (1.0 - std::sqrt(var / k)) * w_bal;
-      }
+      double allocation = 0, balanced = 0;
+      bool has_balanced = false;
+      allocation_balance(f, k, g.stack, &allocation, &balanced, &has_balanced);
+      total += allocation * w_alloc;
+      if (has_balanced) total += balanced * w_bal;
     }
   }
+  const int w_image = w[static_cast<int>(ScoreId::CachedImage)];
+  if (!g.rq.role->image.empty() && w_image != 0) total += (g.image && g.image->get(node) > 0 ? 100.0 : 0.0) * w_image;
   if (w_spread != 0) {
     double on_node = spread_value(g.spread_node->get(node));
     int rack = n.dom[kTopoRack];

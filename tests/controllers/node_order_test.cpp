@@ -29,6 +29,7 @@ void build_shaped_cluster(ClusterBuilder& b) {
     Node& n = b.node(fmt::format("n{:02d}", i), cpu, mem,
                      {{"disk", *rc::gen::element<std::string>("hdd", "ssd")}, {"rack", fmt::format("r{}", i % 5)}});
     if (shape == 3) n.capacity.gpu = 2;
+    if (*rc::gen::inRange(0, 3) == 0) n.cached_images = {"img/a:1"};
     if (*rc::gen::inRange(0, 25) == 0) n.capacity.memory_bytes = 0;
     if (*rc::gen::inRange(0, 10) == 0) n.state = NodeState::Cordoned;
   }
@@ -39,6 +40,7 @@ void build_shaped_cluster(ClusterBuilder& b) {
   p.w_balance = *rc::gen::inRange(0, 4);
   p.w_spread = *rc::gen::inRange(0, 3);
   p.w_scarce = *rc::gen::inRange(0, 3);
+  p.w_image = *rc::gen::inRange(0, 3);
 }
 
 // Roles of plain instances (the bounded search's case) with now and then one it does
@@ -50,6 +52,8 @@ void add_plain_roles(ClusterBuilder& b, const std::string& app, int running_on) 
     std::string name = fmt::format("r{}", r);
     // Quarter cores and whole GiB: equal requests on equal nodes give equal scores.
     Role& role = b.role("t1", app, name, res(*rc::gen::inRange(1, 24) * 250, *rc::gen::inRange(1, 12)), p);
+    // Most roles name an image, as real apps do; only some nodes cache it.
+    if (*rc::gen::inRange(0, 3) != 0) role.image = *rc::gen::element<std::string>("img/a:1", "img/b:1");
     int extra = *rc::gen::inRange(0, 12);
     if (extra == 0) role.resources.gpu = 1;
     if (extra == 1) role.node_selector = {{"disk", "ssd"}};
