@@ -400,7 +400,8 @@ std::vector<std::string> map_text_lines(const ClusterMap& m, const MapTextOption
 
   out.push_back("");
   wrapped(out,
-          fmt::format("legend: a cell per node, by name; level = max(cpu, memory) {} / capacity",
+          fmt::format("legend: a cell per node, {}; level = max(cpu, memory) {} / capacity",
+                      names ? "after its name" : "in name order within its rack (names: a wider terminal, or -o json)",
                       m.measure == MapMeasure::Usage ? "used" : "requested"),
           width);
   std::vector<std::string> items;
