@@ -30,7 +30,12 @@ constexpr size_t k_moves_shown = 50;
 std::string plan_text(const RebalancePlan& p) {
   std::string out;
   if (p.moves.empty()) {
-    out += "nothing to move: no pending instance a few moves would make fit, and no node worth emptying\n";
+    // When the planner stopped for a reason of its own (no moves allowed, the target
+    // already reached), that reason follows below; claiming there was nothing worth
+    // doing would contradict it.
+    out += p.stopped.empty()
+               ? "nothing to move: no pending instance a few moves would make fit, and no node worth emptying\n"
+               : "nothing to move\n";
   } else {
     out += fmt::format("plan: {} move(s)\n", p.moves.size());
     Table t({"#", "INSTANCE", "FROM", "TO", "WHY"});
@@ -69,8 +74,10 @@ nlohmann::json plan_json(const RebalancePlan& p) {
     j["moves"].push_back({{"instance", m.instance}, {"from", m.from}, {"to", m.to}, {"purpose", m.purpose}});
   for (const auto& f : p.fits) j["fits"].push_back({{"instance", f.instance}, {"node", f.node}});
   j["emptied"] = p.emptied;
-  j["allocation_before"] = p.allocation_before;
-  j["allocation_after"] = p.allocation_after;
+  // Fractions of capacity (0 to 1), as `gaia map` and `gaia sim replay` give them; the
+  // text shows percentages.
+  j["allocation_before"] = p.allocation_before / 100.0;
+  j["allocation_after"] = p.allocation_after / 100.0;
   j["nodes_in_use_before"] = p.nodes_in_use_before;
   j["nodes_in_use_after"] = p.nodes_in_use_after;
   j["stopped"] = p.stopped;

@@ -554,6 +554,9 @@ RebalancePlan plan_rebalance(const ClusterState& state, const RebalanceOptions& 
   }
   p.plan.after = apply_batch(state, p.plan.batch);
   std::tie(p.plan.allocation_after, p.plan.nodes_in_use_after) = allocation_rate(p.plan.after);
+  if (options.target_pct > 0 && p.plan.allocation_after < options.target_pct)
+    p.plan.notes.push_back(fmt::format("the target of {:.1f}% is not reached: {:.1f}% after these moves",
+                                       options.target_pct, p.plan.allocation_after));
   return std::move(p.plan);
 }
 

@@ -299,8 +299,22 @@ TEST_CASE("rebalance: the plan first, then the moves that let a large instance f
   auto dry_json = json::parse(g.ok({"rebalance", "--dry-run", "-o", "json"}).out);
   CHECK(dry_json["dry_run"] == true);
   CHECK(dry_json["moves"].size() == 2);
-  CHECK(dry_json.contains("allocation_before"));
-  CHECK(dry_json.contains("allocation_after"));
+  // Fractions, as map and replay give them; the text shows the same as a percentage.
+  double before_fraction = dry_json["allocation_before"].get<double>();
+  CHECK(before_fraction > 0.0);
+  CHECK(before_fraction <= 1.0);
+  CHECK(dry_json["allocation_after"].get<double>() <= 1.0);
+  CHECK(dry.out.find(fmt::format("allocation of nodes in use: before {:.1f}%", before_fraction * 100)) !=
+        std::string::npos);
+  // No moves allowed: nothing moves, and the report does not also claim there was
+  // nothing worth moving.
+  auto none = g.ok({"rebalance", "--dry-run", "--max-moves", "0"});
+  CHECK(none.out.find("nothing to move\n") != std::string::npos);
+  CHECK(none.out.find("no node worth emptying") == std::string::npos);
+  CHECK(none.out.find("defragmentation stopped: no moves allowed") != std::string::npos);
+  // A target out of reach is said so.
+  auto high = g.ok({"rebalance", "--dry-run", "--max-moves", "100", "--target", "100"});
+  CHECK(high.out.find("note: the target of 100.0% is not reached") != std::string::npos);
   CHECK(dry_json["nodes_in_use_before"] == 2);
   CHECK(dry_json.contains("stopped"));
   refused(g, {"rebalance", "--max-moves", "-1"}, 2, "--max-moves");
