@@ -418,19 +418,17 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     return std::optional<int64_t>{ms};
   };
   auto startup = ms_of(a.reclaim_startup, "--reclaim-startup");
-  if (!startup) {
-    report(g, startup.error());
-    return k_usage;  // A flag's bad value, like the range checks below.
-  }
   auto backoff = ms_of(a.max_backoff, "--max-backoff");
-  if (!backoff) {
-    report(g, backoff.error());
-    return k_usage;  // A flag's bad value, like the range checks below.
-  }
   auto heartbeat = ms_of(a.heartbeat_timeout, "--heartbeat-timeout");
-  if (!heartbeat) {
-    report(g, heartbeat.error());
-    return k_usage;  // A flag's bad value, like the range checks below.
+  auto period = ms_of(a.rebalance_period, "--rebalance-period");
+  // Every duration that does not parse is named at once; like the range checks below,
+  // a flag's bad value is a usage error.
+  Diagnostics bad;
+  for (const auto* d : {&startup, &backoff, &heartbeat, &period})
+    if (!*d) bad.insert(bad.end(), d->error().begin(), d->error().end());
+  if (!bad.empty()) {
+    report(g, bad);
+    return k_usage;
   }
   if (*heartbeat && **heartbeat < 1000) {
     report_error(g, fmt::format("--heartbeat-timeout {}: must be at least 1s", a.heartbeat_timeout),
@@ -441,11 +439,6 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     report_error(g, fmt::format("--reclaim-margin {}: expected a fraction between 0 and {}", *a.reclaim_margin, k_max_fraction),
                  "0.2 keeps 20% above observed usage");
     return k_usage;
-  }
-  auto period = ms_of(a.rebalance_period, "--rebalance-period");
-  if (!period) {
-    report(g, period.error());
-    return k_usage;  // A flag's bad value, like the range checks below.
   }
   if (*period && **period < 1000) {
     report_error(g, fmt::format("--rebalance-period {}: must be at least 1s", a.rebalance_period),
