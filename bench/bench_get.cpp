@@ -11,14 +11,8 @@
 //                (XDG_STATE_HOME pointed at it), wall time and the child's peak RSS;
 //                with GAIA_BENCH_BASELINE_CLI=PATH, also that binary (an earlier build)
 //                in the same run, and whether it printed the same text.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,13 +21,12 @@
 
 #include "bench/bench_cluster.hpp"
 #include "bench/bench_util.hpp"
+#include "bench/child.hpp"
 #include "cli/cluster_view.hpp"
 #include "controllers/submit.hpp"
 #include "lib/clock.hpp"
 #include "lib/state.hpp"
 #include "store/sqlite_store.hpp"
-
-extern char** environ;
 
 namespace gaia::bench {
 namespace {
@@ -105,63 +98,6 @@ void fill_get_apps(Store& store) {
   }
 }
 
-struct ChildRun {
-  double ms = 0;
-  double peak_rss_mb = 0;
-  int exit_code = 0;
-};
-
-// Runs `argv` with `env`, stdout into `out` and stderr into `err`, and waits for it.
-// The child's peak RSS comes from GNU time, which forks the command from its own small
-// process: a child spawned straight from this one inherits this process's high-water
-// mark on exec (the kernel keeps the larger of the two in ru_maxrss), which after the
-// fill is far above the command's own.
-constexpr const char* k_gnu_time = "/usr/bin/time";
-
-ChildRun run_get_child(std::vector<std::string> argv, const std::vector<std::string>& env,
-                       const std::filesystem::path& out, const std::filesystem::path& err) {
-  const auto rss_file = err.string() + ".rss";
-  const bool timed = ::access(k_gnu_time, X_OK) == 0;
-  if (timed) argv.insert(argv.begin(), {k_gnu_time, "-f", "%M", "-o", rss_file});
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  Timer t;
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error(fmt::format("cannot run {}: {}", argv[0], std::strerror(rc)));
-  int status = 0;
-  rusage usage{};
-  if (::wait4(pid, &status, 0, &usage) != pid) throw std::runtime_error("wait4 failed");
-  ChildRun r;
-  r.ms = t.elapsed_ms();
-  if (timed) {
-    std::ifstream in(rss_file);
-    double kib = -1024.0;  // -1 MiB: not known.
-    in >> kib;
-    r.peak_rss_mb = round3(kib / 1024.0);
-  } else {
-    r.peak_rss_mb = -1;
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-size_t count_lines(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  size_t n = 0;
-  for (std::string l; std::getline(in, l);) ++n;
-  return n;
-}
-
 Figures run_get_apps_10k() {
   TempDir scratch("gaia-bench-get-apps");
   // GAIA_BENCH_GET_DIR=DIR keeps the store in DIR (filled once) for profiling the
@@ -212,12 +148,7 @@ Figures run_get_apps_10k() {
   for (const auto& [id, n] : apps_counts) serving += n;
 
   // The real command, as a user runs it: a new process on the default context.
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string_view kv(*e);
-    if (!kv.starts_with("XDG_STATE_HOME=") && !kv.starts_with("GAIA_STORE=") && !kv.starts_with("COLUMNS="))
-      env.emplace_back(kv);
-  }
+  std::vector<std::string> env = environment_without({"XDG_STATE_HOME=", "GAIA_STORE=", "COLUMNS="});
   env.push_back("XDG_STATE_HOME=" + (home_dir / "state").string());
   env.push_back("XDG_CACHE_HOME=" + (home_dir / "cache").string());
   env.push_back("NO_COLOR=1");
@@ -226,7 +157,7 @@ Figures run_get_apps_10k() {
   // Runs `binary` get apps `runs` times; the figures, and the text it printed.
   auto run_cli = [&](const std::string& binary, int runs, std::vector<double>& ms, double& rss) {
     for (int k = 0; k < runs; ++k) {
-      ChildRun r = run_get_child({binary, "get", "apps"}, env, out, err);
+      ChildRun r = run_child({binary, "get", "apps"}, env, out, err);
       if (r.exit_code != 0)
         throw std::runtime_error(fmt::format("{} get apps exited with {} (see {})", binary, r.exit_code, err.string()));
       ms.push_back(r.ms);

@@ -27,6 +27,7 @@
 
 #include "bench/bench_cluster.hpp"
 #include "bench/bench_util.hpp"
+#include "bench/bench_submit.hpp"
 #include "controllers/submit.hpp"
 #include "lib/clock.hpp"
 #include "lib/hash.hpp"
@@ -67,6 +68,32 @@ uintmax_t file_size_or_zero(const std::filesystem::path& p) {
 
 }  // namespace
 
+void place_stream(Store& store, State& state, ClusterState& current, std::vector<std::vector<AppToDeploy>>& stream,
+                  const std::function<void(const SubmitOutcome&, const StreamStep&)>& each) {
+  SystemClock clock;
+  for (auto& apps : stream) {
+    StreamStep step;
+    SubmitOutcome out;
+    step.plan_ms = time_ms([&] { out = plan_submit(current, apps); });
+    step.events = out.batch.events.size();
+    step.commit_ms = time_ms([&] {
+      if (!check(state.commit(current, std::move(out.batch), new_operation_id(clock)), "commit"))
+        throw std::runtime_error("commit conflict with no other writer");
+      // The next submission's base: the decided state at the revision just written.
+      current = std::move(out.after);
+      auto seq = store.get(keys::k_seq);
+      if (!seq || !*seq) throw std::runtime_error("the sequence key is missing after a commit");
+      current.seq_revision = (*seq)->mod_revision;
+      current.revision = (*seq)->mod_revision;
+    });
+    each(out, step);
+  }
+}
+
+std::vector<std::vector<AppToDeploy>> submission_stream(size_t instances, uint64_t seed, size_t chunk) {
+  return group(make_apps(instances, seed), chunk);
+}
+
 // The case on any store: `describe` names it in the figures. `db` is the SQLite file
 // whose size is reported (empty for a server).
 Figures submit_e2e(Store& store, const std::string& describe, const std::filesystem::path& db) {
@@ -97,28 +124,15 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   double plan_ms = 0, commit_ms = 0, cpu_before = cpu_ms();
   size_t placed = 0, pending = 0;
   Timer stream_wall;
-  for (auto& apps : stream) {
-    Timer t;
-    SubmitOutcome out;
-    plan_ms += time_ms([&] { out = plan_submit(current, apps); });
-    size_t batch_events = out.batch.events.size();
-    commit_ms += time_ms([&] {
-      if (!check(state.commit(current, std::move(out.batch), new_operation_id(clock)), "commit"))
-        throw std::runtime_error("commit conflict with no other writer");
-      // The next submission's base: the decided state at the revision just written.
-      current = std::move(out.after);
-      auto seq = store.get(keys::k_seq);
-      if (!seq || !*seq) throw std::runtime_error("the sequence key is missing after a commit");
-      current.seq_revision = (*seq)->mod_revision;
-      current.revision = (*seq)->mod_revision;
-    });
-    double ms = t.elapsed_ms();
+  place_stream(store, state, current, stream, [&](const SubmitOutcome& out, const StreamStep& step) {
+    plan_ms += step.plan_ms;
+    commit_ms += step.commit_ms;
     ++commits;
-    events += batch_events;
+    events += step.events;
     placed += out.placed;
     pending += out.pending;
-    if (out.placed) per_placement_us.push_back(ms * 1000.0 / static_cast<double>(out.placed));
-  }
+    if (out.placed) per_placement_us.push_back((step.plan_ms + step.commit_ms) * 1000.0 / static_cast<double>(out.placed));
+  });
   double stream_ms = stream_wall.elapsed_ms();
   double stream_cpu_ms = cpu_ms() - cpu_before;
   if (placed != k_submit_instances || pending != 0)

@@ -412,9 +412,10 @@ int run_options(const Globals& g, const OptionsArgs& a) {
     if (text.empty()) return std::optional<int64_t>{};
     auto d = parse_duration(text);
     if (!d)
-      return fail(Diagnostic{{}, flag, fmt::format("{} {}: not a duration", flag, text), "e.g. 0s, 30s, 5m, 1h30m"});
+      // The flag is the diagnostic's path, printed before the message: not repeated in it.
+      return fail(Diagnostic{{}, flag, fmt::format("'{}' is not a duration", text), "e.g. 0s, 30s, 5m, 1h30m"});
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
-    if (ms < 0) return fail(Diagnostic{{}, flag, fmt::format("{} {}: must not be negative", flag, text), "e.g. 0s, 30s, 5m"});
+    if (ms < 0) return fail(Diagnostic{{}, flag, fmt::format("'{}' must not be negative", text), "e.g. 0s, 30s, 5m"});
     return std::optional<int64_t>{ms};
   };
   auto startup = ms_of(a.reclaim_startup, "--reclaim-startup");

@@ -32,8 +32,19 @@ AppHealthIndex::AppHealthIndex(const ClusterState& state) {
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
+  // Instances come grouped by role (the store's key order), so the role's counts and
+  // its app are looked up once per run of its instances, not once per instance.
+  const Instance* run = nullptr;
+  Counts* counts = nullptr;
+  const AppRecord* app = nullptr;
   for (const auto& i : state.snapshot.instances) {
-    Counts& c = m_roles[role_key(i.tenant, i.app, i.role)];
+    if (!run || run->role != i.role || run->app != i.app || run->tenant != i.tenant) {
+      run = &i;
+      counts = &m_roles[role_key(i.tenant, i.app, i.role)];
+      auto a = state.apps.find(i.tenant + "/" + i.app);
+      app = a == state.apps.end() ? nullptr : &a->second;
+    }
+    Counts& c = *counts;
     ++c.instances;
     if (serving(i)) ++c.serving;
     if (serving(i) || i.state == InstanceState::Placed) ++c.bound;
@@ -42,8 +53,7 @@ AppHealthIndex::AppHealthIndex(const ClusterState& state) {
     bool on_down_node = !i.node.empty() && down.count(i.node) && i.state != InstanceState::Succeeded;
     if ((i.state == InstanceState::Pending && !pending_on_its_way(i)) || i.state == InstanceState::Failed || on_down_node)
       ++c.stuck;
-    if (auto a = state.apps.find(i.tenant + "/" + i.app); a != state.apps.end() && instance_outdated(i, a->second))
-      ++c.outdated;
+    if (app && instance_outdated(i, *app)) ++c.outdated;
   }
 }
 

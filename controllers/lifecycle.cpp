@@ -118,9 +118,11 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
     if (!n.reachable) unreachable.insert(n.name);
   std::set<std::pair<std::string, std::string>> touched;
 
+  std::string key;
   for (const auto& i : state.snapshot.instances) {
     if (i.node.empty()) continue;
-    auto found = copies.find(i.key());
+    i.key_into(key);
+    auto found = copies.find(key);
     const ObservedCopy* current = nullptr;
     bool any_live = false;
     if (found != copies.end())
@@ -128,8 +130,12 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
         any_live |= c->live();
         if (c->node == i.node && c->generation == i.generation) current = c;
       }
-    Instance x = i;
-    bool put = false;
+    // Most instances are as observed: copied only when one changes.
+    std::optional<Instance> changed;
+    auto edit = [&]() -> Instance& {
+      if (!changed) changed = i;
+      return *changed;
+    };
     switch (i.state) {
       case InstanceState::Placed:
       case InstanceState::Running: {
@@ -141,40 +147,42 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
           lost.phase = CopyPhase::Failed;
           lost.internal = true;
           lost.reason = fmt::format("lost: the backend no longer reports its copy on {}", i.node);
+          Instance& x = edit();
           fail_instance(x, lost);
           b.instance_event(x, "Lost", fmt::format("{} (gaia's own failure: does not count against retry_times)", x.failure),
                            "Warning");
-          put = true;
           break;
         }
         if (current->phase == CopyPhase::Running) {
           int64_t started = current->started_ms ? current->started_ms : (i.started_ms ? i.started_ms : now_ms);
           // A backend that addresses its copies itself (Kubernetes: the pod IP) has the
           // last word on where the instance answers.
-          bool readdressed = !current->address.empty() && current->address != x.address;
-          if (readdressed) x.address = current->address;
+          bool readdressed = !current->address.empty() && current->address != i.address;
           if (i.state == InstanceState::Placed) {
+            Instance& x = edit();
+            if (readdressed) x.address = current->address;
             x.state = InstanceState::Running;
             x.started_ms = started;
             x.usage = current->usage;
             b.instance_event(x, "Started", fmt::format("running on {}{}", i.node,
                                                       x.address.empty() ? "" : ", address " + x.address));
-            put = true;
-          } else if (readdressed || x.usage != current->usage || x.started_ms != started) {
+          } else if (readdressed || i.usage != current->usage || i.started_ms != started) {
             // An observation, not an action: what acts on usage records its own events.
+            Instance& x = edit();
+            if (readdressed) x.address = current->address;
             x.usage = current->usage;
             x.started_ms = started;
-            put = true;
           }
         } else if (current->phase == CopyPhase::Exited && current->exit_code == 0 &&
                    [&] { const Role* r = role_of(state, i); return r && r->kind == "batch"; }()) {
+          Instance& x = edit();
           x.state = InstanceState::Succeeded;
           x.exit_code = 0;
           x.usage.reset();
           x.throttled = false;
           b.instance_event(x, "Completed", fmt::format("exited with code 0 on {}", i.node));
-          put = true;
         } else if (current->phase == CopyPhase::Exited || current->phase == CopyPhase::Failed) {
+          Instance& x = edit();
           fail_instance(x, *current);
           b.instance_event(x, "Failed",
                            x.internal_failure
@@ -183,7 +191,6 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
                                              x.failure)
                                : fmt::format("exited: {}", x.failure),
                            "Warning");
-          put = true;
         }
         break;
       }
@@ -191,16 +198,16 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
         if (!any_live) {
           std::string node = i.node;
           std::string reason = i.pending_reason.empty() ? "stopped" : i.pending_reason;
+          Instance& x = edit();
           requeue_instance(x, reason);
           b.instance_event_at(x, node, "Stopped", fmt::format("its copy on {} stopped; back in the queue", node));
-          put = true;
         }
         break;
       default:
         break;
     }
-    if (put) {
-      b.put_instances.push_back(std::move(x));
+    if (changed) {
+      b.put_instances.push_back(std::move(*changed));
       touched.insert({i.tenant, i.app});
     }
   }
@@ -235,7 +242,7 @@ ReconcileOutcome reconcile_with_backend_model(const ClusterState& state, const C
   total.converged = false;
   std::set<std::string> active;
   for (int round = 0; round < max_rounds; ++round) {
-    auto r = reconcile(total.after, ctx, controllers);
+    auto r = reconcile(std::move(total.after), ctx, controllers);
     total.passes += r.passes;
     for (const auto& a : r.active) active.insert(a);
     total.after = std::move(r.after);

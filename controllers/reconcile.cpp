@@ -20,6 +20,11 @@ namespace {
 
 // Places pending instances whose dependencies are ready: the scheduler as a controller.
 ControllerResult schedule_pending(const ClusterState& state, const ControllerContext&) {
+  // Nothing pending, nothing to place: the common case on a settled cluster, where the
+  // scheduler's working copy of the state would cost more than every other controller.
+  if (std::none_of(state.snapshot.instances.begin(), state.snapshot.instances.end(),
+                   [](const Instance& i) { return i.state == InstanceState::Pending; }))
+    return {};
   auto out = reschedule_pending(state);
   return ControllerResult{std::move(out.batch), 0};
 }
@@ -44,10 +49,10 @@ const std::vector<NamedController>& default_controllers() {
   return controllers;
 }
 
-ReconcileOutcome reconcile(const ClusterState& state, const ControllerContext& ctx,
+ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
                            const std::vector<NamedController>& controllers, int max_passes) {
   ReconcileOutcome out;
-  out.after = state;
+  out.after = std::move(state);
   std::vector<bool> active(controllers.size(), false);
   out.converged = false;
   for (int pass = 0; pass < max_passes; ++pass) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "controllers/filters.hpp"
 #include "controllers/lifecycle.hpp"
@@ -17,12 +18,19 @@ namespace {
 // What an instance counts for on its node: observed usage, else its request.
 const Resources& used(const Instance& i) { return i.usage ? *i.usage : i.request; }
 
+// An instance running on the node being looked at, with its key made once (the order
+// below compares keys of every pair that ties).
+struct Member {
+  const Instance* i;
+  std::string key;
+};
+
 // Lowest priority first; among equals the most recently started (the least work lost),
 // then by key so the order is total.
-bool kill_before(const Instance* a, const Instance* b) {
-  if (a->priority != b->priority) return a->priority < b->priority;
-  if (a->started_ms != b->started_ms) return a->started_ms > b->started_ms;
-  return a->key() < b->key();
+bool kill_before(const Member& a, const Member& b) {
+  if (a.i->priority != b.i->priority) return a.i->priority < b.i->priority;
+  if (a.i->started_ms != b.i->started_ms) return a.i->started_ms > b.i->started_ms;
+  return a.key < b.key;
 }
 
 
@@ -43,23 +51,26 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
   for (const auto& i : state.snapshot.instances)
     if (running_on_node(i)) on_node[i.node].push_back(&i);
 
-  std::set<std::string> killed;
-  std::set<std::string> throttle;
+  // Instances of the snapshot, by address: every decision below is about one of them.
+  std::unordered_set<const Instance*> killed;
+  std::unordered_set<const Instance*> throttle;
   std::unordered_map<std::string, int64_t> node_cpu;  // Usage of what was not killed.
   for (const auto& n : state.snapshot.nodes) {
     auto it = on_node.find(n.name);
     // What runs on a down node is the migration controller's business.
     if (it == on_node.end() || n.state == NodeState::Down) continue;
-    auto members = it->second;
+    std::vector<Member> members;
+    members.reserve(it->second.size());
+    for (const Instance* i : it->second) members.push_back({i, i->key()});
     std::sort(members.begin(), members.end(), kill_before);
 
     // A copy above the memory limit its role declared is killed by its cgroup, whatever
     // its priority and however much room the node has. Roles without `limits` keep the
     // usage model's older meaning in the sim: usage above the request shows (reclamation
     // reports it as OverRequest) and only node pressure kills (docs/decisions.md).
-    for (const Instance* v : members) {
+    for (const auto& [v, key] : members) {
       if (!v->limit || !v->usage || v->usage->memory_bytes <= v->limit->memory_bytes) continue;
-      killed.insert(v->key());
+      killed.insert(v);
       Instance x = *v;
       oom_kill(x, fmt::format("out of memory: used {}, above its limit of {}", sched::format_size(v->usage->memory_bytes),
                               sched::format_size(v->limits().memory_bytes)));
@@ -68,8 +79,8 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
     }
 
     int64_t memory = 0;
-    for (const Instance* i : members)
-      if (!killed.count(i->key())) memory += used(*i).memory_bytes;
+    for (const auto& m : members)
+      if (!killed.count(m.i)) memory += used(*m.i).memory_bytes;
     if (n.capacity.memory_bytes > 0 && memory > n.capacity.memory_bytes) {
       int64_t before = memory;
       std::string pressure = fmt::format("node {} out of memory (usage {} > capacity {})", n.name,
@@ -78,15 +89,15 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
       // Burstable roles using more than they requested (borrowing up to their limits) go,
       // lowest priority first: a copy within its request is never killed for pressure.
       for (int pass = 0; pass < 2; ++pass)
-        for (const Instance* v : members) {
+        for (const auto& [v, key] : members) {
           if (memory <= n.capacity.memory_bytes) break;
-          if (killed.count(v->key())) continue;
+          if (killed.count(v)) continue;
           bool over_request = v->usage && v->usage->memory_bytes > v->request.memory_bytes;
           bool victim = pass == 0 ? v->priority.band == Band::Nonprod && v->priority.preemptible
                                  : v->limit.has_value() && over_request;
           if (!victim) continue;
           memory -= used(*v).memory_bytes;
-          killed.insert(v->key());
+          killed.insert(v);
           Instance x = *v;
           if (over_request) {
             oom_kill(x, fmt::format("out of memory: used {} of {} requested", sched::format_size(v->usage->memory_bytes),
@@ -104,20 +115,20 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
     }
 
     int64_t cpu = 0;
-    for (const Instance* i : members)
-      if (!killed.count(i->key())) cpu += used(*i).cpu_millis;
+    for (const auto& m : members)
+      if (!killed.count(m.i)) cpu += used(*m.i).cpu_millis;
     node_cpu[n.name] = cpu;
-    for (const Instance* i : members) {
+    for (const auto& m : members) {
       if (n.capacity.cpu_millis <= 0 || cpu <= n.capacity.cpu_millis) break;
-      if (killed.count(i->key())) continue;
-      throttle.insert(i->key());
-      cpu -= used(*i).cpu_millis;
+      if (killed.count(m.i)) continue;
+      throttle.insert(m.i);
+      cpu -= used(*m.i).cpu_millis;
     }
   }
 
   for (const auto& i : state.snapshot.instances) {
-    if (killed.count(i.key())) continue;
-    bool want = throttle.count(i.key()) > 0;
+    if (killed.count(&i)) continue;
+    bool want = throttle.count(&i) > 0;
     if (want == i.throttled) continue;
     Instance x = i;
     x.throttled = want;

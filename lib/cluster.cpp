@@ -95,4 +95,9 @@ std::string volume_place(const std::string& node, const std::string& group) {
 
 std::string Instance::key() const { return fmt::format("{}.{}.{}.{}", ordinal, role, app, tenant); }
 
+void Instance::key_into(std::string& out) const {
+  out.clear();
+  fmt::format_to(std::back_inserter(out), "{}.{}.{}.{}", ordinal, role, app, tenant);
+}
+
 }  // namespace gaia

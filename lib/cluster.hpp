@@ -175,6 +175,9 @@ struct Instance {
 
   // "<ordinal>.<role>.<app>.<tenant>" — unique and the base of the DNS-style name.
   std::string key() const;
+  // The same key written into `out` (its buffer reused): for loops over every instance,
+  // where a new string per instance costs more than the work done with it.
+  void key_into(std::string& out) const;
   Resources reserved() const { return reservation.value_or(request); }
   Resources limits() const { return limit.value_or(request); }
   std::string dns_name() const { return key() + ".gaia"; }

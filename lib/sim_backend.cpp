@@ -79,27 +79,70 @@ void from_json(const nlohmann::json& j, SimCopy& c) {
 
 SimBackend::SimBackend(Store* store) : m_store(store) {}
 
-BackendResult<SimBackend::World> SimBackend::load_world() {
-  if (!m_store) return m_world;
-  auto kvs = m_store->range(k_copies);
-  if (!kvs) return std::unexpected(from_store(kvs.error()));
-  World w;
-  for (const auto& kv : *kvs) {
-    try {
-      w[kv.key.substr(k_copies.size())] = nlohmann::json::parse(kv.value).get<std::vector<SimCopy>>();
-    } catch (const std::exception& e) {
-      return std::unexpected(BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", kv.key, e.what())});
+namespace {
+
+// More changes than this since the kept world are read afresh rather than replayed.
+constexpr size_t k_sim_max_replay = 100000;
+
+BackendError corrupt_copy(const std::string& key, const std::exception& e) {
+  return BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", key, e.what())};
+}
+
+}  // namespace
+
+BackendResult<SimBackend::World*> SimBackend::load_world() {
+  if (!m_store) return &m_world;
+  if (m_world_revision > 0) {
+    auto current = m_store->revision();
+    if (!current) return std::unexpected(from_store(current.error()));
+    if (*current == m_world_revision) return &m_world;
+    // A store behind the kept world was re-created or restored: read it afresh.
+    if (*current > m_world_revision) {
+      auto changes = m_store->changes_since(m_world_revision + 1, k_copies);
+      if (changes && changes->size() <= k_sim_max_replay) {
+        int64_t reached = *current;
+        for (const auto& e : *changes) {
+          std::string key = e.kv.key.substr(k_copies.size());
+          reached = std::max(reached, e.revision());
+          if (e.type == EventType::Delete) {
+            m_world.erase(key);
+            continue;
+          }
+          try {
+            m_world[key] = nlohmann::json::parse(e.kv.value).get<std::vector<SimCopy>>();
+          } catch (const std::exception& ex) {
+            m_world_revision = 0;
+            return std::unexpected(corrupt_copy(e.kv.key, ex));
+          }
+        }
+        m_world_revision = reached;
+        return &m_world;
+      }
+      // Compacted history (or too much of it), or a failed read: a full read below
+      // reports what is wrong with the store, if anything still is.
     }
   }
-  return w;
+  m_world.clear();
+  m_world_revision = 0;
+  auto read = m_store->read(RangeRequest::prefix(k_copies));
+  if (!read) return std::unexpected(from_store(read.error()));
+  for (const auto& kv : read->kvs) {
+    try {
+      m_world[kv.key.substr(k_copies.size())] = nlohmann::json::parse(kv.value).get<std::vector<SimCopy>>();
+    } catch (const std::exception& e) {
+      m_world.clear();
+      return std::unexpected(corrupt_copy(kv.key, e));
+    }
+  }
+  m_world_revision = read->revision;
+  return &m_world;
 }
 
 BackendResult<void> SimBackend::save(const World& world, const std::vector<std::string>& changed) {
   if (!m_store) {
     for (const auto& k : changed) {
-      auto it = world.find(k);
-      if (it == world.end() || it->second.empty()) m_world.erase(k);
-      else m_world[k] = it->second;
+      auto it = m_world.find(k);
+      if (it != m_world.end() && it->second.empty()) m_world.erase(it);
     }
     return {};
   }
@@ -111,7 +154,17 @@ BackendResult<void> SimBackend::save(const World& world, const std::vector<std::
     else txn.puts.push_back({copy_key(k), nlohmann::json(it->second).dump()});
   }
   auto r = m_store->txn(txn);
-  if (!r) return std::unexpected(from_store(r.error()));
+  if (!r) {
+    m_world_revision = 0;
+    m_world.clear();
+    return std::unexpected(from_store(r.error()));
+  }
+  // The kept world now holds this write too, so the next read need not decode it again;
+  // it stays at its revision when another writer came in between, whose changes the
+  // next read brings (this write's among them, decoded to what the world holds already).
+  for (const auto& k : changed)
+    if (auto it = m_world.find(k); it != m_world.end() && it->second.empty()) m_world.erase(it);
+  if (!txn.puts.empty() && r->revision == m_world_revision + 1) m_world_revision = r->revision;
   return {};
 }
 
@@ -143,12 +196,13 @@ BackendResult<void> SimBackend::set_usage_model(const SimUsageModel& model) {
 
 BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
   std::lock_guard lock(m_mutex);
-  auto world = load_world();
-  if (!world) return std::unexpected(world.error());
+  auto loaded = load_world();
+  if (!loaded) return std::unexpected(loaded.error());
+  World& world = **loaded;
   auto model = m_store ? usage_model() : BackendResult<SimUsageModel>(m_usage);
   if (!model) return std::unexpected(model.error());
   Observation obs;
-  for (const auto& [key, copies] : *world)
+  for (const auto& [key, copies] : world)
     for (const auto& c : copies) {
       ObservedCopy o;
       o.instance = key;
@@ -177,15 +231,16 @@ BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
 
 BackendResult<std::vector<ActionResult>> SimBackend::start(const std::vector<StartSpec>& specs, int64_t now_ms) {
   std::lock_guard lock(m_mutex);
-  auto world = load_world();
-  if (!world) return std::unexpected(world.error());
+  auto loaded = load_world();
+  if (!loaded) return std::unexpected(loaded.error());
+  World& world = **loaded;
   std::vector<ActionResult> out;
   std::vector<std::string> changed;
   for (const auto& s : specs) {
     const Instance& i = s.instance;
     std::string key = i.key();
     out.push_back({key, i.node, std::nullopt});
-    auto& copies = (*world)[key];
+    auto& copies = world[key];
     bool exists = std::any_of(copies.begin(), copies.end(),
                               [&](const SimCopy& c) { return c.node == i.node && c.generation == i.generation; });
     if (exists) continue;  // Idempotent: that copy was started already.
@@ -203,25 +258,26 @@ BackendResult<std::vector<ActionResult>> SimBackend::start(const std::vector<Sta
     copies.push_back(std::move(c));
     changed.push_back(key);
   }
-  if (auto r = save(*world, changed); !r) return std::unexpected(r.error());
+  if (auto r = save(world, changed); !r) return std::unexpected(r.error());
   return out;
 }
 
 BackendResult<std::vector<ActionResult>> SimBackend::stop(const std::vector<StopSpec>& specs, int64_t) {
   std::lock_guard lock(m_mutex);
-  auto world = load_world();
-  if (!world) return std::unexpected(world.error());
+  auto loaded = load_world();
+  if (!loaded) return std::unexpected(loaded.error());
+  World& world = **loaded;
   std::vector<ActionResult> out;
   std::vector<std::string> changed;
   for (const auto& s : specs) {
     out.push_back({s.instance, s.node, std::nullopt});
-    auto it = world->find(s.instance);
-    if (it == world->end()) continue;  // Gone already: stopped.
+    auto it = world.find(s.instance);
+    if (it == world.end()) continue;  // Gone already: stopped.
     auto before = it->second.size();
     std::erase_if(it->second, [&](const SimCopy& c) { return c.node == s.node && c.generation == s.generation; });
     if (it->second.size() != before) changed.push_back(s.instance);
   }
-  if (auto r = save(*world, changed); !r) return std::unexpected(r.error());
+  if (auto r = save(world, changed); !r) return std::unexpected(r.error());
   return out;
 }
 
@@ -235,11 +291,12 @@ bool SimBackend::wait(std::chrono::milliseconds timeout) {
 BackendResult<void> SimBackend::end_copy(const std::string& instance, int exit_code, const std::string& reason,
                                          bool internal) {
   std::lock_guard lock(m_mutex);
-  auto world = load_world();
-  if (!world) return std::unexpected(world.error());
-  auto it = world->find(instance);
+  auto loaded = load_world();
+  if (!loaded) return std::unexpected(loaded.error());
+  World& world = **loaded;
+  auto it = world.find(instance);
   SimCopy* live = nullptr;
-  if (it != world->end())
+  if (it != world.end())
     for (auto& c : it->second)
       if (c.phase == CopyPhase::Running || c.phase == CopyPhase::Starting) live = &c;
   if (!live) return std::unexpected(BackendError{BackendErrc::NotFound, fmt::format("no copy of {} runs", instance)});
@@ -248,18 +305,19 @@ BackendResult<void> SimBackend::end_copy(const std::string& instance, int exit_c
   live->exit_code = exit_code;
   live->reason = reason;
   live->internal = internal;
-  return save(*world, {instance});
+  return save(world, {instance});
 }
 
 BackendResult<void> SimBackend::lose_copy(const std::string& instance) {
   std::lock_guard lock(m_mutex);
-  auto world = load_world();
-  if (!world) return std::unexpected(world.error());
-  auto it = world->find(instance);
-  if (it == world->end() || it->second.empty())
+  auto loaded = load_world();
+  if (!loaded) return std::unexpected(loaded.error());
+  World& world = **loaded;
+  auto it = world.find(instance);
+  if (it == world.end() || it->second.empty())
     return std::unexpected(BackendError{BackendErrc::NotFound, fmt::format("no copy of {} runs", instance)});
   it->second.clear();
-  return save(*world, {instance});
+  return save(world, {instance});
 }
 
 void SimBackend::seed(const std::map<std::string, std::vector<SimCopy>>& copies) {

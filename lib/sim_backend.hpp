@@ -68,13 +68,23 @@ class SimBackend final : public Backend {
 
  private:
   using World = std::map<std::string, std::vector<SimCopy>>;
-  BackendResult<World> load_world();
+  // The world as it is now, for the caller to read and change (under m_mutex). With a
+  // store it is kept between calls and brought up to date from the store's changes to
+  // sim/copies/ since it was read, so a command that observes several times decodes
+  // each copy once, not once per call; a full read replaces it when that history is
+  // gone. A caller that changes it must save() the keys it changed.
+  BackendResult<World*> load_world();
   // Rewrites the instances in `changed` (an empty list deletes the instance's key).
+  // When the store refuses, the kept world is dropped: it holds changes the store
+  // does not.
   BackendResult<void> save(const World& world, const std::vector<std::string>& changed);
 
   Store* m_store;
   std::mutex m_mutex;
-  World m_world;  // In-memory mode only.
+  World m_world;  // The whole world in memory mode; the kept copy of the store's otherwise.
+  // The store revision m_world reflects (every change to sim/copies/ up to it is in it);
+  // 0: nothing kept, read it all.
+  int64_t m_world_revision = 0;
   SimUsageModel m_usage;
 };
 

@@ -232,16 +232,27 @@ constexpr std::array<std::string_view, 8> k_state_prefixes = {
 
 Result<ClusterState> State::load() {
   if (!m_options.follow_changes) return load_all();
+  auto shared = load_shared();
+  if (!shared) return fail(shared.error());
+  return ClusterState(**shared);
+}
+
+Result<std::shared_ptr<const ClusterState>> State::load_shared() {
+  if (!m_options.follow_changes) {
+    auto st = load_all();
+    if (!st) return fail(st.error());
+    return std::make_shared<const ClusterState>(std::move(*st));
+  }
   std::lock_guard lock(m_cache_mutex);
   if (m_cache) {
     auto fresh = refresh_cache();
     if (!fresh) return fail(fresh.error());
-    if (*fresh) return std::move(**fresh);
+    if (*fresh) return std::shared_ptr<const ClusterState>(m_cache);
   }
   auto st = load_all();
-  if (!st) return st;
-  m_cache = *st;
-  return st;
+  if (!st) return fail(st.error());
+  m_cache = std::make_shared<ClusterState>(std::move(*st));
+  return std::shared_ptr<const ClusterState>(m_cache);
 }
 
 Result<ClusterState> State::load_all() {
@@ -279,8 +290,8 @@ Result<ClusterState> State::load_all() {
   return fail(Diagnostic{{}, "", "the store kept changing while it was read", "retry; many writers are active"});
 }
 
-Result<std::optional<ClusterState>> State::refresh_cache() {
-  ClusterState& st = *m_cache;
+Result<bool> State::refresh_cache() {
+  const ClusterState& cached = *m_cache;
   // A store behind the cache was re-created or restored from a backup: the cache
   // describes a past that no longer exists. One far ahead has more changes to replay
   // than a fresh read costs. Either way, read it afresh.
@@ -289,36 +300,39 @@ Result<std::optional<ClusterState>> State::refresh_cache() {
     m_cache.reset();
     return fail(store_diag(current.error()));
   }
-  if (*current < st.revision || *current - st.revision > k_max_replay) {
+  if (*current < cached.revision || *current - cached.revision > k_max_replay) {
     m_cache.reset();
-    return std::optional<ClusterState>();
+    return false;
   }
-  if (*current == st.revision) return std::optional<ClusterState>(st);
+  if (*current == cached.revision) return true;
   // Changes the watch already delivered are in the store's history too: one read of
   // everything since the cached revision brings the state to the store's current one.
-  auto changes = m_store.changes_since(st.revision + 1, "");
+  auto changes = m_store.changes_since(cached.revision + 1, "");
   if (!changes) {
     // Whatever failed, the next load starts from a full read rather than repeating a
     // request that may be too large to ever succeed.
     m_cache.reset();
     // Compacted: the history it needs is gone; read it afresh now.
     if (changes.error().code == StoreErrc::Compacted || changes.error().code == StoreErrc::FutureRevision)
-      return std::optional<ClusterState>();
+      return false;
     return fail(store_diag(changes.error()));
   }
   for (const auto& e : *changes) {
     if (e.kv.key == k_journal_key && e.type == EventType::Put) {
       // Half a large commit: let a full read finish it (lib/journal.hpp).
       m_cache.reset();
-      return std::optional<ClusterState>();
+      return false;
     }
   }
+  // A holder of the kept state (load_shared) sees it unchanged: the changes go to a copy.
+  if (m_cache.use_count() > 1) m_cache = std::make_shared<ClusterState>(*m_cache);
+  ClusterState& st = *m_cache;
   if (auto r = apply_changes(st, *changes); !r) {
     m_cache.reset();
     return fail(r.error());
   }
   st.revision = changes->empty() ? *current : changes->back().revision();
-  return std::optional<ClusterState>(st);
+  return true;
 }
 
 Result<bool> State::wait_for_change(std::string_view prefix, std::chrono::milliseconds timeout) {
@@ -473,15 +487,27 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
 Result<ClusterState> State::update(const std::string& op,
                                    const std::function<Result<void>(const ClusterState&, Batch&)>& decide,
                                    int attempts) {
+  // Decided on the shared state: the one copy is the state returned.
+  auto st = update_shared(op, decide, attempts);
+  if (!st) return fail(st.error());
+  return ClusterState(**st);
+}
+
+Result<std::shared_ptr<const ClusterState>> State::update_shared(
+    const std::string& op, const std::function<Result<void>(const ClusterState&, Batch&)>& decide, int attempts) {
   for (int attempt = 0; attempt < attempts; ++attempt) {
-    auto st = load();
+    auto st = load_shared();
     if (!st) return fail(st.error());
     Batch batch;
-    if (auto d = decide(*st, batch); !d) return fail(d.error());
+    if (auto d = decide(**st, batch); !d) return fail(d.error());
     if (batch.empty()) return st;
-    auto ok = commit(*st, std::move(batch), op);
+    auto ok = commit(**st, std::move(batch), op);
     if (!ok) return fail(ok.error());
-    if (*ok) return load();
+    if (*ok) {
+      // Let go first, so the kept state takes the commit in place rather than in a copy.
+      st->reset();
+      return load_shared();
+    }
   }
   return fail(Diagnostic{.location = {},
                          .path = "",

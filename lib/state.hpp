@@ -183,6 +183,11 @@ class State final : public RunningApps {
   State(Store& store, const Clock& clock, StateOptions options = {});
 
   Result<ClusterState> load();
+  // The same state, shared rather than copied: with follow_changes, the kept state
+  // itself (a copy of a large cluster costs tens of ms; readers that only look, and
+  // update()'s decide, need none). It never changes under the holder: a later load
+  // that finds changes while it is still held applies them to a copy.
+  Result<std::shared_ptr<const ClusterState>> load_shared();
   // Only what listing apps needs, at one revision: the apps with their status, and the
   // serving instances of each counted from the instance records' tenant, app and state
   // alone, without decoding them (a full load decodes every instance). The instances
@@ -195,6 +200,11 @@ class State final : public RunningApps {
   // conflict up to `attempts` times. `decide` returns an error to abort.
   Result<ClusterState> update(const std::string& op, const std::function<Result<void>(const ClusterState&, Batch&)>& decide,
                               int attempts = 50);
+  // The same, returning the state after it shared (see load_shared): for loops that
+  // update many times and copy the state once at the end, if at all. Let go of it
+  // before the next load, or that load applies its changes to a copy.
+  Result<std::shared_ptr<const ClusterState>> update_shared(
+      const std::string& op, const std::function<Result<void>(const ClusterState&, Batch&)>& decide, int attempts = 50);
 
   // Timeline queries: events with seq > after, oldest first (limit 0 = all).
   Result<std::vector<TimelineEvent>> events_after(int64_t after, size_t limit = 0);
@@ -225,9 +235,10 @@ class State final : public RunningApps {
  private:
   // A full read of the state at one revision.
   Result<ClusterState> load_all();
-  // The cached state brought up to date from the changes since its revision; nothing
-  // when those changes are no longer kept (then the caller reads everything).
-  Result<std::optional<ClusterState>> refresh_cache();
+  // Brings the kept state up to date from the changes since its revision; false (and
+  // the kept state dropped) when those changes are no longer kept, so the caller reads
+  // everything. Called with m_cache_mutex held.
+  Result<bool> refresh_cache();
 
   Store& m_store;
   const Clock& m_clock;
@@ -235,7 +246,9 @@ class State final : public RunningApps {
   // The informer's state (StateOptions::follow_changes), guarded by m_cache_mutex since
   // a State may be shared by threads.
   std::mutex m_cache_mutex;
-  std::optional<ClusterState> m_cache;
+  // Shared with the holders of load_shared()'s result; changed in place only when no
+  // one else holds it.
+  std::shared_ptr<ClusterState> m_cache;
   // The watch behind wait_for_change, and the prefix it follows.
   std::unique_ptr<Watch> m_watch;
   std::string m_watch_prefix;

@@ -41,9 +41,10 @@ Decision decide(const ClusterState& st, const Observation& obs, int64_t now_ms, 
   }
   Batch observed = observe_instances(*base, obs, now_ms);
   merge_batch(d.batch, observed);
-  ClusterState seen = apply_batch(*base, observed);
-  seen.seq = base->seq + static_cast<int64_t>(observed.events.size());
-  d.outcome = reconcile(seen, ControllerContext{now_ms, options.controller});
+  int64_t seen_seq = base->seq + static_cast<int64_t>(observed.events.size());
+  ClusterState seen = base == &synced ? apply_batch(std::move(synced), observed) : apply_batch(st, observed);
+  seen.seq = seen_seq;
+  d.outcome = reconcile(std::move(seen), ControllerContext{now_ms, options.controller});
   d.outcome.wake_at_ms = earliest(d.outcome.wake_at_ms, inventory_wake);
   merge_batch(d.batch, d.outcome.batch);
   return d;
@@ -107,16 +108,22 @@ Batch actuate(Backend& backend, const ClusterState& st, const Actuation& act, in
   return warnings;
 }
 
+// The state a cycle works on, shared with the State's kept copy (State::load_shared):
+// the cycle's result copies it once, at the end, not once per round.
+using SharedState = std::shared_ptr<const ClusterState>;
+
 // Commits `b` (events about the backend, nothing decided on the state) under `op` and
-// adds it to the cycle's result. An empty batch writes nothing.
-Result<void> commit_events(State& state, const std::string& op, Batch b, CycleResult& r) {
+// adds it to the cycle's result; `current` becomes the state after it. An empty batch
+// writes nothing.
+Result<void> commit_events(State& state, const std::string& op, Batch b, CycleResult& r, SharedState& current) {
   if (b.empty()) return {};
-  auto committed = state.update(op, [&](const ClusterState&, Batch& out) -> Result<void> {
+  current.reset();  // Not held while the commit is applied to the kept state.
+  auto committed = state.update_shared(op, [&](const ClusterState&, Batch& out) -> Result<void> {
     out = b;
     return {};
   });
   if (!committed) return std::unexpected(committed.error());
-  r.state = std::move(*committed);
+  current = std::move(*committed);
   merge_batch(r.batch, std::move(b));
   return {};
 }
@@ -125,8 +132,9 @@ Result<void> commit_events(State& state, const std::string& op, Batch b, CycleRe
 // beside their copies goes (Backend::remove_unused), and the timeline says what went.
 // Only here, on a converged cycle of the store: the copies are stopped by then, and a
 // what-if plan (settle) never removes anything.
-Result<void> remove_leftovers(State& state, Backend& backend, const std::string& op, CycleResult& r) {
-  auto removed = backend.remove_unused(r.state, [&]() -> std::optional<ClusterState> {
+Result<void> remove_leftovers(State& state, Backend& backend, const std::string& op, CycleResult& r,
+                              SharedState& current) {
+  auto removed = backend.remove_unused(*current, [&]() -> std::optional<ClusterState> {
     auto now = state.load();
     if (!now) return std::nullopt;
     return std::move(*now);
@@ -142,7 +150,7 @@ Result<void> remove_leftovers(State& state, Backend& backend, const std::string&
     b.event("BackendCleanup", fmt::format("removed what deleted apps and roles left on the {} backend: {}",
                                           backend.name(), fmt::join(*removed, ", ")));
   }
-  return commit_events(state, op, std::move(b), r);
+  return commit_events(state, op, std::move(b), r, current);
 }
 
 }  // namespace
@@ -150,6 +158,12 @@ Result<void> remove_leftovers(State& state, Backend& backend, const std::string&
 Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock, const std::string& op,
                               const CycleOptions& options) {
   CycleResult r;
+  SharedState current;
+  // Every way out of the loop hands back a copy of the state it reached.
+  auto done = [&]() -> Result<CycleResult> {
+    if (current) r.state = *current;
+    return std::move(r);
+  };
   for (int round = 0; round < options.max_rounds; ++round) {
     ++r.rounds;
     int64_t now = to_millis(clock.now());
@@ -158,7 +172,8 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     // process started and recorded Running since is in it, and not mistaken for lost.
     std::optional<BackendResult<Observation>> obs;
     Decision d;
-    auto st = state.update(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
+    current.reset();  // The last round's state is not held while this one loads.
+    auto st = state.update_shared(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
       obs = backend.observe(now);
       if (!*obs) return {};
       d = decide(s, **obs, now, options);
@@ -173,33 +188,36 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
       warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs->error().to_string()),
                  "Warning");
       r.errors.push_back(obs->error());
-      if (auto warned = commit_events(state, op, std::move(warn), r); !warned) return std::unexpected(warned.error());
-      return r;
+      current = std::move(*st);
+      if (auto warned = commit_events(state, op, std::move(warn), r, current); !warned)
+        return std::unexpected(warned.error());
+      return done();
     }
-    r.state = std::move(*st);
+    current = std::move(*st);
     r.wake_at_ms = earliest(d.outcome.wake_at_ms, (*obs)->wake_at_ms);
     note_active(r, d.outcome.active);
     bool changed = !d.batch.empty();
     merge_batch(r.batch, std::move(d.batch));
 
-    Actuation act = plan_actuation(r.state, **obs);
+    Actuation act = plan_actuation(*current, **obs);
     r.held = act.held;
     if (!act.empty()) {
       size_t errors_before = r.errors.size();
-      Batch warnings = actuate(backend, r.state, act, now, r);
-      if (auto w = commit_events(state, op, std::move(warnings), r); !w) return std::unexpected(w.error());
+      Batch warnings = actuate(backend, *current, act, now, r);
+      if (auto w = commit_events(state, op, std::move(warnings), r, current); !w) return std::unexpected(w.error());
       // A backend that refused or could not be reached is retried by the next cycle,
       // not hammered by this one.
-      if (r.errors.size() != errors_before) return r;
+      if (r.errors.size() != errors_before) return done();
     }
     if (!changed && act.empty()) {
       r.converged = true;
-      if (auto cleaned = remove_leftovers(state, backend, op, r); !cleaned) return std::unexpected(cleaned.error());
-      return r;
+      if (auto cleaned = remove_leftovers(state, backend, op, r, current); !cleaned)
+        return std::unexpected(cleaned.error());
+      return done();
     }
-    if (!backend.synchronous() && !act.empty()) return r;  // News come later: Backend::wait.
+    if (!backend.synchronous() && !act.empty()) return done();  // News come later: Backend::wait.
   }
-  return r;
+  return done();
 }
 
 CycleResult settle(ClusterState state, Backend& backend, int64_t now_ms, const CycleOptions& options) {

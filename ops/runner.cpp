@@ -26,10 +26,11 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
   long long start = steady_ns();
   if (!ws.backend) throw std::logic_error("run_controllers: the workspace has no backend");
   // Options stored with `gaia sim options` apply to every run, over the caller's.
-  auto current = ws.state.load();
+  auto current = ws.state.load_shared();
   if (!current) return fail(current.error());
   CycleOptions copts;
-  copts.controller = stored_controller_options(*current, options);
+  copts.controller = stored_controller_options(**current, options);
+  current->reset();
   auto cycle = run_cycle(ws.state, *ws.backend, ws.clock, ws.op, copts);
   std::optional<ClusterState> st;
   if (cycle) {
@@ -57,13 +58,14 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
 
 Result<Reconciled> commit_and_reconcile(const Workspace& ws,
                                         const std::function<Result<void>(const ClusterState&, Batch&)>& decide) {
-  auto committed = ws.state.update(ws.op, decide);
-  if (!committed) return fail(committed.error());
+  // The state right after the commit is not kept: holding it would make the
+  // controllers' first load copy the whole state to apply the commit.
+  if (auto committed = ws.state.update_shared(ws.op, decide); !committed) return fail(committed.error());
   // Every mutating command runs the controllers once after its own change; what they do
   // is on the timeline under the command's operation id.
   auto run = run_controllers(ws);
   if (!run) return fail(run.error());
-  return Reconciled{std::move(*committed), std::move(*run)};
+  return Reconciled{std::move(*run)};
 }
 
 Result<FollowResult> follow_controllers(const Workspace& ws, const std::function<bool(const ClusterState&)>& done,

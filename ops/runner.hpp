@@ -35,8 +35,8 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
 // batch from the freshly loaded state (called again after a conflicting write), the
 // batch is committed, then the controllers run once.
 struct Reconciled {
-  ClusterState committed;     // Right after the command's own commit.
-  ControllerRun controllers;  // The inline run after it.
+  // The inline run after the command's own commit (its state is the one after both).
+  ControllerRun controllers;
 };
 Result<Reconciled> commit_and_reconcile(const Workspace& ws,
                                         const std::function<Result<void>(const ClusterState&, Batch&)>& decide);

@@ -363,12 +363,12 @@ TEST_CASE("rebalance controller: on with a budget per period, through the option
   CHECK(g.ok({"controller", "options"}).out.find("rebalance          off") != std::string::npos);
   refused(g, {"controller", "options", "--rebalance-budget", "-1"}, 2, "--rebalance-budget");
   refused(g, {"controller", "options", "--rebalance-period", "10ms"}, 2, "--rebalance-period");
-  refused(g, {"controller", "options", "--rebalance-period", "abc"}, 2, "--rebalance-period abc: not a duration");
+  refused(g, {"controller", "options", "--rebalance-period", "abc"}, 2, "--rebalance-period: 'abc' is not a duration");
   // Every bad duration is named at once, not only the first.
   refused(g, {"controller", "options", "--max-backoff", "soon", "--rebalance-period", "abc"}, 2,
-          "--max-backoff soon: not a duration");
+          "--max-backoff: 'soon' is not a duration");
   refused(g, {"controller", "options", "--max-backoff", "soon", "--rebalance-period", "abc"}, 2,
-          "--rebalance-period abc: not a duration");
+          "--rebalance-period: 'abc' is not a duration");
   refused(g, {"controller", "options", "--rebalance-target", "120"}, 2, "--rebalance-target");
   CHECK(reason_count(g, "Migrated") == 0);
 

@@ -65,7 +65,7 @@ TEST_CASE("runner: commit_and_reconcile commits the command's change, then runs 
   });
   REQUIRE(done);
   CHECK(decisions == 1);
-  CHECK(done->committed.find_app("default", "svc"));
+  CHECK(done->controllers.state.find_app("default", "svc"));
   CHECK(running_of(done->controllers.state, "svc") == 2);
 
   // A refused decision writes nothing and runs nothing.

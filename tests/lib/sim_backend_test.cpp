@@ -1,0 +1,138 @@
+// The sim backend's kept world (lib/sim_backend.hpp): a SimBackend keeps the copies it
+// read and brings them up to date from the store's changes, so what it observes must
+// always equal what a fresh one reads from the store, whoever wrote meanwhile, through a
+// compaction of the history it needs, and past a corrupt record once that is mended.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "lib/sim_backend.hpp"
+#include "store/sqlite_store.hpp"
+#include "tests/temp_dir.hpp"
+
+using namespace gaia;
+using gaia::test::TempDir;
+
+namespace {
+
+Instance sim_instance(int n, const std::string& node, int64_t generation) {
+  Instance i;
+  i.tenant = "default";
+  i.app = "svc";
+  i.role = "main";
+  i.ordinal = n;
+  i.node = node;
+  i.generation = generation;
+  i.request = Resources{500, 1 << 20, 0, 0};
+  return i;
+}
+
+StartSpec start_of(const Instance& i) {
+  StartSpec s;
+  s.instance = i;
+  return s;
+}
+
+// What a backend observes, in a form two observations compare in.
+std::vector<std::string> seen(SimBackend& sim) {
+  auto obs = sim.observe(1000);
+  REQUIRE(obs);
+  std::vector<std::string> out;
+  for (const auto& c : obs->copies)
+    out.push_back(fmt::format("{}@{}#{} {} {} {}", c.instance, c.node, c.generation, copy_phase_name(c.phase),
+                              c.exit_code, c.reason));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<SqliteStore> open_sim_store(const TempDir& dir) {
+  auto store = SqliteStore::open(dir.path() / "store.db");
+  REQUIRE(store);
+  return std::move(*store);
+}
+
+}  // namespace
+
+TEST_CASE("sim backend: two processes on one store see each other's starts, stops and failures",
+          "[lib][sim_backend]") {
+  TempDir dir;
+  auto store = open_sim_store(dir);
+  SimBackend a(store.get()), b(store.get());
+  CHECK(seen(a).empty());  // Both keep an empty world now.
+  CHECK(seen(b).empty());
+  REQUIRE(a.start({start_of(sim_instance(0, "n1", 1)), start_of(sim_instance(1, "n2", 1))}, 10));
+  CHECK(seen(b) == std::vector<std::string>{"0.main.svc.default@n1#1 Running 0 ", "1.main.svc.default@n2#1 Running 0 "});
+  REQUIRE(b.stop({StopSpec{"0.main.svc.default", "n1", 1}}, 20));
+  CHECK(seen(a) == std::vector<std::string>{"1.main.svc.default@n2#1 Running 0 "});
+  REQUIRE(a.end_copy("1.main.svc.default", 3, "", false));
+  CHECK(seen(b) == std::vector<std::string>{"1.main.svc.default@n2#1 Exited 3 "});
+  REQUIRE(b.lose_copy("1.main.svc.default"));
+  CHECK(seen(a).empty());
+}
+
+TEST_CASE("sim backend: a kept world equals a fresh read after any sequence of writes from either side",
+          "[lib][sim_backend]") {
+  TempDir dir;
+  auto store = open_sim_store(dir);
+  SimBackend a(store.get()), b(store.get());
+  std::mt19937 rng(20261127);
+  std::map<int, int64_t> generation;  // Ordinal -> the generation last started.
+  for (int step = 0; step < 300; ++step) {
+    SimBackend& who = rng() % 2 ? a : b;
+    int n = static_cast<int>(rng() % 12);
+    std::string key = sim_instance(n, "", 0).key();
+    switch (rng() % 5) {
+      case 0:
+      case 1: {
+        int64_t g = ++generation[n];
+        REQUIRE(who.start({start_of(sim_instance(n, fmt::format("n{}", rng() % 4), g))}, step));
+        break;
+      }
+      case 2: {
+        auto obs = who.observe(step);
+        REQUIRE(obs);
+        for (const auto& c : obs->copies)
+          if (c.instance == key) REQUIRE(who.stop({StopSpec{key, c.node, c.generation}}, step));
+        break;
+      }
+      case 3:
+        (void)who.end_copy(key, static_cast<int>(rng() % 3), rng() % 2 ? "" : "crashed", false);
+        break;
+      default:
+        (void)who.lose_copy(key);
+        break;
+    }
+    if (step % 7 == 0) {
+      // Now and then the history behind both kept worlds is discarded.
+      auto rev = store->revision();
+      REQUIRE(rev);
+      REQUIRE(store->compact(*rev));
+    }
+    SimBackend fresh(store.get());
+    auto want = seen(fresh);
+    CHECK(seen(a) == want);
+    CHECK(seen(b) == want);
+  }
+}
+
+TEST_CASE("sim backend: a corrupt copy record is reported, and forgotten once mended", "[lib][sim_backend]") {
+  TempDir dir;
+  auto store = open_sim_store(dir);
+  SimBackend sim(store.get());
+  REQUIRE(sim.start({start_of(sim_instance(0, "n1", 1))}, 10));
+  CHECK(seen(sim).size() == 1);
+  // Broken behind its back: the change reaches the kept world through the history.
+  REQUIRE(store->put("sim/copies/0.main.svc.default", "{not json"));
+  auto broken = sim.observe(20);
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().code == BackendErrc::Unavailable);
+  CHECK_THAT(broken.error().message, Catch::Contains("corrupt sim/copies/0.main.svc.default"));
+  // Still broken on a full read.
+  CHECK_FALSE(sim.observe(30));
+  REQUIRE(store->del("sim/copies/0.main.svc.default"));
+  CHECK(seen(sim).empty());
+  REQUIRE(sim.start({start_of(sim_instance(0, "n2", 2))}, 40));
+  CHECK(seen(sim) == std::vector<std::string>{"0.main.svc.default@n2#2 Running 0 "});
+}
