@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -71,6 +72,40 @@ namespace {
 // migration, a drain, a rebalance, a make-before-break replacement), which a backend
 // with disruption budgets may refuse for now. A deletion, a scale-down, preemption, an
 // out-of-memory kill, a leftover, room needed at once, and a node that is down are not.
+bool voluntary_move(const ClusterState& state, const Instance* i, const ObservedCopy& c, const std::string& why);
+
+// The observed copies of each instance, in observation order, found by the instance's
+// key. The keys are views of the observation's own strings and the copies of one
+// instance are chained by index, so a cluster of 50,000 copies costs one hash table and
+// no string or list per copy (this runs on every round of every command's controllers).
+class CopiesByInstance {
+ public:
+  explicit CopiesByInstance(const Observation& obs) : m_obs(obs), m_next(obs.copies.size(), -1) {
+    m_first.reserve(obs.copies.size());
+    // Backwards, so each chain runs forwards.
+    for (size_t k = obs.copies.size(); k-- > 0;) {
+      auto [it, fresh] = m_first.try_emplace(std::string_view(obs.copies[k].instance), static_cast<int>(k));
+      if (!fresh) {
+        m_next[k] = it->second;
+        it->second = static_cast<int>(k);
+      }
+    }
+  }
+  // The index of the first copy of the instance with key `key`, or -1.
+  int first(std::string_view key) const {
+    auto it = m_first.find(key);
+    return it == m_first.end() ? -1 : it->second;
+  }
+  // The index of the next copy of the same instance, or -1.
+  int next(int k) const { return m_next[static_cast<size_t>(k)]; }
+  const ObservedCopy& at(int k) const { return m_obs.copies[static_cast<size_t>(k)]; }
+
+ private:
+  const Observation& m_obs;
+  std::unordered_map<std::string_view, int> m_first;
+  std::vector<int> m_next;
+};
+
 bool voluntary_move(const ClusterState& state, const Instance* i, const ObservedCopy& c, const std::string& why) {
   if (!i || !c.live()) return false;
   if (why.starts_with("its room on") || why.starts_with("leftover")) return false;
@@ -111,8 +146,7 @@ void bind_instance(Instance& i, const std::string& node) {
 
 Batch observe_instances(const ClusterState& state, const Observation& obs, int64_t now_ms) {
   Batch b;
-  std::unordered_map<std::string, std::vector<const ObservedCopy*>> copies;
-  for (const auto& c : obs.copies) copies[c.instance].push_back(&c);
+  const CopiesByInstance copies(obs);
   std::unordered_set<std::string> unreachable;
   for (const auto& n : obs.nodes)
     if (!n.reachable) unreachable.insert(n.name);
@@ -122,14 +156,13 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
   for (const auto& i : state.snapshot.instances) {
     if (i.node.empty()) continue;
     i.key_into(key);
-    auto found = copies.find(key);
     const ObservedCopy* current = nullptr;
     bool any_live = false;
-    if (found != copies.end())
-      for (const ObservedCopy* c : found->second) {
-        any_live |= c->live();
-        if (c->node == i.node && c->generation == i.generation) current = c;
-      }
+    for (int k = copies.first(key); k >= 0; k = copies.next(k)) {
+      const ObservedCopy* c = &copies.at(k);
+      any_live |= c->live();
+      if (c->node == i.node && c->generation == i.generation) current = c;
+    }
     // Most instances are as observed: copied only when one changes.
     std::optional<Instance> changed;
     auto edit = [&]() -> Instance& {
@@ -299,11 +332,16 @@ std::string StartGates::reason(const Instance& i) const {
 
 Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   Actuation out;
-  std::unordered_map<std::string, const Instance*> by_key;
-  by_key.reserve(state.snapshot.instances.size());
-  for (const auto& i : state.snapshot.instances) by_key.emplace(i.key(), &i);
-  std::unordered_map<std::string, std::vector<const ObservedCopy*>> copies;
-  for (const auto& c : obs.copies) copies[c.instance].push_back(&c);
+  const CopiesByInstance copies(obs);
+  // The instance each copy is of (the first with its key), or none: copies are matched
+  // from the instances' side, so no table of every instance's key is built.
+  std::vector<const Instance*> owner(obs.copies.size(), nullptr);
+  std::string key;
+  for (const auto& i : state.snapshot.instances) {
+    i.key_into(key);
+    for (int k = copies.first(key); k >= 0; k = copies.next(k))
+      if (!owner[static_cast<size_t>(k)]) owner[static_cast<size_t>(k)] = &i;
+  }
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
@@ -314,17 +352,17 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   std::unordered_set<std::string> room_needed;
   for (const auto& i : state.snapshot.instances) {
     if (i.state != InstanceState::Placed || i.node.empty() || down.count(i.node)) continue;
-    auto found = copies.find(i.key());
+    i.key_into(key);
     bool has_current = false, live_elsewhere = false;
     std::string elsewhere;
-    if (found != copies.end())
-      for (const ObservedCopy* c : found->second) {
-        if (c->node == i.node && c->generation == i.generation) has_current = true;
-        else if (c->live()) {
-          live_elsewhere = true;
-          elsewhere = c->node;
-        }
+    for (int k = copies.first(key); k >= 0; k = copies.next(k)) {
+      const ObservedCopy* c = &copies.at(k);
+      if (c->node == i.node && c->generation == i.generation) has_current = true;
+      else if (c->live()) {
+        live_elsewhere = true;
+        elsewhere = c->node;
       }
+    }
     if (has_current) continue;
     if (live_elsewhere && stateful(state, i)) {
       out.held.emplace_back(i.key(), fmt::format("waiting for its copy on {} to stop (stateful: never two live copies)",
@@ -348,9 +386,9 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     out.starts.push_back(std::move(s));
   }
 
-  for (const auto& c : obs.copies) {
-    auto it = by_key.find(c.instance);
-    const Instance* i = it == by_key.end() ? nullptr : it->second;
+  for (size_t k = 0; k < obs.copies.size(); ++k) {
+    const ObservedCopy& c = obs.copies[k];
+    const Instance* i = owner[k];
     std::string why;
     if (!i) {
       why = "no longer wanted";

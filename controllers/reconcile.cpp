@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "controllers/migration.hpp"
 #include "controllers/node_health.hpp"
@@ -49,10 +50,17 @@ const std::vector<NamedController>& default_controllers() {
   return controllers;
 }
 
-ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
-                           const std::vector<NamedController>& controllers, int max_passes) {
+namespace {
+
+// The controllers run on `*base` until one changes something; from then on on `owned`,
+// the state with every batch so far applied (a copy of `*base` made at that moment, or
+// the caller's own state moved in). Returns the outcome with `after` empty; `owned`
+// ends as the state after, if it was needed.
+ReconcileOutcome reconcile_on(const ClusterState* base, std::optional<ClusterState>& owned,
+                              const ControllerContext& ctx, const std::vector<NamedController>& controllers,
+                              int max_passes) {
   ReconcileOutcome out;
-  out.after = std::move(state);
+  auto current = [&]() -> const ClusterState& { return owned ? *owned : *base; };
   std::vector<bool> active(controllers.size(), false);
   out.converged = false;
   for (int pass = 0; pass < max_passes; ++pass) {
@@ -60,14 +68,14 @@ ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
     bool changed = false;
     int64_t wake = 0;
     for (size_t c = 0; c < controllers.size(); ++c) {
-      auto r = controllers[c].fn(out.after, ctx);
+      auto r = controllers[c].fn(current(), ctx);
       if (r.wake_at_ms > 0) wake = wake == 0 ? r.wake_at_ms : std::min(wake, r.wake_at_ms);
       if (r.batch.empty()) continue;
       changed = true;
       active[c] = true;
       auto events = r.batch.events.size();
-      out.after = apply_batch(std::move(out.after), r.batch);
-      out.after.seq += static_cast<int64_t>(events);
+      owned = apply_batch(owned ? std::move(*owned) : ClusterState(*base), r.batch);
+      owned->seq += static_cast<int64_t>(events);
       merge_batch(out.batch, std::move(r.batch));
     }
     out.wake_at_ms = wake;
@@ -80,6 +88,23 @@ ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
     if (active[c]) out.active.emplace_back(controllers[c].name);
   return out;
 }
+
+}  // namespace
+
+ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
+                           const std::vector<NamedController>& controllers, int max_passes) {
+  std::optional<ClusterState> owned(std::move(state));
+  ReconcileOutcome out = reconcile_on(nullptr, owned, ctx, controllers, max_passes);
+  out.after = std::move(*owned);
+  return out;
+}
+
+ReconcileOutcome reconcile_batch(const ClusterState& state, const ControllerContext& ctx,
+                                 const std::vector<NamedController>& controllers, int max_passes) {
+  std::optional<ClusterState> owned;
+  return reconcile_on(&state, owned, ctx, controllers, max_passes);
+}
+
 
 int64_t to_millis(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();

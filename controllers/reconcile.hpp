@@ -87,6 +87,12 @@ struct ReconcileOutcome {
 ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,
                            const std::vector<NamedController>& controllers = default_controllers(),
                            int max_passes = 32);
+// The same decisions on a state the caller keeps, for a caller that needs only the
+// batch: the state is copied only once a controller changes something (on a settled
+// cluster, never), and the outcome's `after` is left empty.
+ReconcileOutcome reconcile_batch(const ClusterState& state, const ControllerContext& ctx,
+                                 const std::vector<NamedController>& controllers = default_controllers(),
+                                 int max_passes = 32);
 
 // Milliseconds since the epoch of a clock reading, the unit every controller works in.
 int64_t to_millis(std::chrono::system_clock::time_point t);

@@ -41,10 +41,17 @@ Decision decide(const ClusterState& st, const Observation& obs, int64_t now_ms, 
   }
   Batch observed = observe_instances(*base, obs, now_ms);
   merge_batch(d.batch, observed);
-  int64_t seen_seq = base->seq + static_cast<int64_t>(observed.events.size());
-  ClusterState seen = base == &synced ? apply_batch(std::move(synced), observed) : apply_batch(st, observed);
-  seen.seq = seen_seq;
-  d.outcome = reconcile(std::move(seen), ControllerContext{now_ms, options.controller});
+  ControllerContext ctx{now_ms, options.controller};
+  if (observed.empty() && base == &st) {
+    // Nothing observed changed: the controllers decide on the loaded state itself, which
+    // is copied only if one of them changes something.
+    d.outcome = reconcile_batch(st, ctx);
+  } else {
+    int64_t seen_seq = base->seq + static_cast<int64_t>(observed.events.size());
+    ClusterState seen = base == &synced ? apply_batch(std::move(synced), observed) : apply_batch(st, observed);
+    seen.seq = seen_seq;
+    d.outcome = reconcile(std::move(seen), ctx);
+  }
   d.outcome.wake_at_ms = earliest(d.outcome.wake_at_ms, inventory_wake);
   merge_batch(d.batch, d.outcome.batch);
   return d;

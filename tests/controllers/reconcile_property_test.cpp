@@ -13,6 +13,8 @@
 #include <set>
 
 #include "controllers/reconcile.hpp"
+#include "lib/codec.hpp"
+#include "lib/state.hpp"
 #include "controllers/submit.hpp"
 #include "store/sqlite_store.hpp"
 #include "tests/controllers/cluster_builder.hpp"
@@ -34,13 +36,32 @@ using test::random_cluster::TempDir;
 using test::random_cluster::violations;
 
 
+// What a batch writes, in one comparable value.
+nlohmann::json batch_json(const Batch& b) {
+  nlohmann::json apps = nlohmann::json::array();
+  for (const auto& a : b.put_apps) apps.push_back(a);
+  return {{"nodes", b.put_nodes},         {"delete_nodes", b.delete_nodes},
+          {"tenants", b.put_tenants},     {"apps", apps},
+          {"delete_apps", b.delete_apps}, {"instances", b.put_instances},
+          {"delete_instances", b.delete_instances}, {"settings", b.put_settings},
+          {"events", b.events}};
+}
+
 struct Harness : StoreHarness {
   using StoreHarness::StoreHarness;
 
   ReconcileOutcome reconcile_once() {
     ReconcileOutcome out;
     commit([&](const ClusterState& s, Batch& b) {
-      out = reconcile(s, ControllerContext{to_millis(clock->now()), {}});
+      ControllerContext ctx{to_millis(clock->now()), {}};
+      out = reconcile(s, ctx);
+      // On a state the caller keeps (copied only once something changes), the same
+      // decisions, event for event.
+      ReconcileOutcome kept = reconcile_batch(s, ctx);
+      CHECK(batch_json(kept.batch) == batch_json(out.batch));
+      CHECK(kept.active == out.active);
+      CHECK(kept.passes == out.passes);
+      CHECK(kept.wake_at_ms == out.wake_at_ms);
       b = out.batch;
     });
     return out;
