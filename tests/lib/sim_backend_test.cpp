@@ -55,7 +55,7 @@ std::unique_ptr<SqliteStore> open_sim_store(const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("sim backend: two processes on one store see each other's starts, stops and failures",
+TEST_CASE("sim backend: two processes on one store see each other's starts and stops and failures",
           "[lib][sim_backend]") {
   TempDir dir;
   auto store = open_sim_store(dir);
@@ -117,7 +117,7 @@ TEST_CASE("sim backend: a kept world equals a fresh read after any sequence of w
   }
 }
 
-TEST_CASE("sim backend: a corrupt copy record is reported, and forgotten once mended", "[lib][sim_backend]") {
+TEST_CASE("sim backend: a corrupt copy record is reported and forgotten once mended", "[lib][sim_backend]") {
   TempDir dir;
   auto store = open_sim_store(dir);
   SimBackend sim(store.get());

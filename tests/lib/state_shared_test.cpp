@@ -38,7 +38,7 @@ std::vector<std::string> node_names(const ClusterState& st) {
 
 }  // namespace
 
-TEST_CASE("state: a shared state never changes under its holder; later loads see the changes",
+TEST_CASE("state: a shared state never changes under its holder while later loads see the changes",
           "[lib][state][shared]") {
   TempDir dir;
   auto store = SqliteStore::open(dir.path() / "store.db");
