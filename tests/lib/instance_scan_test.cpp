@@ -1,0 +1,170 @@
+// The fast path for instance records (lib/instance_scan.hpp) against nlohmann's
+// from_json, the definition: on random instances as gaia writes them, on records with
+// what only the slow path follows (escapes, UTF-8, unknown keys, floats, nulls), and on
+// random mutations of both, every record either decodes to the same instance both ways
+// or is left to the slow path. A record the fast path accepts must never be one the
+// slow path rejects.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "lib/codec.hpp"
+#include "lib/instance_scan.hpp"
+
+using namespace gaia;
+
+namespace {
+
+std::string random_name(std::mt19937& rng, bool unusual) {
+  static const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789-._/:";
+  static const std::vector<std::string> odd = {"\"", "\\", "\n", "\t", "é", "日本", "\x7f", " "};
+  std::string s;
+  size_t n = rng() % 12;
+  for (size_t k = 0; k < n; ++k) {
+    if (unusual && rng() % 8 == 0) s += odd[rng() % odd.size()];
+    else s += plain[rng() % plain.size()];
+  }
+  return s;
+}
+
+int64_t random_int(std::mt19937& rng) {
+  switch (rng() % 5) {
+    case 0: return 0;
+    case 1: return static_cast<int64_t>(rng() % 1000);
+    case 2: return -static_cast<int64_t>(rng() % 1000);
+    case 3: return (static_cast<int64_t>(rng()) << 31) ^ static_cast<int64_t>(rng());
+    default: return std::numeric_limits<int64_t>::max() - static_cast<int64_t>(rng() % 3);
+  }
+}
+
+Resources random_resources(std::mt19937& rng) {
+  return Resources{random_int(rng), random_int(rng), random_int(rng) % 8, random_int(rng)};
+}
+
+Instance random_instance(std::mt19937& rng, bool unusual) {
+  Instance i;
+  i.tenant = random_name(rng, unusual);
+  i.app = random_name(rng, unusual);
+  i.role = random_name(rng, unusual);
+  i.ordinal = static_cast<int>(rng() % 100000);
+  i.node = random_name(rng, unusual);
+  i.state = static_cast<InstanceState>(rng() % 6);
+  i.request = random_resources(rng);
+  if (rng() % 3 == 0) i.limit = random_resources(rng);
+  if (rng() % 3 == 0) i.reservation = random_resources(rng);
+  if (rng() % 3 == 0) i.usage = random_resources(rng);
+  static const std::vector<std::string> priorities = {"sys", "prod", "prod:200", "nonprod", "nonprod:10:non-preemptible"};
+  i.priority = *parse_priority(priorities[rng() % priorities.size()]);
+  for (size_t k = rng() % 5; k > 0; --k) i.labels[random_name(rng, unusual)] = random_name(rng, unusual);
+  i.address = random_name(rng, unusual);
+  for (size_t k = rng() % 3; k > 0; --k) i.ports[random_name(rng, unusual)] = static_cast<int>(rng() % 65536);
+  for (size_t k = rng() % 3; k > 0; --k)
+    i.volumes.push_back(VolumeBinding{random_name(rng, unusual), random_name(rng, unusual), random_name(rng, unusual),
+                                      random_int(rng), random_int(rng)});
+  i.pending_reason = random_name(rng, unusual);
+  i.restarts = static_cast<int>(rng() % 10);
+  i.migrations = static_cast<int>(rng() % 10);
+  i.started_ms = rng() % 2 ? random_int(rng) : 0;
+  i.restart_at_ms = rng() % 2 ? random_int(rng) : 0;
+  i.failure = rng() % 2 ? random_name(rng, unusual) : "";
+  i.hash = rng() % 2 ? random_name(rng, false) : "";
+  i.throttled = rng() % 2;
+  i.internal_failure = rng() % 2;
+  i.snapped_back_ms = rng() % 2 ? random_int(rng) : 0;
+  i.generation = rng() % 2 ? random_int(rng) : 0;
+  i.exit_code = rng() % 2 ? static_cast<int>(rng() % 256) : 0;
+  return i;
+}
+
+// The slow path's answer: the instance, or nothing when it rejects the record.
+std::optional<nlohmann::json> slow(const std::string& text) {
+  try {
+    return nlohmann::json(nlohmann::json::parse(text).get<Instance>());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Checks one record: whatever the fast path accepts, the slow path decodes the same.
+// Returns whether the fast path took it.
+bool agrees(const std::string& text) {
+  auto fast = scan_instance(text);
+  if (!fast) return false;
+  auto want = slow(text);
+  INFO(text);
+  REQUIRE(want);
+  CHECK(nlohmann::json(*fast) == *want);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("instance scan: records as gaia writes them decode as from_json does", "[lib][instance_scan]") {
+  std::mt19937 rng(20261127);
+  int taken = 0;
+  for (int n = 0; n < 3000; ++n) {
+    Instance i = random_instance(rng, false);
+    std::string text = nlohmann::json(i).dump();
+    CHECK(agrees(text));
+    // Pretty-printed too: whitespace is allowed anywhere between tokens.
+    taken += agrees(nlohmann::json(i).dump(2));
+  }
+  CHECK(taken == 3000);
+}
+
+TEST_CASE("instance scan: what only the slow path follows is left to it", "[lib][instance_scan]") {
+  std::mt19937 rng(7);
+  for (int n = 0; n < 2000; ++n) (void)agrees(nlohmann::json(random_instance(rng, true)).dump());
+  // Each of these is valid for from_json (or an error there) but not the fast shape.
+  for (std::string text : {
+           R"({"tenant":"a\"b"})",                      // An escape.
+           R"({"tenant":"é"})",                         // UTF-8.
+           R"({"tenant":"a","colour":"red"})",          // A key from_json ignores.
+           R"({"ordinal":1.0})",                        // A float nlohmann converts.
+           R"({"ordinal":3000000000})",                 // Out of int: nlohmann wraps.
+           R"({"ordinal":01})",                         // Not JSON.
+           R"({"limit":null})",                         // A null.
+           R"({"state":"Sleeping"})",                   // An unknown state (read as Pending).
+           R"({"priority":"urgent"})",                  // A bad priority: a corrupt record.
+           R"({"request":{"cpu_millis":1,"tpu":2}})",   // A key Resources ignores.
+           R"({"labels":{"a":1}})",                     // A label that is not a string.
+           R"({"throttled":1})",                        // Not a bool.
+           R"([])",                                     // Not an object.
+           R"({"tenant":"a"} x)",                       // Trailing text.
+           R"({"tenant":"a",})",                        // A trailing comma.
+           "",
+       }) {
+    INFO(text);
+    CHECK_FALSE(scan_instance(text));
+  }
+  // Duplicate keys: the last wins both ways.
+  CHECK(agrees(R"({"ordinal":1,"ordinal":2,"labels":{"a":"1"},"labels":{"b":"2","b":"3"}})"));
+  CHECK(scan_instance(R"({"ordinal":1,"ordinal":2})")->ordinal == 2);
+  // An empty record is a default instance.
+  CHECK(agrees("{}"));
+  CHECK(agrees(" { } "));
+}
+
+TEST_CASE("instance scan: mutated records are never accepted where the slow path rejects them",
+          "[lib][instance_scan]") {
+  std::mt19937 rng(99);
+  static const std::string alphabet = "{}[]\":,0123456789-.eE ntrufalsx\\";
+  int taken = 0, total = 0;
+  for (int n = 0; n < 4000; ++n) {
+    std::string text = nlohmann::json(random_instance(rng, rng() % 4 == 0)).dump();
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < edits && !text.empty(); ++k) {
+      size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + rng() % 4); break;
+        default: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    ++total;
+    taken += agrees(text);
+  }
+  // Some mutations leave a valid record (a digit for a digit), most do not.
+  CHECK(taken > 0);
+  CHECK(taken < total);
+}
