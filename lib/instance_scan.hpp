@@ -22,4 +22,9 @@ namespace gaia {
 
 std::optional<Instance> scan_instance(std::string_view text);
 
+class JsonScanner;
+// Resources as NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT reads them: missing
+// fields keep their defaults; another key (which it ignores) is left to the slow way.
+bool scan_resources(JsonScanner& s, Resources& r);
+
 }  // namespace gaia

@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "lib/codec.hpp"
+#include "lib/instance_scan.hpp"
+#include "lib/json_scan.hpp"
 
 namespace gaia {
 
@@ -88,6 +90,65 @@ BackendError corrupt_copy(const std::string& key, const std::exception& e) {
   return BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", key, e.what())};
 }
 
+bool scan_copy_phase(JsonScanner& s, CopyPhase& phase) {
+  std::string_view name;
+  if (!s.string(name)) return false;
+  for (auto p : {CopyPhase::Starting, CopyPhase::Running, CopyPhase::Exited, CopyPhase::Failed})
+    if (copy_phase_name(p) == name) {
+      phase = p;
+      return true;
+    }
+  return false;  // nlohmann reads an unknown name as the first phase: the slow way.
+}
+
+// The fast path for one instance's copies, as from_json(SimCopy) reads them, for
+// records of the shape this file writes (lib/json_scan.hpp); nothing for anything else.
+std::optional<std::vector<SimCopy>> scan_copies(std::string_view text) {
+  JsonScanner s(text);
+  std::vector<SimCopy> out;
+  if (!s.next_is('[')) return std::nullopt;
+  bool ok = s.array([&] {
+    SimCopy c;
+    bool has_node = false;
+    bool read = s.object([&](std::string_view key) {
+      if (key == "node") return has_node = s.string(c.node);
+      if (key == "generation") return s.integer(c.generation);
+      if (key == "phase") return scan_copy_phase(s, c.phase);
+      if (key == "started_ms") return s.integer(c.started_ms);
+      if (key == "tenant") return s.string(c.tenant);
+      if (key == "app") return s.string(c.app);
+      if (key == "role") return s.string(c.role);
+      if (key == "ordinal") return s.integer(c.ordinal);
+      if (key == "request") return scan_resources(s, c.request);
+      if (key == "limit") {
+        Resources r;
+        if (!scan_resources(s, r)) return false;
+        c.limit = r;
+        return true;
+      }
+      if (key == "exit_code") return s.integer(c.exit_code);
+      if (key == "reason") return s.string(c.reason);
+      if (key == "internal") return s.boolean(c.internal);
+      return false;
+    });
+    // from_json requires the node.
+    if (!read || !has_node) return false;
+    out.push_back(std::move(c));
+    return true;
+  });
+  if (!ok || !s.at_end()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::vector<SimCopy> decode_sim_copies(const std::string& text) {
+  if (auto scanned = scan_copies(text)) return std::move(*scanned);
+  return nlohmann::json::parse(text).get<std::vector<SimCopy>>();
+}
+
+namespace {
+
 }  // namespace
 
 BackendResult<SimBackend::World*> SimBackend::load_world() {
@@ -109,7 +170,7 @@ BackendResult<SimBackend::World*> SimBackend::load_world() {
             continue;
           }
           try {
-            m_world[key] = nlohmann::json::parse(e.kv.value).get<std::vector<SimCopy>>();
+            m_world[key] = decode_sim_copies(e.kv.value);
           } catch (const std::exception& ex) {
             m_world_revision = 0;
             return std::unexpected(corrupt_copy(e.kv.key, ex));
@@ -128,7 +189,7 @@ BackendResult<SimBackend::World*> SimBackend::load_world() {
   if (!read) return std::unexpected(from_store(read.error()));
   for (const auto& kv : read->kvs) {
     try {
-      m_world[kv.key.substr(k_copies.size())] = nlohmann::json::parse(kv.value).get<std::vector<SimCopy>>();
+      m_world[kv.key.substr(k_copies.size())] = decode_sim_copies(kv.value);
     } catch (const std::exception& e) {
       m_world.clear();
       return std::unexpected(corrupt_copy(kv.key, e));

@@ -90,5 +90,10 @@ class SimBackend final : public Backend {
 
 void to_json(nlohmann::json& j, const SimCopy& c);
 void from_json(const nlohmann::json& j, SimCopy& c);
+// One instance's copies as stored under sim/copies/: from_json's result, read without
+// a JSON document when the record has the shape the sim writes (a world of 50,000
+// copies is read at the start of every command). Throws as nlohmann does on a corrupt
+// record.
+std::vector<SimCopy> decode_sim_copies(const std::string& text);
 
 }  // namespace gaia

@@ -136,3 +136,70 @@ TEST_CASE("sim backend: a corrupt copy record is reported and forgotten once men
   REQUIRE(sim.start({start_of(sim_instance(0, "n2", 2))}, 40));
   CHECK(seen(sim) == std::vector<std::string>{"0.main.svc.default@n2#2 Running 0 "});
 }
+
+namespace {
+
+// nlohmann's answer for a copy record, or nothing when it rejects it.
+std::optional<nlohmann::json> slow_copies(const std::string& text) {
+  try {
+    return nlohmann::json(nlohmann::json::parse(text).get<std::vector<SimCopy>>());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<nlohmann::json> fast_copies(const std::string& text) {
+  try {
+    return nlohmann::json(decode_sim_copies(text));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+SimCopy random_copy(std::mt19937& rng) {
+  static const std::vector<std::string> names = {"", "a", "svc", "n00012", "t\"q", "é", "x y", "role-0"};
+  SimCopy c;
+  c.node = names[rng() % names.size()];
+  c.generation = static_cast<int64_t>(rng() % 5);
+  c.phase = static_cast<CopyPhase>(rng() % 4);
+  c.exit_code = rng() % 3 ? 0 : static_cast<int>(rng() % 256);
+  c.reason = rng() % 2 ? "" : names[rng() % names.size()];
+  c.internal = rng() % 2;
+  c.started_ms = (static_cast<int64_t>(rng()) << 10);
+  c.tenant = names[rng() % names.size()];
+  c.app = names[rng() % names.size()];
+  c.role = names[rng() % names.size()];
+  c.ordinal = static_cast<int>(rng() % 1000);
+  c.request = Resources{static_cast<int64_t>(rng() % 8000), static_cast<int64_t>(rng()) << 8, 0, 0};
+  if (rng() % 3 == 0) c.limit = Resources{static_cast<int64_t>(rng() % 8000), static_cast<int64_t>(rng()), 1, 0};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sim backend: copy records decode as from_json does, mutated ones too", "[lib][sim_backend]") {
+  std::mt19937 rng(5);
+  static const std::string alphabet = "{}[]\":,0123456789-.eE ntrufalsx\\";
+  for (int n = 0; n < 3000; ++n) {
+    std::vector<SimCopy> copies;
+    for (size_t k = rng() % 3; k > 0; --k) copies.push_back(random_copy(rng));
+    std::string text = nlohmann::json(copies).dump();
+    INFO(text);
+    auto want = slow_copies(text);
+    REQUIRE(want);
+    CHECK(fast_copies(text) == want);
+    for (int k = 1 + static_cast<int>(rng() % 2); k > 0 && !text.empty(); --k) {
+      size_t at = rng() % text.size();
+      if (rng() % 2) text[at] = alphabet[rng() % alphabet.size()];
+      else text.erase(at, 1);
+    }
+    INFO(text);
+    CHECK(fast_copies(text) == slow_copies(text));
+  }
+  // What only the slow path follows, and a record it rejects (no node).
+  for (std::string text : {R"([{"node":"n1","phase":"Sleeping"}])", R"([{"node":"n1","colour":1}])",
+                           R"([{"node":"n1","ordinal":1.5}])", R"([{"generation":1}])", R"({"node":"n1"})"}) {
+    INFO(text);
+    CHECK(fast_copies(text) == slow_copies(text));
+  }
+}
