@@ -50,7 +50,8 @@ AppHealthIndex::AppHealthIndex(const ClusterState& state) {
     if (serving(i) || i.state == InstanceState::Placed) ++c.bound;
     // A finished batch instance on a down node has nothing left to do; anything else
     // there is cut off from the app.
-    bool on_down_node = !i.node.empty() && down.count(i.node) && i.state != InstanceState::Succeeded;
+    // No node down (the usual case): no lookup of every instance's node.
+    bool on_down_node = !down.empty() && !i.node.empty() && down.count(i.node) && i.state != InstanceState::Succeeded;
     if ((i.state == InstanceState::Pending && !pending_on_its_way(i)) || i.state == InstanceState::Failed || on_down_node)
       ++c.stuck;
     if (app && instance_outdated(i, *app)) ++c.outdated;

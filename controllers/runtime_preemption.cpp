@@ -59,6 +59,20 @@ ControllerResult preempt_at_runtime(const ClusterState& state, const ControllerC
     auto it = on_node.find(n.name);
     // What runs on a down node is the migration controller's business.
     if (it == on_node.end() || n.state == NodeState::Down) continue;
+    // Most nodes need nothing: no copy above its limit, memory and cpu within capacity.
+    // Their instances need no order (the sort below makes a key for every one).
+    bool over_limit = false;
+    int64_t memory_in_use = 0, cpu_in_use = 0;
+    for (const Instance* v : it->second) {
+      over_limit |= v->limit && v->usage && v->usage->memory_bytes > v->limit->memory_bytes;
+      memory_in_use += used(*v).memory_bytes;
+      cpu_in_use += used(*v).cpu_millis;
+    }
+    if (!over_limit && !(n.capacity.memory_bytes > 0 && memory_in_use > n.capacity.memory_bytes) &&
+        !(n.capacity.cpu_millis > 0 && cpu_in_use > n.capacity.cpu_millis)) {
+      node_cpu[n.name] = cpu_in_use;
+      continue;
+    }
     std::vector<Member> members;
     members.reserve(it->second.size());
     for (const Instance* i : it->second) members.push_back({i, i->key()});
