@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+#include <stdexcept>
+
 #include "lib/clock.hpp"
 #include "lib/codec.hpp"
 #include "lib/state.hpp"
@@ -30,6 +33,26 @@ Result<ClusterState> add_node(State& state, const std::string& name) {
   });
 }
 
+// A store with a following State (this process) and a plain one (another process).
+struct SharedFixture {
+  TempDir dir;
+  std::unique_ptr<SqliteStore> store = open_store(dir);
+  SystemClock clock;
+  State state{*store, clock, following()};
+  State other{*store, clock};
+
+  static std::unique_ptr<SqliteStore> open_store(const TempDir& d) {
+    auto opened = SqliteStore::open(d.path() / "store.db");
+    if (!opened) throw std::runtime_error(opened.error().to_string());
+    return std::move(*opened);
+  }
+  static StateOptions following() {
+    StateOptions o;
+    o.follow_changes = true;
+    return o;
+  }
+};
+
 std::vector<std::string> node_names(const ClusterState& st) {
   std::vector<std::string> out;
   for (const auto& n : st.snapshot.nodes) out.push_back(n.name);
@@ -40,14 +63,9 @@ std::vector<std::string> node_names(const ClusterState& st) {
 
 TEST_CASE("state: a shared state never changes under its holder while later loads see the changes",
           "[lib][state][shared]") {
-  TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "store.db");
-  REQUIRE(store);
-  SystemClock clock;
-  StateOptions follow;
-  follow.follow_changes = true;
-  State state(**store, clock, follow);
-  State other(**store, clock);  // Another process.
+  SharedFixture f;
+  State& state = f.state;
+  State& other = f.other;
   REQUIRE(add_node(state, "n1"));
 
   auto held = state.load_shared();
@@ -71,14 +89,9 @@ TEST_CASE("state: a shared state never changes under its holder while later load
 }
 
 TEST_CASE("state: with no other holder a refresh is applied to the kept state itself", "[lib][state][shared]") {
-  TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "store.db");
-  REQUIRE(store);
-  SystemClock clock;
-  StateOptions follow;
-  follow.follow_changes = true;
-  State state(**store, clock, follow);
-  State other(**store, clock);
+  SharedFixture f;
+  State& state = f.state;
+  State& other = f.other;
   REQUIRE(add_node(state, "n1"));
   auto first = state.load_shared();
   REQUIRE(first);
@@ -93,14 +106,9 @@ TEST_CASE("state: with no other holder a refresh is applied to the kept state it
 
 TEST_CASE("state: update_shared decides on the current state and returns the state after its commit",
           "[lib][state][shared]") {
-  TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "store.db");
-  REQUIRE(store);
-  SystemClock clock;
-  StateOptions follow;
-  follow.follow_changes = true;
-  State state(**store, clock, follow);
-  State other(**store, clock);
+  SharedFixture f;
+  State& state = f.state;
+  State& other = f.other;
   REQUIRE(add_node(state, "n1"));
   auto held = state.load_shared();  // Held across the update: the update must not change it.
   REQUIRE(held);
@@ -116,7 +124,7 @@ TEST_CASE("state: update_shared decides on the current state and returns the sta
   CHECK(node_names(**after) == std::vector<std::string>{"n1", "n2", "n3"});
   CHECK(node_names(**held) == std::vector<std::string>{"n1"});
   // Nothing to do: the state as it is, nothing written.
-  auto rev = (*store)->revision();
+  auto rev = f.store->revision();
   REQUIRE(rev);
   auto same = state.update_shared("op-test", [](const ClusterState&, Batch&) -> Result<void> { return {}; });
   REQUIRE(same);
