@@ -28,7 +28,13 @@ bool pending_on_its_way(const Instance& i) {
 
 }  // namespace
 
-AppHealthIndex::AppHealthIndex(const ClusterState& state) {
+AppHealthIndex::AppHealthIndex(const ClusterState& state) { build(state, nullptr); }
+
+AppHealthIndex::AppHealthIndex(const ClusterState& state, const std::unordered_set<std::string>& apps) {
+  build(state, &apps);
+}
+
+void AppHealthIndex::build(const ClusterState& state, const std::unordered_set<std::string>* only) {
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
@@ -40,10 +46,16 @@ AppHealthIndex::AppHealthIndex(const ClusterState& state) {
   for (const auto& i : state.snapshot.instances) {
     if (!run || run->role != i.role || run->app != i.app || run->tenant != i.tenant) {
       run = &i;
+      std::string id = i.tenant + "/" + i.app;
+      if (only && !only->count(id)) {
+        counts = nullptr;
+        continue;
+      }
       counts = &m_roles[role_key(i.tenant, i.app, i.role)];
-      auto a = state.apps.find(i.tenant + "/" + i.app);
+      auto a = state.apps.find(id);
       app = a == state.apps.end() ? nullptr : &a->second;
     }
+    if (!counts) continue;  // An app not asked about.
     Counts& c = *counts;
     ++c.instances;
     if (serving(i)) ++c.serving;

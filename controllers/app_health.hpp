@@ -22,6 +22,7 @@
 #include <string>
 #include <utility>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lib/state.hpp"
@@ -42,6 +43,10 @@ struct RoleHealth {
 class AppHealthIndex {
  public:
   explicit AppHealthIndex(const ClusterState& state);
+  // Only the apps in `apps` ("tenant/name"), for a caller that asks about a few: the
+  // others' instances are passed over a run of a role at a time, and asking about
+  // another app answers as for an app without instances.
+  AppHealthIndex(const ClusterState& state, const std::unordered_set<std::string>& apps);
 
   // Per role of the app, in the app's role order.
   std::vector<RoleHealth> roles(const AppRecord& app) const;
@@ -63,6 +68,7 @@ class AppHealthIndex {
   struct Counts {
     int instances = 0, serving = 0, bound = 0, stuck = 0, outdated = 0;
   };
+  void build(const ClusterState& state, const std::unordered_set<std::string>* only);
   // "tenant/app/role" -> counts.
   std::unordered_map<std::string, Counts> m_roles;
 };

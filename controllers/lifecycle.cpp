@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -345,7 +346,9 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
-  StartGates gates(state);
+  // Built for the first instance to start: a round that starts nothing needs no health
+  // of every app.
+  std::optional<StartGates> gates;
 
   // Bound instances that will not start at once and why, decided first: a node with one
   // of them waiting needs its leftover copies gone.
@@ -369,7 +372,8 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
                                                  elsewhere));
       continue;
     }
-    if (std::string why = gates.reason(i); !why.empty()) {
+    if (!gates) gates.emplace(state);
+    if (std::string why = gates->reason(i); !why.empty()) {
       out.held.emplace_back(i.key(), std::move(why));
       continue;
     }

@@ -35,7 +35,10 @@ void sync_app_statuses(const ClusterState& after, const std::set<std::pair<std::
   auto order = in_event_order(batch, apps);
   // The scheduler's own rule (controllers/app_health.hpp), so the two never flip an
   // app's status back and forth during a rollout.
-  AppHealthIndex health(after);
+  std::unordered_set<std::string> ids;
+  for (const auto& [tenant, app] : order)
+    if (const AppRecord* a = after.find_app(tenant, app)) ids.insert(a->tenant + "/" + a->name);
+  AppHealthIndex health(after, ids);  // Only the apps whose status is synced.
   for (const auto& [tenant, app] : order) {
     const AppRecord* a = after.find_app(tenant, app);
     if (!a) continue;

@@ -483,13 +483,19 @@ std::string locality_text(const ClusterState& state, const Instance& i, const No
 
 
 void refresh_reports(SubmitOutcome& out, const ClusterState& state) {
-  Readiness r(state);
+  // Only the reported apps are counted: a submit reports a few apps of a cluster of
+  // thousands, and this runs after every decision.
+  std::unordered_set<std::string> ids;
+  for (const auto* reps : {&out.apps, &out.others})
+    for (const auto& rep : *reps)
+      if (const AppRecord* a = state.find_app(rep.tenant, rep.name)) ids.insert(a->tenant + "/" + a->name);
+  AppHealthIndex health(state, ids);
   auto totals = [&](AppReport& rep) {
     const AppRecord* a = state.find_app(rep.tenant, rep.name);
     if (!a) return;
-    std::tie(rep.instances, rep.running) = r.health.totals(*a);
-    rep.ready = r.health.ready(*a);
-    rep.status = r.health.status(*a);
+    std::tie(rep.instances, rep.running) = health.totals(*a);
+    rep.ready = health.ready(*a);
+    rep.status = health.status(*a);
   };
   for (auto& rep : out.apps) totals(rep);
   for (auto& rep : out.others) totals(rep);

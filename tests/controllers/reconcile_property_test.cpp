@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "controllers/app_health.hpp"
 #include "controllers/reconcile.hpp"
 #include "lib/codec.hpp"
 #include "lib/state.hpp"
@@ -62,6 +63,16 @@ struct Harness : StoreHarness {
       CHECK(kept.active == out.active);
       CHECK(kept.passes == out.passes);
       CHECK(kept.wake_at_ms == out.wake_at_ms);
+      // App health counted for a few apps answers for them as counted for all.
+      AppHealthIndex all(s);
+      for (const auto& [id, app] : s.apps) {
+        AppHealthIndex one(s, {id, "nobody/else"});
+        CHECK(one.status(app) == all.status(app));
+        CHECK(one.summary(app) == all.summary(app));
+        CHECK(one.totals(app) == all.totals(app));
+        CHECK(one.available(app) == all.available(app));
+        CHECK(one.placed(app) == all.placed(app));
+      }
       b = out.batch;
     });
     return out;
