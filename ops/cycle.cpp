@@ -203,7 +203,11 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     current = std::move(*st);
     r.wake_at_ms = earliest(d.outcome.wake_at_ms, (*obs)->wake_at_ms);
     note_active(r, d.outcome.active);
-    bool changed = !d.batch.empty();
+    // What the controllers decided, apart from what was observed: they decided on this
+    // round's news already, so a round that decides nothing and has nothing to send is
+    // the last one, even when it recorded news (another would observe the same and
+    // decide the same nothing; a change that time brings is the wake-up's).
+    bool decided = !d.outcome.batch.empty();
     merge_batch(r.batch, std::move(d.batch));
 
     Actuation act = plan_actuation(*current, **obs);
@@ -216,7 +220,7 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
       // not hammered by this one.
       if (r.errors.size() != errors_before) return done();
     }
-    if (!changed && act.empty()) {
+    if (!decided && act.empty()) {
       r.converged = true;
       if (auto cleaned = remove_leftovers(state, backend, op, r, current); !cleaned)
         return std::unexpected(cleaned.error());
