@@ -115,6 +115,36 @@ bool voluntary_move(const ClusterState& state, const Instance* i, const Observed
   return n && n->state != NodeState::Down;
 }
 
+// What the statuses of the `touched` apps are computed on once `b` (puts of existing
+// instances) is applied: their records, their instances with the puts applied, and the
+// nodes that are down; nothing of the other apps, so an observation of a large cluster
+// does not copy it all to set a few statuses.
+ClusterState touched_after(const ClusterState& state, const Batch& b,
+                           const std::set<std::pair<std::string, std::string>>& touched) {
+  ClusterState part;
+  part.seq = state.seq;
+  for (const auto& n : state.snapshot.nodes)
+    if (n.state == NodeState::Down) part.snapshot.nodes.push_back(n);
+  for (const auto& [tenant, app] : touched)
+    if (auto it = state.apps.find(app_id(tenant, app)); it != state.apps.end()) part.apps.emplace(it->first, it->second);
+  std::unordered_map<std::string, const Instance*> put;
+  for (const auto& i : b.put_instances) put[i.key()] = &i;
+  std::string key;
+  const Instance* run = nullptr;  // Instances come grouped by app: looked up once a run.
+  bool in = false;
+  for (const auto& i : state.snapshot.instances) {
+    if (!run || run->app != i.app || run->tenant != i.tenant) {
+      run = &i;
+      in = touched.count({i.tenant, i.app}) > 0;
+    }
+    if (!in) continue;
+    i.key_into(key);
+    auto it = put.find(key);
+    part.snapshot.instances.push_back(it == put.end() ? i : *it->second);
+  }
+  return part;
+}
+
 }  // namespace
 
 void evict_instance(Instance& i, std::string reason, bool node_down) {
@@ -245,10 +275,7 @@ Batch observe_instances(const ClusterState& state, const Observation& obs, int64
       touched.insert({i.tenant, i.app});
     }
   }
-  if (!b.put_instances.empty()) {
-    ClusterState after = apply_batch(state, b);
-    sync_app_statuses(after, touched, b);
-  }
+  if (!b.put_instances.empty()) sync_app_statuses(touched_after(state, b, touched), touched, b);
   return b;
 }
 

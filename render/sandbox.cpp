@@ -47,11 +47,15 @@ bool write_all(int fd, std::string_view data) {
   // signal will come, so it checks and leaves by itself.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(4);
-  // A second, independent bound: the child can never use more CPU than the time limit
-  // allows, even if nothing is left to watch the clock (the soft limit sends SIGXCPU,
-  // the hard one a second later SIGKILL).
+  // A second, independent bound: the child can never use much more CPU than the time
+  // limit allows, even if nothing is left to watch the clock (the soft limit sends
+  // SIGXCPU, the hard one a second later SIGKILL). It is a second above the time limit
+  // rounded up: the kernel samples CPU time by ticks and may send SIGXCPU a few ms
+  // before that much wall time has passed, so at the limit itself a loop was sometimes
+  // stopped just before its timeout (a flaky test saw 998 ms of 1 s); the parent's
+  // clock decides first.
   if (limits.timeout_ms > 0) {
-    const rlim_t seconds = static_cast<rlim_t>((limits.timeout_ms + 999) / 1000);
+    const rlim_t seconds = static_cast<rlim_t>((limits.timeout_ms + 999) / 1000 + 1);
     rlimit cpu{seconds, seconds + 1};
     ::setrlimit(RLIMIT_CPU, &cpu);
   }
@@ -172,8 +176,8 @@ SandboxOutcome run_sandboxed(const SandboxLimits& limits,
   if (in_result && WIFEXITED(status) && out.exit_code == 0) {
     out.status = SandboxOutcome::Status::Ok;
   } else if (out.signal == SIGXCPU) {
-    // The CPU limit equals the time limit rounded up, so this is the same verdict as
-    // the wall clock's, reached by the kernel first.
+    // The CPU limit is the time limit rounded up and a second more: the same verdict
+    // as the wall clock's, reached by the kernel when the parent could not watch.
     out.status = SandboxOutcome::Status::Timeout;
     out.payload.clear();
   } else {

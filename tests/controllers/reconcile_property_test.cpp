@@ -13,6 +13,7 @@
 #include <set>
 
 #include "controllers/app_health.hpp"
+#include "controllers/lifecycle.hpp"
 #include "controllers/reconcile.hpp"
 #include "lib/codec.hpp"
 #include "lib/state.hpp"
@@ -48,6 +49,33 @@ nlohmann::json batch_json(const Batch& b) {
           {"events", b.events}};
 }
 
+// Observes `s` with some copies gone and some exited, and checks the statuses the
+// observation sets (computed on the observed apps alone) against those of the whole
+// state with the observation applied.
+void check_observed_statuses(const ClusterState& s, int64_t now_ms) {
+  Observation obs = healthy_observation(s, now_ms);
+  for (size_t k = 0; k < obs.copies.size(); ++k) {
+    if (k % 7 == 3) obs.copies[k].phase = CopyPhase::Exited, obs.copies[k].exit_code = 1;
+    if (k % 11 == 5) obs.copies[k].node = "elsewhere";  // Its own copy is gone.
+  }
+  Batch b = observe_instances(s, obs, now_ms);
+  Batch puts;
+  puts.put_instances = b.put_instances;
+  ClusterState after = apply_batch(s, puts);
+  AppHealthIndex all(after);
+  std::set<std::string> touched;
+  for (const auto& i : b.put_instances) touched.insert(i.tenant + "/" + i.app);
+  for (const auto& id : touched) {
+    auto found = after.apps.find(id);
+    if (found == after.apps.end()) continue;  // Instances of a deleted app: no status.
+    const AppRecord& app = found->second;
+    std::string status = app.status;
+    for (const auto& a : b.put_apps)
+      if (a.tenant + "/" + a.name == id) status = a.status;
+    CHECK(status == all.status(app));
+  }
+}
+
 struct Harness : StoreHarness {
   using StoreHarness::StoreHarness;
 
@@ -63,6 +91,7 @@ struct Harness : StoreHarness {
       CHECK(kept.active == out.active);
       CHECK(kept.passes == out.passes);
       CHECK(kept.wake_at_ms == out.wake_at_ms);
+      check_observed_statuses(s, ctx.now_ms);
       // App health counted for a few apps answers for them as counted for all.
       AppHealthIndex all(s);
       for (const auto& [id, app] : s.apps) {

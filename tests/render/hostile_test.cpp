@@ -122,7 +122,8 @@ TEST_CASE("sandbox: the child dies with its parent and has a CPU limit", "[hosti
   render::SandboxLimits limits;
   limits.timeout_ms = 1500;
   // What the child itself sees: the signal it gets when its parent dies, and its CPU
-  // limit (the timeout rounded up to whole seconds; the hard limit one second later).
+  // limit (the timeout rounded up to whole seconds and one more, so the parent's clock
+  // decides first; the hard limit one second later).
   auto seen = render::run_sandboxed(limits, [](render::SandboxChannel&) {
     int sig = 0;
     ::prctl(PR_GET_PDEATHSIG, &sig);
@@ -131,7 +132,7 @@ TEST_CASE("sandbox: the child dies with its parent and has a CPU limit", "[hosti
     return std::to_string(sig) + " " + std::to_string(cpu.rlim_cur) + " " + std::to_string(cpu.rlim_max);
   });
   REQUIRE(seen.status == render::SandboxOutcome::Status::Ok);
-  CHECK(seen.payload == std::to_string(SIGKILL) + " 2 3");
+  CHECK(seen.payload == std::to_string(SIGKILL) + " 3 4");
 
   SECTION("a child stopped by its CPU limit is reported as a timeout") {
     // The kernel's verdict can come before the parent's clock (here the body lowers its
