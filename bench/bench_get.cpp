@@ -108,6 +108,28 @@ void fill_get_apps(Store& store, const GetAppsShape& shape) {
   }
 }
 
+// Runs `binary` get apps `runs` times on the default context of `home` (a new process
+// each time, as a user runs it), adding each wall time to `ms` and raising `rss` to the
+// highest peak RSS; checks it printed a header and a row per app (`apps`) and returns
+// what it printed.
+std::string run_get_apps_cli(const std::string& binary, int runs, const std::filesystem::path& home, int apps,
+                             std::vector<double>& ms, double& rss) {
+  const std::vector<std::string> env = gaia_environment(home);
+  const auto out = home / "get.out";
+  const auto err = home / "get.err";
+  for (int k = 0; k < runs; ++k) {
+    ChildRun r = run_child({binary, "get", "apps"}, env, out, err);
+    if (r.exit_code != 0)
+      throw std::runtime_error(fmt::format("{} get apps exited with {} (see {})", binary, r.exit_code, err.string()));
+    ms.push_back(r.ms);
+    rss = std::max(rss, r.peak_rss_mb);
+  }
+  if (size_t lines = count_lines(out); lines != static_cast<size_t>(apps) + 1)
+    throw std::runtime_error(fmt::format("{} get apps printed {} lines, want {}", binary, lines, apps + 1));
+  std::ifstream in(out);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 Figures run_get_apps_10k() {
   TempDir scratch("gaia-bench-get-apps");
   // GAIA_BENCH_GET_DIR=DIR keeps the store in DIR (filled once) for profiling the
@@ -116,12 +138,9 @@ Figures run_get_apps_10k() {
   const std::filesystem::path home_dir = kept && *kept ? std::filesystem::path(kept) : scratch.path();
   const auto db = home_dir / "state" / "gaia" / "gaia.db";
   const bool filled = std::filesystem::exists(db);
-  std::filesystem::create_directories(db.parent_path());
   double fill_ms = 0;
   if (!filled) {
-    auto store = SqliteStore::open(db, SqliteStoreOptions{});
-    if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
-    fill_ms = time_ms([&] { fill_get_apps(**store, k_get_10k); });
+    fill_ms = time_ms([&] { fill_get_apps(*open_home_store(home_dir), k_get_10k); });
   }
   SystemClock clock;
 
@@ -132,9 +151,8 @@ Figures run_get_apps_10k() {
   // Two samples: each takes seconds (the scan per app is quadratic).
   for (int k = 0; k < 2; ++k)
     full_ms.push_back(time_ms([&] {
-      auto store = SqliteStore::open(db, SqliteStoreOptions{});
-      if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
-      State state(**store, clock);
+      auto store = open_home_store(home_dir);
+      State state(*store, clock);
       auto st = check(state.load(), "full load");
       full_counts.clear();
       for (const auto& [id, app] : st.apps) full_counts[id] = cli::app_instance_counts(st, app).first;
@@ -145,9 +163,8 @@ Figures run_get_apps_10k() {
   std::vector<double> apps_ms;
   for (int k = 0; k < 10; ++k)
     apps_ms.push_back(time_ms([&] {
-      auto store = SqliteStore::open(db, SqliteStoreOptions{});
-      if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
-      State state(**store, clock);
+      auto store = open_home_store(home_dir);
+      State state(*store, clock);
       auto read = check(state.load_apps(), "apps load");
       apps_counts.clear();
       for (const auto& [id, app] : read.apps) apps_counts[id] = read.serving_count(id);
@@ -158,37 +175,16 @@ Figures run_get_apps_10k() {
   for (const auto& [id, n] : apps_counts) serving += n;
 
   // The real command, as a user runs it: a new process on the default context.
-  std::vector<std::string> env = environment_without({"XDG_STATE_HOME=", "GAIA_STORE=", "COLUMNS="});
-  env.push_back("XDG_STATE_HOME=" + (home_dir / "state").string());
-  env.push_back("XDG_CACHE_HOME=" + (home_dir / "cache").string());
-  env.push_back("NO_COLOR=1");
-  const auto out = home_dir / "get.out";
-  const auto err = home_dir / "get.err";
-  // Runs `binary` get apps `runs` times; the figures, and the text it printed.
-  auto run_cli = [&](const std::string& binary, int runs, std::vector<double>& ms, double& rss) {
-    for (int k = 0; k < runs; ++k) {
-      ChildRun r = run_child({binary, "get", "apps"}, env, out, err);
-      if (r.exit_code != 0)
-        throw std::runtime_error(fmt::format("{} get apps exited with {} (see {})", binary, r.exit_code, err.string()));
-      ms.push_back(r.ms);
-      rss = std::max(rss, r.peak_rss_mb);
-    }
-    // A header and one row per app.
-    if (size_t lines = count_lines(out); lines != static_cast<size_t>(k_get_apps) + 1)
-      throw std::runtime_error(fmt::format("{} get apps printed {} lines, want {}", binary, lines, k_get_apps + 1));
-    std::ifstream in(out);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
   std::vector<double> cli_ms;
   double cli_rss = -1;
-  std::string printed = run_cli(GAIA_CLI_PATH, 10, cli_ms, cli_rss);
+  std::string printed = run_get_apps_cli(GAIA_CLI_PATH, 10, home_dir, k_get_apps, cli_ms, cli_rss);
   // The binary of an earlier build, to compare in the same run (the command's code
   // before this case's change lives only in git history).
   std::vector<double> baseline_ms;
   double baseline_rss = -1;
   const char* baseline = std::getenv("GAIA_BENCH_BASELINE_CLI");
   bool same_text = true;
-  if (baseline && *baseline) same_text = run_cli(baseline, 5, baseline_ms, baseline_rss) == printed;
+  if (baseline && *baseline) same_text = run_get_apps_cli(baseline, 5, home_dir, k_get_apps, baseline_ms, baseline_rss) == printed;
 
   Figures f;
   f["apps"] = k_get_apps;
@@ -220,30 +216,10 @@ Figures run_get_apps_1m() {
   TempDir scratch("gaia-bench-get-apps-1m");
   const std::filesystem::path home_dir = scratch.path();
   const auto db = home_dir / "state" / "gaia" / "gaia.db";
-  std::filesystem::create_directories(db.parent_path());
-  double fill_ms = 0;
-  {
-    auto store = SqliteStore::open(db, SqliteStoreOptions{});
-    if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
-    fill_ms = time_ms([&] { fill_get_apps(**store, k_get_1m); });
-  }
-  std::vector<std::string> env = environment_without({"XDG_STATE_HOME=", "GAIA_STORE=", "COLUMNS="});
-  env.push_back("XDG_STATE_HOME=" + (home_dir / "state").string());
-  env.push_back("XDG_CACHE_HOME=" + (home_dir / "cache").string());
-  env.push_back("NO_COLOR=1");
-  const auto out = home_dir / "get.out";
-  const auto err = home_dir / "get.err";
+  double fill_ms = time_ms([&] { fill_get_apps(*open_home_store(home_dir), k_get_1m); });
   std::vector<double> ms;
   double rss = -1;
-  for (int k = 0; k < 3; ++k) {
-    ChildRun r = run_child({GAIA_CLI_PATH, "get", "apps"}, env, out, err);
-    if (r.exit_code != 0)
-      throw std::runtime_error(fmt::format("gaia get apps exited with {} (see {})", r.exit_code, err.string()));
-    ms.push_back(r.ms);
-    rss = std::max(rss, r.peak_rss_mb);
-  }
-  if (size_t lines = count_lines(out); lines != static_cast<size_t>(k_get_1m.apps) + 1)
-    throw std::runtime_error(fmt::format("gaia get apps printed {} lines, want {}", lines, k_get_1m.apps + 1));
+  run_get_apps_cli(GAIA_CLI_PATH, 3, home_dir, k_get_1m.apps, ms, rss);
   Figures f;
   f["apps"] = k_get_1m.apps;
   f["instances"] = k_get_1m.instances();

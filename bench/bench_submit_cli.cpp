@@ -81,14 +81,9 @@ Figures run_submit_cli_50k() {
   TempDir scratch("gaia-bench-submit-cli");
   const char* kept = std::getenv("GAIA_BENCH_SUBMIT_DIR");
   const std::filesystem::path home = kept && *kept ? std::filesystem::path(kept) : scratch.path();
-  const auto db = home / "state" / "gaia" / "gaia.db";
-  std::filesystem::create_directories(db.parent_path());
   double fill_ms = 0;
-  if (!std::filesystem::exists(db)) {
-    auto store = SqliteStore::open(db, SqliteStoreOptions{});
-    if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
-    fill_ms = time_ms([&] { fill_cli_cluster(**store); });
-  }
+  if (!std::filesystem::exists(home / "state" / "gaia" / "gaia.db"))
+    fill_ms = time_ms([&] { fill_cli_cluster(*open_home_store(home)); });
   const auto app = home / "app";
   write_cli_app(app, "500 workers");
   // The same app with another comment: another render cache key.
@@ -96,10 +91,7 @@ Figures run_submit_cli_50k() {
   write_cli_app(cold_app, fmt::format("rendered afresh by process {}", ::getpid()));
   std::filesystem::remove_all(home / "cache");  // The first command renders.
 
-  std::vector<std::string> env = environment_without({"XDG_STATE_HOME=", "XDG_CACHE_HOME=", "GAIA_STORE=", "COLUMNS="});
-  env.push_back("XDG_STATE_HOME=" + (home / "state").string());
-  env.push_back("XDG_CACHE_HOME=" + (home / "cache").string());
-  env.push_back("NO_COLOR=1");
+  std::vector<std::string> env = gaia_environment(home);
   const auto out = home / "submit.out";
   const auto err = home / "submit.err";
   std::vector<std::string> releases;
@@ -128,10 +120,9 @@ Figures run_submit_cli_50k() {
   }
 
   // Every release placed in full.
-  auto store = SqliteStore::open(db, SqliteStoreOptions{});
-  if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
+  auto store = open_home_store(home);
   SystemClock clock;
-  State state(**store, clock);
+  State state(*store, clock);
   auto st = check(state.load(), "loading the store");
   std::map<std::string, int> placed;
   for (const auto& i : st.snapshot.instances)

@@ -61,13 +61,27 @@ ChildRun run_child(std::vector<std::string> argv, const std::vector<std::string>
   return r;
 }
 
-std::vector<std::string> environment_without(const std::vector<std::string>& drop) {
+std::vector<std::string> gaia_environment(const std::filesystem::path& home) {
+  // Dropped before they are set again: with a variable twice, getenv finds the first.
+  static const std::vector<std::string_view> drop = {"XDG_STATE_HOME=", "XDG_CACHE_HOME=", "GAIA_STORE=", "COLUMNS=",
+                                                     "NO_COLOR="};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
-    if (std::ranges::none_of(drop, [&](const std::string& d) { return kv.starts_with(d); })) env.emplace_back(kv);
+    if (std::ranges::none_of(drop, [&](std::string_view d) { return kv.starts_with(d); })) env.emplace_back(kv);
   }
+  env.push_back("XDG_STATE_HOME=" + (home / "state").string());
+  env.push_back("XDG_CACHE_HOME=" + (home / "cache").string());
+  env.push_back("NO_COLOR=1");
   return env;
+}
+
+std::unique_ptr<SqliteStore> open_home_store(const std::filesystem::path& home) {
+  const auto db = home / "state" / "gaia" / "gaia.db";
+  std::filesystem::create_directories(db.parent_path());
+  auto store = SqliteStore::open(db, SqliteStoreOptions{});
+  if (!store) throw std::runtime_error("cannot open the store: " + store.error().to_string());
+  return std::move(*store);
 }
 
 size_t count_lines(const std::filesystem::path& p) {

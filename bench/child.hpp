@@ -1,8 +1,11 @@
 #pragma once
 // Running the real gaia binary from a benchmark (bench_get.cpp, bench_submit_cli.cpp).
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "store/sqlite_store.hpp"
 
 namespace gaia::bench {
 
@@ -17,9 +20,14 @@ struct ChildRun {
 ChildRun run_child(std::vector<std::string> argv, const std::vector<std::string>& env,
                    const std::filesystem::path& out, const std::filesystem::path& err);
 
-// This process's environment without the variables named by `drop` (prefixes such as
-// "XDG_STATE_HOME="), for a child pointed at a store of the benchmark's own.
-std::vector<std::string> environment_without(const std::vector<std::string>& drop);
+// This process's environment for a gaia child on the benchmark's own store: the default
+// context's store and the render cache under `home` (XDG_STATE_HOME=home/state,
+// XDG_CACHE_HOME=home/cache), no colour, and no GAIA_STORE or COLUMNS of the caller's.
+std::vector<std::string> gaia_environment(const std::filesystem::path& home);
+
+// The SQLite store the default context of `home` opens (gaia_environment), with the
+// store's defaults; throws when it cannot be opened.
+std::unique_ptr<SqliteStore> open_home_store(const std::filesystem::path& home);
 
 // Lines in a file.
 size_t count_lines(const std::filesystem::path& p);
