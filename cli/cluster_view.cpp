@@ -126,10 +126,12 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-std::map<std::string, std::string> app_labels(const AppRecord& a) {
-  return {{"gaia.io/app", a.name}, {"gaia.io/tenant", a.tenant}, {"gaia.io/version", a.version},
-          {"gaia.io/status", a.status}};
+std::map<std::string, std::string> app_labels(const std::string& name, const std::string& tenant,
+                                              const std::string& version, const std::string& status) {
+  return {{"gaia.io/app", name}, {"gaia.io/tenant", tenant}, {"gaia.io/version", version}, {"gaia.io/status", status}};
 }
+
+std::map<std::string, std::string> app_labels(const AppRecord& a) { return app_labels(a.name, a.tenant, a.version, a.status); }
 
 std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a) {
   int running = 0;

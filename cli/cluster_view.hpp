@@ -54,6 +54,8 @@ std::string labels_text(const std::map<std::string, std::string>& labels);
 // Labels an app is selected by: gaia.io/app, gaia.io/tenant, gaia.io/version, and
 // gaia.io/status.
 std::map<std::string, std::string> app_labels(const AppRecord& a);
+std::map<std::string, std::string> app_labels(const std::string& name, const std::string& tenant,
+                                              const std::string& version, const std::string& status);
 // Instances of an app that are Running (or Succeeded) and the replicas its roles ask for.
 std::pair<int, int> app_instance_counts(const ClusterState& state, const AppRecord& a);
 // The same, with the running count already known (AppsState::serving).

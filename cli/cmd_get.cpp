@@ -13,6 +13,7 @@
 #include "cli/interrupt.hpp"
 #include "cli/secret_flags.hpp"
 #include "cli/table.hpp"
+#include "lib/app_summary.hpp"
 #include "lib/cluster_layout.hpp"
 #include "lib/instance_ref.hpp"
 #include "lib/quantity.hpp"
@@ -128,15 +129,15 @@ Listing get_nodes(const ClusterState& state, const GetArgs& a, const std::vector
   return out;
 }
 
-// Reads only AppsState (State::load_apps): the apps and how many instances of each
-// serve, not every instance.
-Listing get_apps(const AppsState& state, const GetArgs& a, const std::vector<LabelRequirement>& sel,
-                 const std::string& tenant, Clock::time_point now, const SecretKeys& secrets) {
+// The apps table, from their summaries (lib/app_summary.hpp): what it shows of each app
+// is its summary.
+Listing get_apps_table(const std::vector<AppSummary>& apps, const GetArgs& a, const std::vector<LabelRequirement>& sel,
+                       const std::string& tenant, Clock::time_point now) {
   bool wide = a.output == "wide";
   std::vector<std::string> headers = {"NAME", "VERSION", "STATUS", "INSTANCES", "AGE"};
   // Which app each release runs, once some release is named otherwise than its app.
-  bool releases = std::any_of(state.apps.begin(), state.apps.end(), [&](const auto& e) {
-    return (a.all_tenants || e.second.tenant == tenant) && e.second.app_name() != e.second.name;
+  bool releases = std::any_of(apps.begin(), apps.end(), [&](const AppSummary& s) {
+    return (a.all_tenants || s.tenant == tenant) && s.app_name() != s.name;
   });
   if (releases) headers.insert(headers.begin() + 1, "APP");
   if (a.all_tenants) headers.insert(headers.begin(), "TENANT");
@@ -145,6 +146,36 @@ Listing get_apps(const AppsState& state, const GetArgs& a, const std::vector<Lab
   fit_table(t, {{"TENANT", k_name}, {"NAME", k_name}, {"APP", k_name}, {"STATUS", k_name}, {"VERSION", optional_column(1)},
                 {"AGE", optional_column(2)}, {"PRIORITY", optional_column(3)},
                 {"DEPENDENCIES", ColumnFit{4, Fit::Wrap}}, {"SPEC", optional_column(5)}});
+  Listing out;
+  std::set<std::string> found;
+  for (const AppSummary& app : apps) {
+    if (!a.all_tenants && app.tenant != tenant) continue;
+    if (!wanted(a.names, app.name)) continue;
+    found.insert(app.name);
+    if (!selector_matches(sel, selectable(app_labels(app.name, app.tenant, app.version, app.status)))) continue;
+    std::vector<std::string> row = {app.name, app.version, app.status, fmt::format("{}/{}", app.serving, app.desired),
+                                    age(app.created, now)};
+    if (releases) row.insert(row.begin() + 1, app.app_name());
+    if (a.all_tenants) row.insert(row.begin(), app.tenant);
+    if (wide)
+      row.insert(row.end(), {app.priority,
+                             app.dependencies.empty() ? "-" : fmt::format("{}", fmt::join(app.dependencies, ",")),
+                             app.spec_dir.empty() ? "-" : app.spec_dir});
+    t.add_row(std::move(row));
+  }
+  for (const auto& name : a.names)
+    if (!found.count(name))
+      out.missing.push_back(a.all_tenants ? fmt::format("app {}", name) : fmt::format("app {} in tenant {}", name, tenant));
+  out.text = table_text(t);
+  out.none = a.all_tenants ? "No apps found." : fmt::format("No apps in tenant {} found.", tenant);
+  return out;
+}
+
+// Reads only AppsState (State::load_apps): the apps and how many instances of each
+// serve, not every instance. JSON and YAML show whole records; a table, their summaries.
+Listing get_apps(const AppsState& state, const GetArgs& a, const std::vector<LabelRequirement>& sel,
+                 const std::string& tenant, Clock::time_point now, const SecretKeys& secrets) {
+  if (!structured(a)) return get_apps_table(app_summaries_of(state), a, sel, tenant, now);
   nlohmann::json items = nlohmann::json::array();
   Listing out;
   std::set<std::string> found;
@@ -153,27 +184,14 @@ Listing get_apps(const AppsState& state, const GetArgs& a, const std::vector<Lab
     if (!wanted(a.names, app.name)) continue;
     found.insert(app.name);
     if (!selector_matches(sel, selectable(app_labels(app)))) continue;
-    if (structured(a)) {
-      // The record holds what the renders read and copied (env, outputs, reads): its
-      // secret values are masked, as everywhere (lib/secrets.hpp).
-      items.push_back(ops::app_secret_values(app, secrets).mask_json(app_json(app, state.serving_count(id))));
-      continue;
-    }
-    auto [running, desired] = app_instance_counts(app, state.serving_count(id));
-    std::vector<std::string> row = {app.name, app.version, app.status, fmt::format("{}/{}", running, desired),
-                                    age(app.created, now)};
-    if (releases) row.insert(row.begin() + 1, app.app_name());
-    if (a.all_tenants) row.insert(row.begin(), app.tenant);
-    if (wide)
-      row.insert(row.end(), {app.workload.priority.to_string(),
-                             app.dependencies.empty() ? "-" : fmt::format("{}", fmt::join(app.dependencies, ",")),
-                             app.spec_dir.empty() ? "-" : app.spec_dir});
-    t.add_row(std::move(row));
+    // The record holds what the renders read and copied (env, outputs, reads): its
+    // secret values are masked, as everywhere (lib/secrets.hpp).
+    items.push_back(ops::app_secret_values(app, secrets).mask_json(app_json(app, state.serving_count(id))));
   }
   for (const auto& name : a.names)
     if (!found.count(name))
       out.missing.push_back(a.all_tenants ? fmt::format("app {}", name) : fmt::format("app {} in tenant {}", name, tenant));
-  out.text = structured(a) ? structured_text(items, a.output) : table_text(t);
+  out.text = structured_text(items, a.output);
   out.none = a.all_tenants ? "No apps found." : fmt::format("No apps in tenant {} found.", tenant);
   return out;
 }
@@ -337,6 +355,18 @@ int run_get(const Globals& g, const GetArgs& a) {
   auto session = open_session(g);
   if (!session) return report(g, session.error());
   if (a.watch) return watch_objects(g, a, kind, *sel, **session, timeout);
+  if (kind == "apps" && !structured(a)) {
+    // A table shows the apps' summaries, which every commit keeps: one small record per
+    // app and nothing else read (lib/app_summary.hpp). Summaries not kept (a store an
+    // older gaia wrote) are made from the apps and their instances instead.
+    auto summaries = read_app_summaries((*session)->state->store(), a.all_tenants ? "" : g.tenant + "/");
+    if (!summaries) return report(g, summaries.error());
+    if (*summaries) {
+      if (g.verbose >= 1) std::fprintf(stderr, "get apps: %zu app summaries\n", (*summaries)->size());
+      return print_listing(g, get_apps_table(**summaries, a, *sel, g.tenant, (*session)->clock.now()), kind);
+    }
+    if (g.verbose >= 1) std::fprintf(stderr, "get apps: summaries not kept yet; reading the apps\n");
+  }
   if (kind == "apps") {
     // At 10,000 apps and 100,000 instances a full load was most of the command's time;
     // the listing needs the apps and a count per app (docs/benchmarks.md).

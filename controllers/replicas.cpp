@@ -161,11 +161,6 @@ std::vector<std::pair<const Node*, const KeptVolume*>> pick_reattach(
 
 }  // namespace
 
-int desired_replicas(const AppRecord& app, const Role& role) {
-  auto it = app.scale.find(role.name);
-  return it != app.scale.end() ? it->second : role.replicas;
-}
-
 std::vector<KeptVolume> volumes_to_reattach(const ClusterState& state, const AppRecord& app, const Role& role,
                                             int ordinal) {
   std::vector<std::pair<const Node*, const KeptVolume*>> candidates;

@@ -23,10 +23,6 @@
 
 namespace gaia {
 
-// Replicas `role` of `app` should have: the `gaia scale` override when set, else the
-// workload's count.
-int desired_replicas(const AppRecord& app, const Role& role);
-
 // One reconcile of every app's replica counts. Emits ScaledUp / ScaledDown per instance
 // created or removed (removed instances' volumes are kept), and AppReady / AppDegraded
 // when a scale down changes whether the app is ready (a scale up leaves that to the

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
 #include "lib/journal.hpp"
 #include "lib/state_apply.hpp"
@@ -79,6 +80,11 @@ void from_json(const nlohmann::json& j, AppRecord& a) {
     for (const auto& q : *it)
       a.dependency_ranges.push_back({q.at("name").get<std::string>(), q.at("range").get<std::string>(),
                                      q.value("release", std::string()), q.value("alias", std::string())});
+}
+
+int desired_replicas(const AppRecord& app, const Role& role) {
+  auto it = app.scale.find(role.name);
+  return it != app.scale.end() ? it->second : role.replicas;
 }
 
 RunningApp running_app_of(const AppRecord& a) {
@@ -422,15 +428,21 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
     txn.deletes.push_back({keys::heartbeat(n)});
   }
   for (const auto& t : batch.put_tenants) txn.puts.push_back({keys::tenant(t.name), nlohmann::json(t).dump()});
+  // The summaries of the apps put, as their records will be stored (lib/app_summary.hpp).
+  std::vector<AppSummary> apps_after;
+  apps_after.reserve(batch.put_apps.size());
   for (auto& a : batch.put_apps) {
     // The spec record is written only when the spec changed; an observation (status,
     // failed roles) rewrites just the small status key.
     const AppRecord* before = base.find_app(a.tenant, a.name);
     const bool spec_changed = !before || spec_json(*before) != spec_json(a);
+    apps_after.push_back(app_summary(spec_changed ? a : *before, 0));
+    apps_after.back().status = a.status;
     if (spec_changed) {
       if (a.created.empty()) a.created = before ? before->created : now;
       a.updated = now;
       if (a.op.empty()) a.op = op;
+      apps_after.back().created = a.created;
       nlohmann::json record = a;
       record.erase("status");
       record.erase("failed_roles");
@@ -475,6 +487,23 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   // The sequence key moves on every commit, even one without events, so it is the one
   // compare that detects any concurrent write.
   txn.puts.push_back({keys::k_seq, std::to_string(seq)});
+  // The app summaries follow, with the marker at this sequence. Summaries not kept since
+  // the marker (an older gaia wrote, a record was quarantined) are all written again,
+  // and those of apps that are gone deleted.
+  std::vector<std::string> stale_keys;
+  if (!summaries_kept(base)) {
+    RangeRequest request = RangeRequest::prefix(keys::k_app_summaries, 0, m_store.read_page_size());
+    request.keys_only = true;
+    for (;;) {
+      auto got = m_store.read(request);
+      if (!got) return fail(store_diag(got.error()));
+      for (auto& kv : got->kvs) stale_keys.push_back(std::move(kv.key));
+      if (!got->more || got->kvs.empty()) break;
+      request.key = stale_keys.back() + std::string(1, '\0');
+      request.revision = got->revision;
+    }
+  }
+  add_summary_writes(base, batch, apps_after, seq, stale_keys, txn);
   // One transaction when the store takes it whole, else through the journal, so a
   // submit of hundreds of instances and events stays one atomic step on etcd too.
   static std::atomic<uint64_t> counter{0};

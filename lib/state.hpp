@@ -70,6 +70,10 @@ void from_json(const nlohmann::json& j, AppRecord& a);
 // What dependency resolution sees of a deployed app.
 RunningApp running_app_of(const AppRecord& a);
 
+// Replicas `role` of `app` should have: the `gaia scale` override when set, else the
+// workload's count.
+int desired_replicas(const AppRecord& app, const Role& role);
+
 // What the controllers observe about an app, kept apart from its spec under
 // status/apps/<tenant>/<name>: an observation rewrites this small key, never the app
 // record with its rendered document.
@@ -111,6 +115,10 @@ struct ClusterState {
   int64_t seq = 0;           // Last event sequence number.
   int64_t seq_revision = 0;  // mod_revision of the sequence key (0: never written).
   int64_t revision = 0;      // Store revision the state was read at.
+  // The sequence the app summaries were kept at (meta/apps_summary, lib/app_summary.hpp;
+  // -1: never) and that key's mod_revision (0: absent).
+  int64_t apps_summary_seq = -1;
+  int64_t apps_summary_revision = 0;
   // Tunables kept in the store by name (keys settings/<name>), e.g. controller_options.
   std::map<std::string, nlohmann::json> settings;
   std::map<std::string, Heartbeat> heartbeats;  // Node -> its agent's last beat.

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <set>
 #include <type_traits>
 
+#include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
 
@@ -140,6 +142,13 @@ Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order) {
       return fail(corrupt(key, e));
     }
     st.seq_revision = kv.mod_revision;
+  } else if (key == keys::k_apps_summary_marker) {
+    // Derived bookkeeping: an unreadable marker only means the summaries are written
+    // again by the next commit.
+    int64_t v = -1;
+    auto [end, ec] = std::from_chars(kv.value.data(), kv.value.data() + kv.value.size(), v);
+    st.apps_summary_seq = ec == std::errc() && end == kv.value.data() + kv.value.size() ? v : -1;
+    st.apps_summary_revision = kv.mod_revision;
   } else if (key == keys::k_profile) {
     auto p = decode<SchedulerProfile>(kv);
     if (!p) return fail(p.error());
@@ -186,6 +195,9 @@ void apply_delete(ClusterState& st, std::string_view key) {
   } else if (key == keys::k_seq) {
     st.seq = 0;
     st.seq_revision = 0;
+  } else if (key == keys::k_apps_summary_marker) {
+    st.apps_summary_seq = -1;
+    st.apps_summary_revision = 0;
   } else if (key == keys::k_profile) {
     st.snapshot.profile = SchedulerProfile{};
   } else if (key.starts_with(k_settings)) {

@@ -9,6 +9,8 @@
 #include <ctime>
 #include <deque>
 
+#include "lib/app_summary.hpp"
+
 namespace gaia {
 
 namespace {
@@ -258,6 +260,13 @@ Result<RetentionChange> set_event_retention(State& state, int64_t retention, con
     txn.puts.push_back({keys::k_event_retention, std::to_string(retention)});
     txn.puts.push_back({gaia::keys::event(e.seq), nlohmann::json(e).dump()});
     txn.puts.push_back({gaia::keys::k_seq, std::to_string(e.seq)});
+    // The app summaries stay kept across this commit, which changes no app: the marker
+    // moves with the sequence when it was at the sequence (lib/app_summary.hpp).
+    auto marker = store.get(gaia::keys::k_apps_summary_marker);
+    if (!marker) return fail(marker.error().to_diagnostic());
+    txn.compares.push_back({gaia::keys::k_apps_summary_marker, *marker ? (*marker)->mod_revision : 0});
+    if (*marker && *seq_kv && (*marker)->value == (*seq_kv)->value)
+      txn.puts.push_back({gaia::keys::k_apps_summary_marker, std::to_string(e.seq)});
     auto r = store.txn(txn);
     if (!r) return fail(r.error().to_diagnostic());
     if (r->succeeded) return change;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "lib/app_summary.hpp"
 #include "lib/hash.hpp"
 #include "lib/state.hpp"
 #include "lib/state_apply.hpp"
@@ -83,6 +84,11 @@ std::optional<std::string> record_problem(const KeyValue& kv) {
     return applied.error().empty() ? std::string("cannot be decoded") : applied.error().front().message;
   }
   if (starts(key, "status/apps/")) return decode_problem<AppStatus>(kv);
+  if (starts(key, keys::k_app_summaries)) {
+    auto s = decode_app_summary(kv);
+    if (!s) return s.error().empty() ? std::string("cannot be decoded") : s.error().front().message;
+    return std::nullopt;
+  }
   if (starts(key, "events/")) return decode_problem<TimelineEvent>(kv);
   if (key == keys::k_event_retention) {
     auto n = integer(kv.value);
@@ -152,6 +158,11 @@ Result<std::optional<std::string>> quarantine_record(Store& store, const BadReco
   } else {
     txn.deletes.push_back({bad.key});
   }
+  // The app summaries were counted with the record as it was: without the marker, the
+  // next commit writes every summary again (lib/app_summary.hpp).
+  if (starts(bad.key, "apps/") || starts(bad.key, "status/apps/") || starts(bad.key, "instances/") ||
+      starts(bad.key, keys::k_app_summaries))
+    txn.deletes.push_back({keys::k_apps_summary_marker});
   auto done = store.txn(txn);
   if (!done) return fail(done.error().to_diagnostic());
   if (!done->succeeded) return std::optional<std::string>();
