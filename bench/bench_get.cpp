@@ -7,7 +7,9 @@
 //                the full load of the cluster with the per-app count the command made
 //                before (every instance decoded, and scanned once per app), and
 //                State::load_apps (apps and per-app serving counts only). Both must give
-//                the same counts. Last, the real `gaia get apps` binary on that store
+//                the same counts. Then the app summaries the fill's commits kept, which a
+//                table now reads (lib/app_summary.hpp): they must say the same. Last, the
+//                real `gaia get apps` binary on that store
 //                (XDG_STATE_HOME pointed at it), wall time and the child's peak RSS;
 //                with GAIA_BENCH_BASELINE_CLI=PATH, also that binary (an earlier build)
 //                in the same run, and whether it printed the same text.
@@ -24,6 +26,7 @@
 #include "bench/child.hpp"
 #include "cli/cluster_view.hpp"
 #include "controllers/submit.hpp"
+#include "lib/app_summary.hpp"
 #include "lib/clock.hpp"
 #include "lib/state.hpp"
 #include "store/sqlite_store.hpp"
@@ -174,6 +177,24 @@ Figures run_get_apps_10k() {
   int serving = 0;
   for (const auto& [id, n] : apps_counts) serving += n;
 
+  // What a table reads since the summaries: one record per app, kept by the commits
+  // (lib/app_summary.hpp). They must say what the apps and instances say.
+  std::vector<double> summaries_ms;
+  std::vector<AppSummary> summaries;
+  for (int k = 0; k < 10; ++k)
+    summaries_ms.push_back(time_ms([&] {
+      auto store = open_home_store(home_dir);
+      auto read = check(read_app_summaries(*store, ""), "summaries read");
+      if (!read) throw std::runtime_error("the fill's commits did not keep the app summaries");
+      summaries = std::move(*read);
+    }));
+  {
+    auto store = open_home_store(home_dir);
+    State state(*store, clock);
+    if (nlohmann::json(summaries) != nlohmann::json(app_summaries_of(check(state.load_apps(), "apps load"))))
+      throw std::runtime_error("the app summaries differ from the apps and their instances");
+  }
+
   // The real command, as a user runs it: a new process on the default context.
   std::vector<double> cli_ms;
   double cli_rss = -1;
@@ -196,6 +217,7 @@ Figures run_get_apps_10k() {
   f["fill_ms"] = round3(fill_ms);
   add_latency(f, full_ms, "full_load_counts_");
   add_latency(f, apps_ms, "load_apps_");
+  add_latency(f, summaries_ms, "read_summaries_");
   add_latency(f, cli_ms, "cli_get_apps_");
   f["cli_get_apps_peak_rss_mb"] = cli_rss;
   if (!baseline_ms.empty()) {

@@ -9,6 +9,8 @@
 #include <regex>
 #include <thread>
 
+#include "lib/state.hpp"
+#include "store/sqlite_store.hpp"
 #include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
@@ -219,4 +221,54 @@ TEST_CASE("get apps counts serving instances per app, the same with and without 
     };
     CHECK(without_age(ok(s, once).out) == without_age(ok(s, watched).out));
   }
+}
+
+TEST_CASE("get apps prints from the summaries commits keep, and from the apps when a writer did not keep them",
+          "[e2e][get]") {
+  Scratch s;
+  ok(s, {"cluster", "create", "--nodes", "1", "--cpu", "2", "--memory", "32Gi"});
+  write_app(s, "base", "base", "1.0.0");
+  write_app(s, "top", "top", "1.0.0", k_needs_base);
+  ok(s, {"submit", "top"});
+  s.gaia({"scale", "top", "--replicas", "3"});
+  const std::string store = (s.dir() / "state" / "gaia" / "gaia.db").string();
+  auto without_age = [](const std::string& text) { return std::regex_replace(text, std::regex(R"(\b[0-9]+s\b)"), "AGE"); };
+  const std::vector<std::vector<std::string>> forms = {{}, {"-o", "wide"}, {"-A"}, {"-l", "app=top"}, {"top"}};
+  std::vector<std::string> kept;
+  for (const auto& args : forms) {
+    std::vector<std::string> cmd = {"-v", "get", "apps"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    auto r = ok(s, cmd);
+    CHECK_THAT(r.err, Catch::Contains("get apps: 2 app summaries"));
+    kept.push_back(without_age(r.out));
+  }
+  CHECK_THAT(kept[0], Catch::Contains("1/3"));
+
+  // An older gaia commits without keeping them: the sequence moves, the marker does not.
+  {
+    auto st = gaia::SqliteStore::open(store);
+    REQUIRE(st);
+    auto seq = (*st)->get(gaia::keys::k_seq);
+    REQUIRE(seq);
+    REQUIRE(*seq);
+    gaia::Txn old;
+    old.compares.push_back({gaia::keys::k_seq, (*seq)->mod_revision});
+    old.puts.push_back({gaia::keys::k_seq, std::to_string(std::stoll((*seq)->value) + 1)});
+    auto wrote = (*st)->txn(old);
+    REQUIRE(wrote);
+    REQUIRE(wrote->succeeded);
+  }
+  for (size_t k = 0; k < forms.size(); ++k) {
+    std::vector<std::string> cmd = {"-v", "get", "apps"};
+    cmd.insert(cmd.end(), forms[k].begin(), forms[k].end());
+    auto r = ok(s, cmd);
+    INFO(fmt::format("{}", fmt::join(cmd, " ")));
+    CHECK_THAT(r.err, Catch::Contains("summaries not kept yet; reading the apps"));
+    CHECK(without_age(r.out) == kept[k]);
+  }
+  // The next commit writes them all again.
+  ok(s, {"node", "label", "node-1", "disk=ssd"});
+  auto r = ok(s, {"-v", "get", "apps"});
+  CHECK_THAT(r.err, Catch::Contains("get apps: 2 app summaries"));
+  CHECK(without_age(r.out) == kept[0]);
 }

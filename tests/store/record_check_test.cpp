@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/app_summary.hpp"
 #include "lib/clock.hpp"
 #include "lib/codec.hpp"
 #include "lib/hash.hpp"
@@ -163,4 +164,56 @@ TEST_CASE("record check: a damaged timeline sequence is rebuilt from the newest 
   REQUIRE(events->size() == 4);
   CHECK(events->back().seq == 4);
   CHECK(events->front().message == "event 0");
+}
+
+TEST_CASE("record check: app summaries are checked, and a quarantine of what they count leaves them unkept",
+          "[store][check]") {
+  auto store = memory();
+  commit_cluster(*store);
+  SystemClock clock;
+  State state(*store, clock);
+  AppRecord web;
+  web.tenant = "default";
+  web.name = "web";
+  Role role;
+  role.name = "web";
+  role.replicas = 1;
+  web.workload.roles.push_back(role);
+  auto added = state.update("op-test", [&](const ClusterState&, Batch& b) -> Result<void> {
+    b.put_apps.push_back(web);
+    return {};
+  });
+  REQUIRE(added);
+  auto kept = read_app_summaries(*store, "");
+  REQUIRE(kept);
+  REQUIRE(*kept);
+  REQUIRE((*kept)->size() == 1);
+  CHECK_FALSE(record_problem(kv(keys::app_summary("default", "web"), nlohmann::json((*kept)->front()).dump())));
+  CHECK(record_problem(kv(keys::app_summary("default", "web"), "{\"tenant\": 1}")));
+
+  // The instance turns to garbage behind gaia's back; set aside, it no longer counts,
+  // so the summaries that counted it are no longer read until a commit writes them.
+  auto st = state.load();
+  REQUIRE(st);
+  REQUIRE(st->snapshot.instances.size() == 1);
+  REQUIRE(store->put("instances/" + st->snapshot.instances.front().key(), "{garbage"));
+  auto scan = find_bad_records(*store);
+  REQUIRE(scan);
+  REQUIRE(scan->bad.size() == 1);
+  auto moved = quarantine_record(*store, scan->bad.front());
+  REQUIRE(moved);
+  REQUIRE(moved->has_value());
+  auto after = read_app_summaries(*store, "");
+  REQUIRE(after);
+  CHECK_FALSE(*after);
+  auto tick = state.update("op-test", [](const ClusterState&, Batch& b) -> Result<void> {
+    b.event("Tick", "nothing");
+    return {};
+  });
+  REQUIRE(tick);
+  auto again = read_app_summaries(*store, "");
+  REQUIRE(again);
+  REQUIRE(*again);
+  REQUIRE((*again)->size() == 1);
+  CHECK((*again)->front().serving == 0);
 }
