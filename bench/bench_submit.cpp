@@ -32,6 +32,7 @@
 #include "lib/clock.hpp"
 #include "lib/hash.hpp"
 #include "store/sqlite_store.hpp"
+#include "lib/app_summary.hpp"
 #include "lib/state.hpp"
 
 namespace gaia::bench {
@@ -85,6 +86,12 @@ void place_stream(Store& store, State& state, ClusterState& current, std::vector
       if (!seq || !*seq) throw std::runtime_error("the sequence key is missing after a commit");
       current.seq_revision = (*seq)->mod_revision;
       current.revision = (*seq)->mod_revision;
+      // And the app summaries' marker the commit moved with it (lib/app_summary.hpp).
+      auto marker = store.get(keys::k_apps_summary_marker);
+      if (!marker || !*marker) throw std::runtime_error("the app summaries' marker is missing after a commit");
+      current.apps_summary_seq = std::stoll((*marker)->value);
+      current.apps_summary_revision = (*marker)->mod_revision;
+      current.revision = std::max(current.revision, (*marker)->mod_revision);
     });
     each(out, step);
   }

@@ -151,19 +151,40 @@ void add_summary_writes(const ClusterState& base, const Batch& batch, const std:
     // The instances this batch replaces or deletes count before it, not after.
     std::unordered_set<std::string> replaced(batch.delete_instances.begin(), batch.delete_instances.end());
     for (const auto& i : batch.put_instances) replaced.insert(i.key());
+    // A commit usually touches a few apps, and this pass visits every instance: a few
+    // comparisons of the names beat building and hashing an id per instance.
+    struct Few {
+      std::string_view tenant, app;
+      Counts* counts;
+    };
+    std::vector<Few> few;
+    if (touched.size() <= 8)
+      for (auto& [id, counts] : touched) {
+        size_t slash = id.find('/');
+        few.push_back({std::string_view(id).substr(0, slash), std::string_view(id).substr(slash + 1), &counts});
+      }
     std::string id, key;
     for (const auto& i : base.snapshot.instances) {
-      id.assign(i.tenant).append("/").append(i.app);
-      auto it = touched.find(id);
-      if (it == touched.end()) continue;
+      Counts* counts = nullptr;
+      if (!few.empty()) {
+        for (const Few& f : few)
+          if (f.app == i.app && f.tenant == i.tenant) {
+            counts = f.counts;
+            break;
+          }
+      } else {
+        id.assign(i.tenant).append("/").append(i.app);
+        if (auto it = touched.find(id); it != touched.end()) counts = &it->second;
+      }
+      if (!counts) continue;
       const int s = serving(i) ? 1 : 0;
-      it->second.before += s;
+      counts->before += s;
       if (!replaced.empty()) {
         key.clear();
         i.key_into(key);
         if (replaced.count(key)) continue;
       }
-      it->second.after += s;
+      counts->after += s;
     }
     for (const auto& i : batch.put_instances)
       if (serving(i)) ++touched[i.tenant + "/" + i.app].after;
