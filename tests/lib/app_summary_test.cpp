@@ -150,6 +150,41 @@ void check_random_commits(Store& store, unsigned seed, int steps) {
   }
 }
 
+// A memory store after `steps` random commits.
+struct Committed {
+  std::unique_ptr<Store> memory = MemoryStore::open();
+  Store& store = *memory;
+  SystemClock clock;
+  State state{store, clock};
+  std::mt19937 rng;
+
+  Committed(unsigned seed, int steps) : rng(seed) {
+    for (int k = 0; k < steps; ++k) random_step(state, rng);
+  }
+
+  // What the summaries say, which must be kept.
+  std::vector<AppSummary> kept() {
+    auto read = read_app_summaries(store, "");
+    REQUIRE(read);
+    REQUIRE(*read);
+    return **read;
+  }
+
+  bool not_kept() {
+    auto read = read_app_summaries(store, "");
+    REQUIRE(read);
+    return !read->has_value();
+  }
+
+  void tick() {
+    auto done = state.update("op-test", [](const ClusterState&, Batch& b) -> Result<void> {
+      b.event("Tick", "nothing");
+      return {};
+    });
+    REQUIRE(done);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("app summaries hold what the apps and instances say after random commits (memory)") {
@@ -176,103 +211,63 @@ TEST_CASE("app summaries hold what the apps and instances say after random commi
 }
 
 TEST_CASE("summaries a writer did not keep are not read, and the next commit writes them all again") {
-  auto memory = MemoryStore::open();
-  Store& store = *memory;
-  SystemClock clock;
-  State state(store, clock);
-  std::mt19937 rng(5);
-  for (int k = 0; k < 30; ++k) random_step(state, rng);
-  auto before = read_app_summaries(store, "");
-  REQUIRE(before);
-  REQUIRE(*before);
-  REQUIRE(!(*before)->empty());
+  Committed c(5, 30);
+  REQUIRE(!c.kept().empty());
 
   // An older gaia commits as this one does, guarded by the sequence, but writes no
   // summary: here it deletes an app (its summary stays behind) and adds another.
-  auto st = state.load();
+  auto st = c.state.load();
   REQUIRE(st);
   const AppRecord& gone = st->apps.begin()->second;
   Txn old;
   old.compares.push_back({keys::k_seq, st->seq_revision});
   old.deletes.push_back({keys::app(gone.tenant, gone.name)});
   old.deletes.push_back({keys::app_status(gone.tenant, gone.name)});
-  AppRecord added = summary_app("default", "added-by-old", rng);
+  AppRecord added = summary_app("default", "added-by-old", c.rng);
   old.puts.push_back({keys::app(added.tenant, added.name), nlohmann::json(added).dump()});
   old.puts.push_back({keys::k_seq, std::to_string(st->seq + 1)});
-  auto wrote = store.txn(old);
+  auto wrote = c.store.txn(old);
   REQUIRE(wrote);
   REQUIRE(wrote->succeeded);
-
-  auto stale = read_app_summaries(store, "");
-  REQUIRE(stale);
-  CHECK_FALSE(*stale);  // Readers take the full path.
+  CHECK(c.not_kept());  // Readers take the full path.
 
   // Any commit, even one that touches no app, writes every summary again and deletes
   // the one of the app that is gone.
-  auto tick = state.update("op-test", [](const ClusterState&, Batch& b) -> Result<void> {
-    b.event("Tick", "nothing");
-    return {};
-  });
-  REQUIRE(tick);
-  auto repaired = read_app_summaries(store, "");
-  REQUIRE(repaired);
-  REQUIRE(*repaired);
-  CHECK(dump(*repaired) == dump(expected(state, "")));
-  auto leftover = store.get(keys::app_summary(gone.tenant, gone.name));
+  c.tick();
+  CHECK(dump(c.kept()) == dump(expected(c.state, "")));
+  auto leftover = c.store.get(keys::app_summary(gone.tenant, gone.name));
   REQUIRE(leftover);
   CHECK_FALSE(*leftover);
 }
 
 TEST_CASE("a commit racing a marker delete conflicts instead of calling stale summaries kept") {
-  auto memory = MemoryStore::open();
-  Store& store = *memory;
-  SystemClock clock;
-  State state(store, clock);
-  std::mt19937 rng(9);
-  for (int k = 0; k < 10; ++k) random_step(state, rng);
-  auto base = state.load();
+  Committed c(9, 10);
+  auto base = c.state.load();
   REQUIRE(base);
   // What a quarantine does beside moving its record: the marker goes, the sequence stays.
-  REQUIRE(store.del(keys::k_apps_summary_marker));
+  REQUIRE(c.store.del(keys::k_apps_summary_marker));
   Batch b;
   b.event("Tick", "nothing");
-  auto committed = state.commit(*base, b, "op-test");
+  auto committed = c.state.commit(*base, b, "op-test");
   REQUIRE(committed);
   CHECK_FALSE(*committed);
-  auto read = read_app_summaries(store, "");
-  REQUIRE(read);
-  CHECK_FALSE(*read);
+  CHECK(c.not_kept());
 }
 
 TEST_CASE("a change of event retention keeps the summaries kept") {
-  auto memory = MemoryStore::open();
-  Store& store = *memory;
-  SystemClock clock;
-  State state(store, clock);
-  std::mt19937 rng(13);
-  for (int k = 0; k < 10; ++k) random_step(state, rng);
-  REQUIRE(set_event_retention(state, 5, "op-test"));
-  auto read = read_app_summaries(store, "");
-  REQUIRE(read);
-  REQUIRE(*read);
-  CHECK(dump(*read) == dump(expected(state, "")));
+  Committed c(13, 10);
+  REQUIRE(set_event_retention(c.state, 5, "op-test"));
+  CHECK(dump(c.kept()) == dump(expected(c.state, "")));
 }
 
 TEST_CASE("a summary record that does not decode sends readers to the apps") {
-  auto memory = MemoryStore::open();
-  Store& store = *memory;
-  SystemClock clock;
-  State state(store, clock);
-  std::mt19937 rng(17);
-  for (int k = 0; k < 10; ++k) random_step(state, rng);
-  auto st = state.load();
+  Committed c(17, 10);
+  auto st = c.state.load();
   REQUIRE(st);
   REQUIRE(!st->apps.empty());
   const AppRecord& a = st->apps.begin()->second;
-  REQUIRE(store.put(keys::app_summary(a.tenant, a.name), "{not json"));
-  auto read = read_app_summaries(store, "");
-  REQUIRE(read);
-  CHECK_FALSE(*read);
+  REQUIRE(c.store.put(keys::app_summary(a.tenant, a.name), "{not json"));
+  CHECK(c.not_kept());
   auto bad = decode_app_summary(KeyValue{keys::app_summary(a.tenant, a.name), "{not json"});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().front().path == keys::app_summary(a.tenant, a.name));
