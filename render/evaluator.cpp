@@ -17,6 +17,7 @@ extern "C" {
 
 #include "lib/hash.hpp"
 #include "render/embedded.hpp"
+#include "render/import_scan.hpp"
 #include "render/json_fields.hpp"
 #include "render/overrides.hpp"
 #include "render/sandbox.hpp"
@@ -308,6 +309,111 @@ Diagnostic jsonnet_error_to_diagnostic(std::string_view message, const std::stri
   return d;
 }
 
+namespace {
+
+// The binding a folded file gets (see fold_render): no user writes such a name, and a
+// file that does is not folded.
+constexpr std::string_view k_fold_prefix = "__gaia_i";
+
+std::string fold_binding(size_t id) { return fmt::format("{}{}", k_fold_prefix, id); }
+
+// Tells the render which file it evaluates, as the import callback does when main.jsonnet
+// is imported; the folded evaluation calls it just before main.jsonnet's value is needed.
+JsonnetJsonValue* native_phase(void* ctx, const JsonnetJsonValue* const*, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  if (c->phase != c->main_shown) {
+    c->phase = c->main_shown;
+    if (c->progress && *c->progress) (*c->progress)(c->main_shown);
+  }
+  *success = 1;
+  return jsonnet_json_make_bool(c->vm, 1);
+}
+
+// config.jsonnet, main.jsonnet and every file they import, folded into one text: each
+// file becomes a binding of one `local` (so they may refer to each other, as imports
+// may), and each `import "path"` the binding of the file it resolves to, found by the
+// render's own resolver. libjsonnet then parses its standard library once per render
+// instead of once per file. Nothing when a file holds what the folding does not handle
+// (render/import_scan.hpp), names std.thisFile (its value would change), already uses
+// the binding names, or imports a file that does not resolve (evaluated lazily, it
+// might never be needed): the render then evaluates the files one by one.
+struct Folded {
+  std::string bindings;  // "local a = (...), b = (...);\n"
+  std::string config_ref, main_ref;
+};
+
+std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& config_file, const std::string& main_file) {
+  std::map<std::string, size_t> ids;  // Resolved path -> binding.
+  std::vector<std::pair<std::string, std::string>> files;  // (path, content), by id.
+  std::vector<std::string> bodies;
+  auto add = [&](ImportResolver::Found found) {
+    auto [it, inserted] = ids.try_emplace(found.path, files.size());
+    if (inserted) files.emplace_back(std::move(found.path), std::move(found.content));
+    return it->second;
+  };
+  auto root = [&](const std::string& path) -> std::optional<size_t> {
+    auto found = resolver.resolve("", path);
+    if (!found) return std::nullopt;
+    return add(std::move(*found));
+  };
+  auto config_id = root(config_file);
+  auto main_id = root(main_file);
+  if (!config_id || !main_id) return std::nullopt;
+  for (size_t k = 0; k < files.size(); ++k) {
+    // Copies: add() may grow `files`.
+    const std::string path = files[k].first;
+    const std::string text = files[k].second;
+    if (text.find(k_fold_prefix) != std::string::npos || text.find("thisFile") != std::string::npos) return std::nullopt;
+    auto sites = render::scan_imports(text);
+    if (!sites) return std::nullopt;
+    // libjsonnet resolves an import from the directory of the file that imports it.
+    const size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+    std::string body;
+    size_t at = 0;
+    for (const auto& site : *sites) {
+      auto found = resolver.resolve(base, site.path);
+      if (!found) return std::nullopt;
+      body.append(text, at, site.begin - at);
+      body += fold_binding(add(std::move(*found)));
+      at = site.end;
+    }
+    body.append(text, at, std::string::npos);
+    bodies.push_back(std::move(body));
+  }
+  Folded out;
+  out.bindings = "local ";
+  for (size_t k = 0; k < bodies.size(); ++k)
+    out.bindings += fmt::format("{}{} = (\n{}\n)", k ? ",\n" : "", fold_binding(k), bodies[k]);
+  out.bindings += ";\n";
+  out.config_ref = fold_binding(*config_id);
+  out.main_ref = fmt::format("(if std.native('gaia_phase')() then {} else null)", fold_binding(*main_id));
+  return out;
+}
+
+// One evaluation's VM, import resolver and context.
+struct Evaluation {
+  ImportResolver resolver;
+  Vm vm;
+  VmContext ctx;
+
+  Evaluation(const fs::path& dir, const EvalInput& in, const ConfigSnapshot& config) : resolver(dir, in.jpaths) {
+    ctx.vm = vm.get();
+    ctx.resolver = &resolver;
+    ctx.config = &config;
+    jsonnet_max_stack(vm.get(), in.max_stack);
+    jsonnet_import_callback(vm.get(), import_callback, &ctx);
+    static const char* const config_params[] = {"key", "default_json", nullptr};
+    static const char* const label_params[] = {"kind", "name", "key", "default_json", nullptr};
+    static const char* const no_params[] = {nullptr};
+    jsonnet_native_callback(vm.get(), "gaia_config", native_config, &ctx, config_params);
+    jsonnet_native_callback(vm.get(), "gaia_label", native_label, &ctx, label_params);
+    jsonnet_native_callback(vm.get(), "gaia_phase", native_phase, &ctx, no_params);
+  }
+};
+
+}  // namespace
+
 Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<void(std::string_view)>& progress) {
   // Jsonnet reports the canonical paths the import callback gave it; display_path maps
   // them back, so the app dir must be canonical too.
@@ -318,19 +424,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   const std::string config_shown = display_path(config_file, app_dir, in.display_dir);
   const std::string main_shown = display_path(main_file, app_dir, in.display_dir);
   static const ConfigSnapshot empty_snapshot;
-
-  ImportResolver resolver(dir, in.jpaths);
-  Vm vm;
-  VmContext ctx;
-  ctx.vm = vm.get();
-  ctx.resolver = &resolver;
-  ctx.config = in.config ? in.config : &empty_snapshot;
-  jsonnet_max_stack(vm.get(), in.max_stack);
-  jsonnet_import_callback(vm.get(), import_callback, &ctx);
-  static const char* const config_params[] = {"key", "default_json", nullptr};
-  static const char* const label_params[] = {"kind", "name", "key", "default_json", nullptr};
-  jsonnet_native_callback(vm.get(), "gaia_config", native_config, &ctx, config_params);
-  jsonnet_native_callback(vm.get(), "gaia_label", native_label, &ctx, label_params);
+  const ConfigSnapshot& config = in.config ? *in.config : empty_snapshot;
 
   // One evaluation for the whole render: libjsonnet 0.18 re-reads its standard library
   // for every evaluation and every file, which costs far more than the templates. The wrapper
@@ -341,42 +435,70 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   // into plain data before the overrides are merged, as the documentation promises.
   // Both files are imported so the same path rules apply to them as to any file, and
   // the wrapper's own frames are skipped when locating errors.
-  ctx.phase = config_shown;
-  ctx.main_file = canonical_or_self(main_file).string();
-  ctx.main_shown = main_shown;
-  ctx.progress = &progress;
-  if (progress) progress(config_shown);
+  //
   // The arguments are JSON literals in the wrapper's text rather than top-level
   // arguments: libjsonnet 0.18 parses its standard library again for every top-level
   // argument, as for every file.
-  const std::string wrapper = fmt::format(
-      "local overrides = {};\n"
-      "local deps = {};\n"
-      "local app = {};\n"
-      "local config0 = import {};\n"
-      "local merge(a, b) =\n"
-      "  if std.isObject(a) && std.isObject(b) then\n"
-      "    a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
-      "  else b;\n"
-      "if !std.isObject(config0) then {{ config_type: std.type(config0) }}\n"
-      "else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
-      "  {{ config_keys: std.objectFields(config0) }}\n"
-      "else\n"
-      "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
-      "  {{\n"
-      "    config: config,\n"
-      "    main: {}"
-      "    }}\n",
-      detail::json_compact(in.overrides.is_object() ? in.overrides : json::object()), detail::json_compact(in.deps), detail::json_compact(in.app),
-      jsonnet_string_literal(config_file),
-      in.config_only ? std::string("null,\n")
-                     : fmt::format("local main = import {};\n"
-                                   "      if !std.isFunction(main) then\n"
-                                   "        error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + "
-                                   "std.type(main)\n"
-                                   "      else main(config, deps, app),\n",
-                                   jsonnet_string_literal(main_file)));
-  auto [ok, text] = vm.eval(k_wrapper, wrapper);
+  auto wrapper = [&](const std::string& prelude, const std::string& config_ref, const std::string& main_ref) {
+    return fmt::format(
+        "{}"
+        "local overrides = {};\n"
+        "local deps = {};\n"
+        "local app = {};\n"
+        "local config0 = {};\n"
+        "local merge(a, b) =\n"
+        "  if std.isObject(a) && std.isObject(b) then\n"
+        "    a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
+        "  else b;\n"
+        "if !std.isObject(config0) then {{ config_type: std.type(config0) }}\n"
+        "else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
+        "  {{ config_keys: std.objectFields(config0) }}\n"
+        "else\n"
+        "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
+        "  {{\n"
+        "    config: config,\n"
+        "    main: {}"
+        "    }}\n",
+        prelude, detail::json_compact(in.overrides.is_object() ? in.overrides : json::object()),
+        detail::json_compact(in.deps), detail::json_compact(in.app), config_ref,
+        in.config_only ? std::string("null,\n")
+                       : fmt::format("local main = {};\n"
+                                     "      if !std.isFunction(main) then\n"
+                                     "        error 'main.jsonnet must evaluate to a function(config, deps, app), not ' + "
+                                     "std.type(main)\n"
+                                     "      else main(config, deps, app),\n",
+                                     main_ref));
+  };
+  auto start = [&](Evaluation& e) {
+    e.ctx.phase = config_shown;
+    e.ctx.main_file = canonical_or_self(main_file).string();
+    e.ctx.main_shown = main_shown;
+    e.ctx.progress = &progress;
+    if (progress) progress(config_shown);
+  };
+
+  // First with every file folded into the wrapper (one parse of the standard library,
+  // not one per file); when that cannot be done or fails in any way, the files are
+  // evaluated one by one, as they always were, so every error reads as it always did.
+  auto folded_eval = std::make_unique<Evaluation>(dir, in, config);
+  std::unique_ptr<Evaluation> used;
+  bool ok = false;
+  std::string text;
+  if (auto folded = in.fold ? fold_render(folded_eval->resolver, config_file, main_file) : std::nullopt) {
+    start(*folded_eval);
+    std::tie(ok, text) = folded_eval->vm.eval(k_wrapper, wrapper(folded->bindings, folded->config_ref, folded->main_ref));
+    if (ok) used = std::move(folded_eval);
+  }
+  const bool folded = ok;
+  if (!ok) {
+    folded_eval.reset();
+    used = std::make_unique<Evaluation>(dir, in, config);
+    start(*used);
+    std::tie(ok, text) = used->vm.eval(
+        k_wrapper, wrapper("", "import " + jsonnet_string_literal(config_file), "import " + jsonnet_string_literal(main_file)));
+  }
+  VmContext& ctx = used->ctx;
+  ImportResolver& resolver = used->resolver;
   if (!ok) return fail(jsonnet_error_to_diagnostic(text, app_dir, in.display_dir, ctx.phase));
   if (text.size() > in.max_output_bytes) {
     return fail(Diagnostic{{ctx.phase}, "", fmt::format("output exceeds {} ({})", format_byte_size(in.max_output_bytes), ctx.phase),
@@ -408,6 +530,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   ctx.reads.erase(std::unique(ctx.reads.begin(), ctx.reads.end()), ctx.reads.end());
   out.raw.reads = std::move(ctx.reads);
   out.external = resolver.external();
+  out.folded = folded;
   return out;
 }
 

@@ -45,11 +45,17 @@ struct EvalInput {
   // Evaluate config.jsonnet (with the overrides) only; main.jsonnet is not imported and
   // the raw `main` is null. For the conditions of dependencies, decided before a render.
   bool config_only = false;
+  // Try the files folded into one evaluation first (EvalOutput::folded). Off only where
+  // the tests compare both ways.
+  bool fold = true;
 };
 
 struct EvalOutput {
   RawRender raw;
   std::vector<ExternalFile> external;  // Sorted by path.
+  // Whether the render's files were folded into one evaluation (one parse of the
+  // standard library) rather than evaluated one by one; the output is the same.
+  bool folded = false;
 };
 
 // `progress` is told the display name of each file as its evaluation starts.
