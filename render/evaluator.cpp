@@ -7,6 +7,7 @@ extern "C" {
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -133,6 +134,11 @@ struct VmContext {
   std::string main_file;  // Canonical; importing it switches the phase.
   std::string main_shown;
   const std::function<void(std::string_view)>* progress = nullptr;
+  // The imports of a folded evaluation (see fold_render), as (base, path), and which of
+  // them were evaluated: each is resolved by `resolver` when first evaluated, as the
+  // import callback would have been called, so it records the same outside files.
+  std::vector<std::pair<std::string, std::string>> fold_sites;
+  std::vector<bool> fold_resolved;
 };
 
 char* dup_for_vm(JsonnetVm* vm, std::string_view s) {
@@ -329,6 +335,22 @@ JsonnetJsonValue* native_phase(void* ctx, const JsonnetJsonValue* const*, int* s
   return jsonnet_json_make_bool(c->vm, 1);
 }
 
+// Where a folded file had `import 'path'`: the file that path resolves to is needed now.
+JsonnetJsonValue* native_import(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  double site = 0;
+  if (!jsonnet_json_extract_number(c->vm, argv[0], &site) || site < 0 ||
+      static_cast<size_t>(site) >= c->fold_sites.size())
+    return native_error(c, success, "internal error: unknown folded import");
+  const size_t k = static_cast<size_t>(site);
+  if (!c->fold_resolved[k]) {
+    c->fold_resolved[k] = true;
+    (void)c->resolver->resolve(c->fold_sites[k].first, c->fold_sites[k].second);
+  }
+  *success = 1;
+  return jsonnet_json_make_bool(c->vm, 1);
+}
+
 // config.jsonnet, main.jsonnet and every file they import, folded into one text: each
 // file becomes a binding of one `local` (so they may refer to each other, as imports
 // may), and each `import "path"` the binding of the file it resolves to, found by the
@@ -337,12 +359,21 @@ JsonnetJsonValue* native_phase(void* ctx, const JsonnetJsonValue* const*, int* s
 // (render/import_scan.hpp), names std.thisFile (its value would change), already uses
 // the binding names, or imports a file that does not resolve (evaluated lazily, it
 // might never be needed): the render then evaluates the files one by one.
+//
+// The files are found with a resolver of their own (`scratch`), since an import that is
+// never evaluated must not count as a file the render read: each import becomes
+// `(if std.native('gaia_import')(K) then BINDING else null)`, which resolves import K
+// with the render's resolver when it is evaluated (native_import).
 struct Folded {
   std::string bindings;  // "local a = (...), b = (...);\n"
   std::string config_ref, main_ref;
+  std::vector<std::pair<std::string, std::string>> sites;  // (base, path) by K.
 };
 
-std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& config_file, const std::string& main_file) {
+std::optional<Folded> fold_render(ImportResolver& scratch, const std::string& config_file, const std::string& main_file,
+                                  bool config_only) {
+  ImportResolver& resolver = scratch;
+  Folded out;
   std::map<std::string, size_t> ids;  // Resolved path -> binding.
   std::vector<std::pair<std::string, std::string>> files;  // (path, content), by id.
   std::vector<std::string> bodies;
@@ -357,7 +388,7 @@ std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& c
     return add(std::move(*found));
   };
   auto config_id = root(config_file);
-  auto main_id = root(main_file);
+  auto main_id = config_only ? std::optional<size_t>(0) : root(main_file);
   if (!config_id || !main_id) return std::nullopt;
   for (size_t k = 0; k < files.size(); ++k) {
     // Copies: add() may grow `files`.
@@ -375,13 +406,14 @@ std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& c
       auto found = resolver.resolve(base, site.path);
       if (!found) return std::nullopt;
       body.append(text, at, site.begin - at);
-      body += fold_binding(add(std::move(*found)));
+      body += fmt::format("(if std.native('gaia_import')({}) then {} else null)", out.sites.size(),
+                          fold_binding(add(std::move(*found))));
+      out.sites.emplace_back(base, site.path);
       at = site.end;
     }
     body.append(text, at, std::string::npos);
     bodies.push_back(std::move(body));
   }
-  Folded out;
   out.bindings = "local ";
   for (size_t k = 0; k < bodies.size(); ++k)
     out.bindings += fmt::format("{}{} = (\n{}\n)", k ? ",\n" : "", fold_binding(k), bodies[k]);
@@ -406,9 +438,11 @@ struct Evaluation {
     static const char* const config_params[] = {"key", "default_json", nullptr};
     static const char* const label_params[] = {"kind", "name", "key", "default_json", nullptr};
     static const char* const no_params[] = {nullptr};
+    static const char* const site_params[] = {"site", nullptr};
     jsonnet_native_callback(vm.get(), "gaia_config", native_config, &ctx, config_params);
     jsonnet_native_callback(vm.get(), "gaia_label", native_label, &ctx, label_params);
     jsonnet_native_callback(vm.get(), "gaia_phase", native_phase, &ctx, no_params);
+    jsonnet_native_callback(vm.get(), "gaia_import", native_import, &ctx, site_params);
   }
 };
 
@@ -480,17 +514,35 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   // First with every file folded into the wrapper (one parse of the standard library,
   // not one per file); when that cannot be done or fails in any way, the files are
   // evaluated one by one, as they always were, so every error reads as it always did.
+  //
+  // A folded evaluation that failed late is not run again when that would likely not
+  // end within the render's time limit: its error is reported as it is, located in the
+  // file being evaluated but without a line.
+  const auto began = std::chrono::steady_clock::now();
   auto folded_eval = std::make_unique<Evaluation>(dir, in, config);
   std::unique_ptr<Evaluation> used;
   bool ok = false;
+  bool again = true;
   std::string text;
-  if (auto folded = in.fold ? fold_render(folded_eval->resolver, config_file, main_file) : std::nullopt) {
+  std::optional<Folded> folding;
+  if (in.fold) {
+    ImportResolver scratch(dir, in.jpaths);
+    folding = fold_render(scratch, config_file, main_file, in.config_only);
+  }
+  if (folding) {
+    folded_eval->ctx.fold_sites = std::move(folding->sites);
+    folded_eval->ctx.fold_resolved.assign(folded_eval->ctx.fold_sites.size(), false);
     start(*folded_eval);
-    std::tie(ok, text) = folded_eval->vm.eval(k_wrapper, wrapper(folded->bindings, folded->config_ref, folded->main_ref));
-    if (ok) used = std::move(folded_eval);
+    std::tie(ok, text) = folded_eval->vm.eval(k_wrapper, wrapper(folding->bindings, folding->config_ref, folding->main_ref));
+    const auto took = std::chrono::steady_clock::now() - began;
+    // File by file costs about as much again, plus a parse of the standard library per
+    // file: twice the time taken so far and a second must fit in what is left.
+    if (!ok && in.timeout_ms > 0 && 2 * took + std::chrono::seconds(1) > std::chrono::milliseconds(in.timeout_ms))
+      again = false;
+    if (ok || !again) used = std::move(folded_eval);
   }
   const bool folded = ok;
-  if (!ok) {
+  if (!used) {
     folded_eval.reset();
     used = std::make_unique<Evaluation>(dir, in, config);
     start(*used);

@@ -48,6 +48,9 @@ struct EvalInput {
   // Try the files folded into one evaluation first (EvalOutput::folded). Off only where
   // the tests compare both ways.
   bool fold = true;
+  // The render's time limit (0: none), which the evaluation keeps within when it would
+  // evaluate a second time (see evaluate_jsonnet).
+  int timeout_ms = 0;
 };
 
 struct EvalOutput {

@@ -35,11 +35,18 @@ class Scanner {
         while (m_at < m_s.size() && ident_char(m_s[m_at])) ++m_at;
         std::string_view word = m_s.substr(start, m_at - start);
         if (word == "importstr" || word == "importbin") return std::nullopt;
+        if (word == "std" && !plain_std_field()) return std::nullopt;
         if (word == "import") {
           ImportSite site;
           site.begin = start;
           if (!import_path(site.path)) return std::nullopt;
           site.end = m_at;
+          // libjsonnet takes the longest expression after `import` and refuses one
+          // that is not a lone string ("computed imports are not allowed"): with
+          // `import 'x' { ... }` or `import 'x'.f` the file is an error, which a
+          // binding in its place would make valid. Only what ends the expression may
+          // follow.
+          if (!ends_expression()) return std::nullopt;
           out.push_back(std::move(site));
         }
       } else {
@@ -128,6 +135,50 @@ class Scanner {
       m_at = at + 3;
       return true;
     }
+  }
+
+  void skip_space() {
+    while (m_at < m_s.size() && (m_s[m_at] == ' ' || m_s[m_at] == '\t' || m_s[m_at] == '\n' || m_s[m_at] == '\r'))
+      ++m_at;
+  }
+
+  // After `std`: a field by name, but not thisFile (it names the file, which a folded
+  // evaluation would change) nor trace (it prints the location). `std` aliased, indexed
+  // by a computed name or with a comment before the dot gives up.
+  bool plain_std_field() {
+    size_t save = m_at;
+    skip_space();
+    if (m_at >= m_s.size() || m_s[m_at] != '.') return false;
+    ++m_at;
+    skip_space();
+    size_t start = m_at;
+    while (m_at < m_s.size() && ident_char(m_s[m_at])) ++m_at;
+    std::string_view field = m_s.substr(start, m_at - start);
+    m_at = save;
+    return !field.empty() && field != "thisFile" && field != "trace";
+  }
+
+  // Whether the next token ends the expression an import stands in: , ; ) ] } : then
+  // else, or the end of the text. A comment there gives up.
+  bool ends_expression() {
+    size_t save = m_at;
+    skip_space();
+    bool ends = m_at >= m_s.size();
+    if (!ends) {
+      char c = m_s[m_at];
+      if (c == ',' || c == ';' || c == ')' || c == ']' || c == '}') {
+        ends = true;
+      } else if (c == ':') {
+        ends = true;
+      } else if (ident_start(c)) {
+        size_t end = m_at;
+        while (end < m_s.size() && ident_char(m_s[end])) ++end;
+        std::string_view word = m_s.substr(m_at, end - m_at);
+        ends = word == "then" || word == "else";
+      }
+    }
+    m_at = save;
+    return ends;
   }
 
   // After the `import` keyword: whitespace, then a string literal whose text is its

@@ -25,7 +25,9 @@ struct ImportSite {
 // Every `import` of `text` with its string, in order; nothing when the text holds
 // something the folding does not handle: `importstr` or `importbin` (their paths would
 // resolve from another file), an import of anything but a plain string literal, a
-// string or text block the lexer cannot follow to its end.
+// string or text block the lexer cannot follow to its end, an import followed by more
+// than the end of its expression (libjsonnet refuses that file), and `std` used but by
+// a plain field name other than thisFile and trace.
 std::optional<std::vector<ImportSite>> scan_imports(std::string_view text);
 
 }  // namespace gaia::render

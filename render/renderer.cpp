@@ -53,6 +53,7 @@ EvalInput make_input(const RenderRequest& req, const json& built_deps) {
   in.max_stack = req.options.max_stack;
   in.max_output_bytes = req.options.max_output_bytes;
   in.config_only = req.config_only;
+  in.timeout_ms = req.options.timeout_ms;
   return in;
 }
 

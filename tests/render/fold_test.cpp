@@ -53,7 +53,20 @@ TEST_CASE("import scan: finds imports in code, not in strings, comments or text 
   // Given up: what the folding does not handle, and text it cannot follow.
   CHECK_FALSE(scan_imports("importstr 'a.txt'"));
   CHECK_FALSE(scan_imports("importbin 'a.bin'"));
-  CHECK(scan_imports("import 'a' + 'b'"));  // `import 'a'`, then + 'b'.
+  CHECK(paths_of("[import 'a', f(import 'b'), if c then import 'c' else import 'd', { x: import 'e' }]") ==
+        std::vector<std::string>{"a", "b", "c", "d", "e"});
+  // libjsonnet refuses these files ("computed imports are not allowed"); a binding in
+  // the import's place would make them valid.
+  CHECK_FALSE(scan_imports("import 'a' + 'b'"));
+  CHECK_FALSE(scan_imports("import 'a' { web+: 1 }"));
+  CHECK_FALSE(scan_imports("import 'a'.f"));
+  CHECK_FALSE(scan_imports("import 'a'[0]"));
+  // std only by a plain field name, and not the ones that name the file.
+  CHECK(paths_of("std.length(std.objectFields({}))").empty());
+  CHECK_FALSE(scan_imports("std.thisFile"));
+  CHECK_FALSE(scan_imports("std['this' + 'File']"));
+  CHECK_FALSE(scan_imports("std.trace('here', 1)"));
+  CHECK_FALSE(scan_imports("local s = std; s.length([])"));
   CHECK_FALSE(scan_imports("import ('a')"));
   CHECK_FALSE(scan_imports("import 'a\\u0062'"));
   CHECK_FALSE(scan_imports("import @'a''b'"));
@@ -144,6 +157,22 @@ TEST_CASE("fold: what it does not handle, or what fails, is evaluated file by fi
     CHECK_FALSE(folded->folded);
     CHECK(folded->raw.config == plain->raw.config);
   }
+  SECTION("an import with more after it is refused as before") {
+    TempApp app("local l = import 'lib.libsonnet' { replicas+: 1 }; l");
+    app.write("lib.libsonnet", "{ replicas: 1 }");
+    auto [folded, plain] = both_ways(app);
+    REQUIRE_FALSE(plain);
+    REQUIRE_FALSE(folded);
+    CHECK_THAT(plain.error().front().message, Catch::Contains("computed imports are not allowed"));
+    CHECK(folded.error().front().message == plain.error().front().message);
+  }
+  SECTION("std.thisFile by a computed name") {
+    TempApp app("{ replicas: 1, f: std['this' + 'File'] }");
+    auto [folded, plain] = both_ways(app);
+    REQUIRE(folded);
+    CHECK_FALSE(folded->folded);
+    CHECK(folded->raw.config == plain->raw.config);
+  }
   SECTION("errors read the same") {
     for (const char* config : {"{ replicas: (import 'lib/bad.libsonnet').x }", "{ replicas: error 'no' }",
                                "{ replicas: }", "local l = import 'lib/bad.libsonnet'; { replicas: l.y }"}) {
@@ -159,4 +188,38 @@ TEST_CASE("fold: what it does not handle, or what fails, is evaluated file by fi
       CHECK(folded.error().front().location.column == plain.error().front().location.column);
     }
   }
+}
+
+TEST_CASE("fold: only the imports a render evaluates count as files it read", "[render][fold]") {
+  TempApp app("{ replicas: 1, used: (import 'used.libsonnet').x, unused: if false then import 'unused.libsonnet' else 0 }");
+  app.write("vendor/used.libsonnet", "{ x: 1 }", /*in_root=*/true);
+  app.write("vendor/unused.libsonnet", "{ x: 2 }", /*in_root=*/true);
+  auto [folded, plain] = both_ways(app);
+  REQUIRE(folded);
+  REQUIRE(plain);
+  CHECK(folded->folded);
+  CHECK(folded->external == plain->external);
+  bool used = false, unused = false;
+  for (const auto& f : folded->external) {
+    used = used || f.path.ends_with("/vendor/used.libsonnet");
+    unused = unused || f.path.ends_with("/vendor/unused.libsonnet");
+  }
+  CHECK(used);
+  CHECK_FALSE(unused);
+}
+
+TEST_CASE("fold: a folded evaluation that failed with no time left is not run again", "[render][fold]") {
+  TempApp app("{ replicas: error 'no replicas' }");
+  EvalInput in;
+  in.app_dir = app.dir();
+  in.app_name = "demo";
+  auto roomy = evaluate_jsonnet(in);
+  REQUIRE_FALSE(roomy);
+  CHECK(roomy.error().front().location.line == 1);  // Evaluated again, file by file.
+  in.timeout_ms = 1;
+  auto tight = evaluate_jsonnet(in);
+  REQUIRE_FALSE(tight);
+  CHECK_THAT(tight.error().front().message, Catch::Contains("no replicas"));
+  CHECK(tight.error().front().location.file == "config.jsonnet");
+  CHECK(tight.error().front().location.line == 0);  // The folded evaluation's error.
 }
