@@ -9,7 +9,7 @@ bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view text) : m_s(text) {}
+  Scanner(std::string_view text, bool allow_native) : m_s(text), m_allow_native(allow_native) {}
 
   std::optional<std::vector<ImportSite>> run() {
     std::vector<ImportSite> out;
@@ -30,6 +30,16 @@ class Scanner {
         if (!verbatim(m_s[m_at], nullptr)) return std::nullopt;
       } else if (c == '|' && peek(1) == '|' && peek(2) == '|') {
         if (!text_block()) return std::nullopt;
+      } else if (c == '(' || c == '[' || c == '{') {
+        m_open.push_back(c);
+        ++m_at;
+      } else if (c == ')' || c == ']' || c == '}') {
+        // Brackets must pair within the file: one that closed the parentheses the file
+        // is folded into would make a file libjsonnet refuses valid.
+        const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+        if (m_open.empty() || m_open.back() != open) return std::nullopt;
+        m_open.pop_back();
+        ++m_at;
       } else if (ident_start(c)) {
         size_t start = m_at;
         while (m_at < m_s.size() && ident_char(m_s[m_at])) ++m_at;
@@ -53,6 +63,7 @@ class Scanner {
         ++m_at;
       }
     }
+    if (!m_open.empty()) return std::nullopt;
     return out;
   }
 
@@ -155,7 +166,9 @@ class Scanner {
     while (m_at < m_s.size() && ident_char(m_s[m_at])) ++m_at;
     std::string_view field = m_s.substr(start, m_at - start);
     m_at = save;
-    return !field.empty() && field != "thisFile" && field != "trace";
+    // std.native: a folded evaluation has natives of its own, which templates must not
+    // see; the built-in library calls gaia's.
+    return !field.empty() && field != "thisFile" && field != "trace" && (m_allow_native || field != "native");
   }
 
   // Whether the next token ends the expression an import stands in: , ; ) ] } : then
@@ -204,11 +217,15 @@ class Scanner {
   }
 
   std::string_view m_s;
+  bool m_allow_native = false;
   size_t m_at = 0;
+  std::vector<char> m_open;  // Brackets open in code.
 };
 
 }  // namespace
 
-std::optional<std::vector<ImportSite>> scan_imports(std::string_view text) { return Scanner(text).run(); }
+std::optional<std::vector<ImportSite>> scan_imports(std::string_view text, bool allow_native) {
+  return Scanner(text, allow_native).run();
+}
 
 }  // namespace gaia::render

@@ -25,9 +25,10 @@ struct ImportSite {
 // Every `import` of `text` with its string, in order; nothing when the text holds
 // something the folding does not handle: `importstr` or `importbin` (their paths would
 // resolve from another file), an import of anything but a plain string literal, a
-// string or text block the lexer cannot follow to its end, an import followed by more
-// than the end of its expression (libjsonnet refuses that file), and `std` used but by
-// a plain field name other than thisFile and trace.
-std::optional<std::vector<ImportSite>> scan_imports(std::string_view text);
+// string or text block the lexer cannot follow to its end, brackets that do not pair,
+// an import followed by more than the end of its expression (libjsonnet refuses that
+// file), and `std` used but by a plain field name other than thisFile, trace and (unless
+// `allow_native`, for the built-in library) native.
+std::optional<std::vector<ImportSite>> scan_imports(std::string_view text, bool allow_native = false);
 
 }  // namespace gaia::render

@@ -67,6 +67,13 @@ TEST_CASE("import scan: finds imports in code, not in strings, comments or text 
   CHECK_FALSE(scan_imports("std['this' + 'File']"));
   CHECK_FALSE(scan_imports("std.trace('here', 1)"));
   CHECK_FALSE(scan_imports("local s = std; s.length([])"));
+  CHECK_FALSE(scan_imports("std.native('gaia_phase')"));
+  CHECK(scan_imports("std.native('gaia_config')", /*allow_native=*/true));
+  // Brackets pair within the file, or the file could close what it is folded into.
+  CHECK_FALSE(scan_imports("{a: 1}) + ({b: 2}"));
+  CHECK_FALSE(scan_imports("[1, 2"));
+  CHECK_FALSE(scan_imports("(1]"));
+  CHECK(paths_of("{ a: [ (1) ], b: '(' }").empty());
   CHECK_FALSE(scan_imports("import ('a')"));
   CHECK_FALSE(scan_imports("import 'a\\u0062'"));
   CHECK_FALSE(scan_imports("import @'a''b'"));
@@ -165,6 +172,20 @@ TEST_CASE("fold: what it does not handle, or what fails, is evaluated file by fi
     REQUIRE_FALSE(folded);
     CHECK_THAT(plain.error().front().message, Catch::Contains("computed imports are not allowed"));
     CHECK(folded.error().front().message == plain.error().front().message);
+  }
+  SECTION("a file that would close the parentheses it is folded into") {
+    TempApp app("{ replicas: 1 }) + ({ b: 2 }");
+    auto [folded, plain] = both_ways(app);
+    REQUIRE_FALSE(plain);
+    REQUIRE_FALSE(folded);
+    CHECK(folded.error().front().message == plain.error().front().message);
+  }
+  SECTION("the natives of a folded evaluation are not there for templates") {
+    TempApp app("{ replicas: 1, t: std.type(std.native('gaia_phase')) }");
+    auto [folded, plain] = both_ways(app);
+    REQUIRE(folded);
+    CHECK(folded->raw.config["t"] == "null");
+    CHECK(folded->raw.config == plain->raw.config);
   }
   SECTION("std.thisFile by a computed name") {
     TempApp app("{ replicas: 1, f: std['this' + 'File'] }");
