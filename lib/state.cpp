@@ -492,16 +492,9 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   // and those of apps that are gone deleted.
   std::vector<std::string> stale_keys;
   if (!summaries_kept(base)) {
-    RangeRequest request = RangeRequest::prefix(keys::k_app_summaries, 0, m_store.read_page_size());
-    request.keys_only = true;
-    for (;;) {
-      auto got = m_store.read(request);
-      if (!got) return fail(store_diag(got.error()));
-      for (auto& kv : got->kvs) stale_keys.push_back(std::move(kv.key));
-      if (!got->more || got->kvs.empty()) break;
-      request.key = stale_keys.back() + std::string(1, '\0');
-      request.revision = got->revision;
-    }
+    auto stored = read_all(m_store, keys::k_app_summaries, 0);
+    if (!stored) return fail(store_diag(stored.error()));
+    for (auto& kv : stored->first) stale_keys.push_back(std::move(kv.key));
   }
   add_summary_writes(base, batch, apps_after, seq, stale_keys, txn);
   // One transaction when the store takes it whole, else through the journal, so a

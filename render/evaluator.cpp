@@ -361,7 +361,8 @@ JsonnetJsonValue* native_import(void* ctx, const JsonnetJsonValue* const* argv, 
 // the binding names, or imports a file that does not resolve (evaluated lazily, it
 // might never be needed): the render then evaluates the files one by one.
 //
-// The files are found with a resolver of their own (`scratch`), since an import that is
+// The files are found with a resolver of their own (`resolver`, not the evaluation's),
+// since an import that is
 // never evaluated must not count as a file the render read: each import becomes
 // a binding `if std.native('gaia_import')(K) then FILE else null` of its own, which
 // resolves import K with the render's resolver when it is first evaluated
@@ -372,9 +373,8 @@ struct Folded {
   std::vector<std::pair<std::string, std::string>> sites;  // (base, path) by K.
 };
 
-std::optional<Folded> fold_render(ImportResolver& scratch, const std::string& config_file, const std::string& main_file,
+std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& config_file, const std::string& main_file,
                                   bool config_only) {
-  ImportResolver& resolver = scratch;
   Folded out;
   std::map<std::string, size_t> ids;  // Resolved path -> binding.
   std::vector<std::pair<std::string, std::string>> files;  // (path, content), by id.
@@ -532,10 +532,8 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   // end within the render's time limit: its error is reported as it is, located in the
   // file being evaluated but without a line.
   const auto began = std::chrono::steady_clock::now();
-  auto folded_eval = std::make_unique<Evaluation>(dir, in, config, true);
   std::unique_ptr<Evaluation> used;
   bool ok = false;
-  bool again = true;
   std::string text;
   std::optional<Folded> folding;
   if (in.fold) {
@@ -543,23 +541,22 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
     folding = fold_render(scratch, config_file, main_file, in.config_only);
   }
   if (folding) {
-    folded_eval->ctx.fold_sites = std::move(folding->sites);
-    folded_eval->ctx.fold_resolved.assign(folded_eval->ctx.fold_sites.size(), false);
-    start(*folded_eval);
-    std::tie(ok, text) = folded_eval->vm.eval(k_wrapper, wrapper(folding->bindings, folding->config_ref, folding->main_ref));
-    const auto took = std::chrono::steady_clock::now() - began;
+    used = std::make_unique<Evaluation>(dir, in, config, /*folded=*/true);
+    used->ctx.fold_sites = std::move(folding->sites);
+    used->ctx.fold_resolved.assign(used->ctx.fold_sites.size(), false);
+    start(*used);
+    std::tie(ok, text) = used->vm.eval(k_wrapper, wrapper(folding->bindings, folding->config_ref, folding->main_ref));
     // File by file costs at least as much again, plus a parse of the standard library
     // per file, and more where one file is imported under several spellings (each is
     // evaluated apart): only a failure within the first quarter of the limit is
     // evaluated again.
-    if (!ok && in.timeout_ms > 0 && 4 * took + std::chrono::seconds(1) > std::chrono::milliseconds(in.timeout_ms))
-      again = false;
-    if (ok || !again) used = std::move(folded_eval);
+    const auto took = std::chrono::steady_clock::now() - began;
+    const bool late = in.timeout_ms > 0 && 4 * took + std::chrono::seconds(1) > std::chrono::milliseconds(in.timeout_ms);
+    if (!ok && !late) used.reset();
   }
   const bool folded = ok;
   if (!used) {
-    folded_eval.reset();
-    used = std::make_unique<Evaluation>(dir, in, config, false);
+    used = std::make_unique<Evaluation>(dir, in, config, /*folded=*/false);
     start(*used);
     std::tie(ok, text) = used->vm.eval(
         k_wrapper, wrapper("", "import " + jsonnet_string_literal(config_file), "import " + jsonnet_string_literal(main_file)));
