@@ -134,87 +134,142 @@ ClusterIndex::ClusterIndex(const Snapshot& snapshot) : m_snapshot(&snapshot) {
     m_tenant_by_name.emplace(t.name, static_cast<int>(tenants.size()));
     tenants.push_back(TenantIx{t.name, &t, {}, 0});
   }
-  auto tenant_id = [&](const std::string& name) {
-    auto [it, inserted] = m_tenant_by_name.try_emplace(name, static_cast<int>(tenants.size()));
-    if (inserted) tenants.push_back(TenantIx{name, nullptr, {}, 0});
-    return it->second;
-  };
-  // Instances of a role usually carry the same labels: each role remembers the last
-  // instance whose labels were interned, and an instance with equal labels reuses its
-  // ids instead of formatting and hashing them again (a third of indexing a large
-  // snapshot, which every schedule() does).
-  std::vector<int> labelled_by;  // Per role.
-  std::string role_key;
-  auto role_id = [&](const Instance& inst) {
-    role_key.assign(inst.tenant).append("/").append(inst.app).append("/").append(inst.role);
-    auto it = m_role_by_key.find(role_key);
-    if (it != m_role_by_key.end()) return it->second;
-    int id = static_cast<int>(roles.size());
-    m_role_by_key.emplace(role_key, id);
-    RoleIx r;
-    r.key = role_key;
-    r.key_tail.assign(".").append(inst.role).append(".").append(inst.app).append(".").append(inst.tenant);
-    r.tenant = tenant_id(inst.tenant);
-    if (auto spec = sn.roles.find(role_key); spec != sn.roles.end()) r.role = &spec->second;
-    m_roles_by_tail[r.key_tail].push_back(id);
-    roles.push_back(std::move(r));
-    labelled_by.push_back(-1);
-    m_roles_by_app_role[inst.app + "/" + inst.role].push_back(id);
-    return id;
-  };
-
-  insts.resize(sn.instances.size());
-  for (size_t i = 0; i < sn.instances.size(); ++i) {
-    const Instance& in = sn.instances[i];
-    InstIx& x = insts[i];
-    x.inst = &in;
-    x.role = role_id(in);
-    x.tenant = roles[x.role].tenant;
-    int& src = labelled_by[static_cast<size_t>(x.role)];
-    if (src >= 0 && sn.instances[static_cast<size_t>(src)].labels == in.labels) {
-      x.labels = insts[static_cast<size_t>(src)].labels;
-    } else {
-      auto& ids = m_label_lists.emplace_back();
-      for (const auto& [k, v] : in.labels) ids.push_back(intern_label(x.tenant, k, v));
-      x.labels = &ids;
-      src = static_cast<int>(i);
-    }
-    x.reservation = in.reserved();
-    roles[x.role].by_ordinal.emplace_back(in.ordinal, static_cast<int>(i));
-    // Volumes outlive their instance, whatever its state: they always take space.
-    for (const auto& vb : in.volumes) {
-      if (claim_binding(vb)) {
-        if (int p = claim_pool(vb.group); p >= 0) take_from_pool(claim_pools[p], vb.size_bytes);
-        continue;
-      }
-      int n = node_index(vb.node);
-      if (n < 0) continue;
-      const auto& groups = sn.nodes[n].volume_groups;
-      for (size_t g = 0; g < groups.size(); ++g)
-        if (groups[g].name == vb.group) {
-          nodes[n].vg_free_size[g] -= vb.size_bytes;
-          nodes[n].vg_free_iops[g] -= vb.iops;
-          break;
-        }
-    }
-    if (occupies_node(in)) {
-      int n = node_index(in.node);
-      if (n >= 0) {
-        occupy(static_cast<int>(i), n);
-        for (const auto& [name, port] : in.ports) {
-          auto& ports = nodes[n].ports;
-          ports.push_back(port);
-          x.held_ports.push_back(port);
-          if (port >= nodes[n].node->port_min && port <= nodes[n].node->port_max) ++nodes[n].ports_in_range;
-        }
-      }
-    }
-  }
+  m_known_tenants = sn.tenants.size();
+  insts.reserve(sn.instances.size());
+  for (size_t i = 0; i < sn.instances.size(); ++i) add_instance(i);
   for (auto& n : nodes) std::sort(n.ports.begin(), n.ports.end());
   // Snapshots list a role's instances by ordinal as a rule; sort only when not. Equal
   // keys keep snapshot order, so the first of duplicates is found.
   for (auto& r : roles)
     if (!std::is_sorted(r.by_ordinal.begin(), r.by_ordinal.end())) std::sort(r.by_ordinal.begin(), r.by_ordinal.end());
+  m_built = true;
+}
+
+int ClusterIndex::tenant_id(const std::string& name) {
+  auto [it, inserted] = m_tenant_by_name.try_emplace(name, static_cast<int>(tenants.size()));
+  if (inserted) tenants.push_back(TenantIx{name, nullptr, {}, 0});
+  return it->second;
+}
+
+int ClusterIndex::role_id(const Instance& inst) {
+  m_role_key.assign(inst.tenant).append("/").append(inst.app).append("/").append(inst.role);
+  auto it = m_role_by_key.find(m_role_key);
+  if (it != m_role_by_key.end()) return it->second;
+  int id = static_cast<int>(roles.size());
+  m_role_by_key.emplace(m_role_key, id);
+  RoleIx r;
+  r.key = m_role_key;
+  r.key_tail.assign(".").append(inst.role).append(".").append(inst.app).append(".").append(inst.tenant);
+  r.tenant = tenant_id(inst.tenant);
+  if (auto spec = m_snapshot->roles.find(m_role_key); spec != m_snapshot->roles.end()) r.role = &spec->second;
+  m_roles_by_tail[r.key_tail].push_back(id);
+  roles.push_back(std::move(r));
+  m_labelled_by.push_back(-1);
+  m_roles_by_app_role[inst.app + "/" + inst.role].push_back(id);
+  return id;
+}
+
+void ClusterIndex::add_instance(size_t i) {
+  const Snapshot& sn = *m_snapshot;
+  const Instance& in = sn.instances[i];
+  InstIx& x = insts.emplace_back();
+  x.inst = &in;
+  x.role = role_id(in);
+  x.tenant = roles[x.role].tenant;
+  // Instances of a role usually carry the same labels: each role remembers the last
+  // instance whose labels were interned, and an instance with equal labels reuses its
+  // ids instead of formatting and hashing them again (a third of indexing a large
+  // snapshot, which every schedule() does).
+  int& src = m_labelled_by[static_cast<size_t>(x.role)];
+  if (src >= 0 && sn.instances[static_cast<size_t>(src)].labels == in.labels) {
+    x.labels = insts[static_cast<size_t>(src)].labels;
+  } else {
+    auto& ids = m_label_lists.emplace_back();
+    for (const auto& [k, v] : in.labels) ids.push_back(intern_label(x.tenant, k, v));
+    x.labels = &ids;
+    src = static_cast<int>(i);
+  }
+  x.reservation = in.reserved();
+  roles[x.role].by_ordinal.emplace_back(in.ordinal, static_cast<int>(i));
+  // Volumes outlive their instance, whatever its state: they always take space.
+  for (const auto& vb : in.volumes) {
+    if (claim_binding(vb)) {
+      if (int p = claim_pool(vb.group); p >= 0) take_from_pool(claim_pools[p], vb.size_bytes);
+      continue;
+    }
+    int n = node_index(vb.node);
+    if (n < 0) continue;
+    const auto& groups = sn.nodes[n].volume_groups;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].name == vb.group) {
+        nodes[n].vg_free_size[g] -= vb.size_bytes;
+        nodes[n].vg_free_iops[g] -= vb.iops;
+        break;
+      }
+  }
+  if (occupies_node(in)) {
+    int n = node_index(in.node);
+    if (n >= 0) {
+      occupy(static_cast<int>(i), n);
+      for (const auto& [name, port] : in.ports) {
+        // Unsorted here: the constructor sorts every node's ports once at the end, and
+        // extend() inserts in order.
+        if (m_built) nodes[n].ports.insert(std::upper_bound(nodes[n].ports.begin(), nodes[n].ports.end(), port), port);
+        else nodes[n].ports.push_back(port);
+        insts[i].held_ports.push_back(port);
+        if (port >= nodes[n].node->port_min && port <= nodes[n].node->port_max) ++nodes[n].ports_in_range;
+      }
+    }
+  }
+}
+
+bool ClusterIndex::extend(const Snapshot& sn) {
+  // What the index cannot follow: an eviction (a stateful victim keeps its node in the
+  // snapshot, the index let it go), nodes, tenants or storage classes that came or went,
+  // or fewer instances than it indexed. The old snapshot may be gone: only `sn` is read.
+  size_t claim_classes = static_cast<size_t>(
+      std::count_if(sn.storage_classes.begin(), sn.storage_classes.end(),
+                    [](const StorageClass& c) { return c.kind == StorageKind::Claim; }));
+  if (m_evicted || sn.nodes.size() != nodes.size() || sn.tenants.size() != m_known_tenants ||
+      claim_classes != claim_pools.size() || sn.instances.size() < insts.size())
+    return false;
+  for (size_t n = 0; n < sn.nodes.size(); ++n) {
+    auto it = m_node_by_name.find(sn.nodes[n].name);
+    if (it == m_node_by_name.end() || it->second != static_cast<int>(n)) return false;
+  }
+  // Every placement the index made must be in the snapshot as it was made: the same
+  // instance, holding that node, with the reservation the index counted (binding drops
+  // one observed before, which would change what the node holds).
+  for (int i : m_placed) {
+    const Instance& in = sn.instances[static_cast<size_t>(i)];
+    const InstIx& x = insts[static_cast<size_t>(i)];
+    m_role_key.assign(in.tenant).append("/").append(in.app).append("/").append(in.role);
+    if (x.node < 0 || !occupies_node(in) || in.node != sn.nodes[static_cast<size_t>(x.node)].name ||
+        m_role_key != roles[static_cast<size_t>(x.role)].key || !(in.reserved() == x.reservation))
+      return false;
+  }
+  m_placed.clear();
+  m_snapshot = &sn;
+  for (size_t n = 0; n < nodes.size(); ++n) nodes[n].node = &sn.nodes[n];
+  for (size_t t = 0; t < m_known_tenants; ++t) tenants[t].tenant = &sn.tenants[t];
+  size_t pool = 0;
+  for (const auto& c : sn.storage_classes)
+    if (c.kind == StorageKind::Claim) claim_pools[pool++].cls = &c;
+  for (size_t i = 0; i < insts.size(); ++i) insts[i].inst = &sn.instances[i];
+  // A role's spec may have been written since (its map entry keeps its address, but a
+  // role first seen without one may have one now).
+  for (auto& r : roles) {
+    auto spec = sn.roles.find(r.key);
+    r.role = spec == sn.roles.end() ? nullptr : &spec->second;
+  }
+  size_t first_new = insts.size();
+  for (size_t i = first_new; i < sn.instances.size(); ++i) add_instance(i);
+  for (size_t i = first_new; i < sn.instances.size(); ++i) {
+    auto& byo = roles[static_cast<size_t>(insts[i].role)].by_ordinal;
+    if (byo.size() > 1 && byo[byo.size() - 2] > byo.back() && !std::is_sorted(byo.begin(), byo.end()))
+      std::sort(byo.begin(), byo.end());
+  }
+  return true;
 }
 
 int ClusterIndex::intern_label(int tenant, const std::string& key, const std::string& value) {
@@ -374,6 +429,7 @@ void ClusterIndex::occupy(int i, int n) {
 void ClusterIndex::place(int i, int n, const std::map<std::string, int>& ports,
                          const std::vector<VolumeBinding>& new_volumes) {
   occupy(i, n);
+  m_placed.push_back(i);
   NodeIx& x = nodes[n];
   for (const auto& [name, port] : ports) {
     insts[i].held_ports.push_back(port);
@@ -409,6 +465,7 @@ bool ClusterIndex::can_attach(const NodeIx& n, int pool) const {
 void ClusterIndex::evict(int i) {
   InstIx& x = insts[i];
   if (x.node < 0) return;
+  m_evicted = true;
   NodeIx& n = nodes[x.node];
   sub(n.alloc_req, x.inst->request);
   sub(n.alloc_res, x.reservation);

@@ -105,6 +105,14 @@ class ClusterIndex {
   ClusterIndex(ClusterIndex&&) = default;
 
   const Snapshot& snapshot() const { return *m_snapshot; }
+  // Brings the index to `sn`, which is its snapshot (or a copy of it, anywhere in
+  // memory) with every placement since applied (bind_instance, its ports and volumes)
+  // and new instances appended at the end; nothing else may differ (no node, tenant,
+  // role spec's content or instance changed otherwise). The new instances are indexed;
+  // nothing else is read again. Returns false, leaving the index unusable, when it can
+  // tell that is not so (an eviction since, nodes or tenants that came or went, a
+  // placement not applied as made): the caller then builds a new one.
+  bool extend(const Snapshot& sn);
   const Role& role_of(int inst) const;  // An empty role when the spec is unknown.
   int node_index(std::string_view name) const;
   int instance_index(std::string_view key) const;
@@ -157,6 +165,10 @@ class ClusterIndex {
  private:
   int intern_label(int tenant, const std::string& key, const std::string& value);
   void occupy(int inst, int node);
+  int tenant_id(const std::string& name);
+  int role_id(const Instance& inst);
+  // Indexes instance `i` of the snapshot, the next one.
+  void add_instance(size_t i);
 
   const Snapshot* m_snapshot;
   Role m_empty_role;
@@ -172,6 +184,13 @@ class ClusterIndex {
   std::unordered_map<std::string, std::vector<int>> m_labels_by_key;
   std::unordered_map<std::string, std::vector<int>> m_roles_by_app_role;
   std::unordered_map<std::string, std::vector<int>> m_nodes_by_image;
+  // Per role, the last instance whose labels were interned (add_instance).
+  std::vector<int> m_labelled_by;
+  std::string m_role_key;         // Scratch for role_id.
+  size_t m_known_tenants = 0;     // Tenants of the snapshot (the first of `tenants`).
+  bool m_built = false;           // The constructor is done: ports go in sorted.
+  std::vector<int> m_placed;      // Placed since built or extended, for extend().
+  bool m_evicted = false;         // An eviction happened: extend() refuses.
 };
 
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -95,10 +96,10 @@ bool same_run(const ClusterIndex& idx, int a, int b) {
 
 class Scheduler {
  public:
-  Scheduler(const Snapshot& s, const ScheduleTuning& t)
+  Scheduler(const Snapshot& s, const ScheduleTuning& t, ClusterIndex& idx)
       : m_snap(s),
         m_tuning(t),
-        m_idx(s),
+        m_idx(idx),
         m_pool(m_idx),
         m_weights(score_weights(s.profile)),
         m_stamp(m_idx.nodes.size(), 0),
@@ -483,7 +484,7 @@ class Scheduler {
 
   const Snapshot& m_snap;
   ScheduleTuning m_tuning;
-  ClusterIndex m_idx;
+  ClusterIndex& m_idx;
   CounterPool m_pool;
   GroupCtx m_g;
   ScoreWeights m_weights;
@@ -519,10 +520,27 @@ class Scheduler {
 }  // namespace
 
 Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning) {
-  Scheduler s(snapshot, tuning);
-  return s.run(pending);
+  ClusterIndex idx(snapshot);
+  return Scheduler(snapshot, tuning, idx).run(pending);
 }
 
-Decision schedule(const Snapshot& snapshot) { return Scheduler(snapshot, ScheduleTuning{}).run_pending(); }
+Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning,
+                  KeptIndex& kept) {
+  if (!kept.m_idx || !kept.m_idx->extend(snapshot)) kept.m_idx = std::make_unique<ClusterIndex>(snapshot);
+  else ++kept.m_reused;
+  return Scheduler(snapshot, tuning, *kept.m_idx).run(pending);
+}
+
+Decision schedule(const Snapshot& snapshot) {
+  ClusterIndex idx(snapshot);
+  return Scheduler(snapshot, ScheduleTuning{}, idx).run_pending();
+}
+
+KeptIndex::KeptIndex() = default;
+KeptIndex::~KeptIndex() = default;
+KeptIndex::KeptIndex(KeptIndex&&) noexcept = default;
+KeptIndex& KeptIndex::operator=(KeptIndex&&) noexcept = default;
+
+void KeptIndex::reset() { m_idx.reset(); }
 
 }  // namespace gaia

@@ -24,6 +24,7 @@
 //    instances are identical and the failure changed nothing), so the reason is reused.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,12 +70,45 @@ struct ScheduleTuning {
   // run, and only nodes that changed are searched again, instead of searching every
   // node for every arrival.
   bool keep_victim_plans = true;
+  // plan_submit keeps the scheduler's index across the apps of a submission and its
+  // rounds (KeptIndex) instead of indexing the whole cluster for each.
+  bool keep_index = true;
+};
+
+namespace sched {
+class ClusterIndex;
+}
+
+// The scheduler's index of a snapshot, kept between calls of schedule() on a snapshot
+// that changes only by the decisions those calls returned and by new instances at the
+// end of its list (plan_submit's work, app after app): the next call indexes only the
+// new instances instead of the whole cluster again. The index checks what it can (no
+// eviction since, the same nodes and tenants, its placements applied) and is built
+// again when that fails; a caller that changes anything else (deletes or reorders
+// instances, edits a node, a role's spec or an instance in another way) calls reset().
+class KeptIndex {
+ public:
+  KeptIndex();
+  ~KeptIndex();
+  KeptIndex(KeptIndex&&) noexcept;
+  KeptIndex& operator=(KeptIndex&&) noexcept;
+  void reset();
+  // Calls that reused the index instead of building it (for tests and benchmarks).
+  int reused() const { return m_reused; }
+
+ private:
+  friend Decision schedule(const Snapshot&, const std::vector<std::string>&, const ScheduleTuning&, KeptIndex&);
+  std::unique_ptr<sched::ClusterIndex> m_idx;
+  int m_reused = 0;
 };
 
 // Schedules the given instances (keys "<ordinal>.<role>.<app>.<tenant>"). Keys that are
 // unknown or whose instance already occupies a node are reported unschedulable.
 Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending,
                   const ScheduleTuning& tuning = {});
+// The same, with the index `kept` from earlier calls (see KeptIndex): the same decision.
+Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning,
+                  KeptIndex& kept);
 // Schedules every instance of the snapshot in state Pending.
 Decision schedule(const Snapshot& snapshot);
 

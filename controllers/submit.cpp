@@ -46,6 +46,9 @@ std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
 struct Readiness {
   AppHealthIndex health;
   explicit Readiness(const ClusterState& s) : health(s) {}
+  // Only the apps in `apps` ("tenant/name"); asking about another answers as for an app
+  // without instances.
+  Readiness(const ClusterState& s, const std::unordered_set<std::string>& apps) : health(s, apps) {}
   // Every instance serves (the AppReady of a report).
   bool ready(const ClusterState& s, const std::string& tenant, const std::string& name) const {
     const AppRecord* a = s.find_app(tenant, name);
@@ -125,8 +128,12 @@ struct Work {
   std::map<std::string, size_t> other_index;  // App id -> position in out.others.
   AppReport* current = nullptr;  // The submitted app being scheduled.
   std::unordered_set<std::string> attempted, requeued;
+  ScheduleTuning tuning;
+  // The scheduler's index, kept from one app (and round) to the next while the
+  // snapshot changes only by appended instances and applied placements.
+  KeptIndex kept;
 
-  explicit Work(const ClusterState& s) : state(s) {
+  explicit Work(const ClusterState& s, const ScheduleTuning& t = {}) : state(s), tuning(t) {
     reindex();
     for (size_t k = 0; k < state.snapshot.nodes.size(); ++k) node_index[state.snapshot.nodes[k].name] = k;
   }
@@ -134,6 +141,21 @@ struct Work {
   void reindex() {
     index.clear();
     for (size_t k = 0; k < state.snapshot.instances.size(); ++k) index[state.snapshot.instances[k].key()] = k;
+    // Instances went or moved in the list: the scheduler's index starts again.
+    kept.reset();
+  }
+
+  // Schedules `keys` on the working state and applies the decision.
+  void schedule_and_apply(const std::vector<std::string>& keys) {
+    if (!tuning.keep_index) {
+      apply(schedule(state.snapshot, keys, tuning));
+      return;
+    }
+    Decision d = schedule(state.snapshot, keys, tuning, kept);
+    // A victim is evicted as the lifecycle says (a stateful one keeps its node until its
+    // copy stops), which the index did not do: the next call indexes afresh.
+    if (!d.preemptions.empty()) kept.reset();
+    apply(d);
   }
 
   Instance* find(const std::string& key) {
@@ -386,16 +408,18 @@ struct Work {
         attempted.insert(k);
         requeued.erase(k);
       }
-      apply(schedule(state.snapshot, keys));
+      schedule_and_apply(keys);
     }
   }
 
   // Statuses and report totals of every app the batch touched.
   void finish() {
-    Readiness r(state);
     std::set<std::pair<std::string, std::string>> touched;
     for (const auto& i : out.batch.put_instances) touched.insert({i.tenant, i.app});
     for (const auto& a : out.batch.put_apps) touched.insert({a.tenant, a.name});
+    std::unordered_set<std::string> ids;
+    for (const auto& [tenant, name] : touched) ids.insert(submit_app_key(tenant, name));
+    Readiness r(state, ids);
     for (const auto& [tenant, name] : in_event_order(out.batch, touched)) set_app_status(tenant, name, r);
     refresh_reports(out, state);
     // Pending instances of the reported apps as they stand at the end (an instance tried
@@ -608,8 +632,9 @@ void merge_batch(Batch& into, Batch more) {
   for (auto& e : more.events) into.events.push_back(std::move(e));
 }
 
-SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps) {
-  Work w(state);
+SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
+                          const ScheduleTuning& tuning) {
+  Work w(state, tuning);
   std::set<std::string> submitted;
   // Reports are filled in place: reserve so pointers into out.apps stay valid.
   w.out.apps.reserve(apps.size());
@@ -750,10 +775,16 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       for (const auto& n : w.state.snapshot.nodes) std::for_each(n.kept_volumes.begin(), n.kept_volumes.end(), note);
       std::for_each(w.state.snapshot.kept_claims.begin(), w.state.snapshot.kept_claims.end(), note);
     }
-    Readiness readiness(w.state);
     std::vector<std::string> not_ready;
-    for (const auto& d : rec.dependencies)
-      if (!readiness.placed(w.state, rec.tenant, d)) not_ready.push_back(d);
+    if (!rec.dependencies.empty()) {
+      // Only the dependencies are asked about: a pass over every app's instances per
+      // submitted app was a tenth of a large submission.
+      std::unordered_set<std::string> deps;
+      for (const auto& d : rec.dependencies) deps.insert(submit_app_key(rec.tenant, d));
+      Readiness readiness(w.state, deps);
+      for (const auto& d : rec.dependencies)
+        if (!readiness.placed(w.state, rec.tenant, d)) not_ready.push_back(d);
+    }
     std::vector<std::string> keys;
     for (const auto& role : rec.workload.roles) {
       for (int k = 0, n = desired_replicas(rec, role); k < n; ++k) {
@@ -777,7 +808,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     } else if (!keys.empty()) {
       w.current = &report;
       for (const auto& k : keys) w.attempted.insert(k);
-      w.apply(schedule(w.state.snapshot, keys));
+      w.schedule_and_apply(keys);
       // Victims of this app's preemptions go back to the queue at once: they may fit
       // elsewhere. Instances of submitted apps are retried too, since a victim's
       // eviction may have freed what they needed.

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "controllers/scheduler.hpp"
 #include "lib/state.hpp"
 #include "lib/topology.hpp"
 
@@ -71,7 +72,9 @@ struct SubmitOutcome {
 // volumes); only dropped roles and ordinals beyond the new replica counts are removed
 // here, and new ordinals are created and placed. Every step becomes a timeline event.
 // Instance addresses come from the node's instance subnet.
-SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps);
+// `tuning` changes how the scheduler searches, never the outcome (tests compare them).
+SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
+                          const ScheduleTuning& tuning = {});
 
 // Retries scheduling of every pending instance whose dependencies are ready (after a
 // node was added or capacity freed), repeatedly while that makes more apps ready, so a
