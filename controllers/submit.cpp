@@ -116,7 +116,10 @@ std::string format_locality(const NearIndex& index, const std::string& near, con
 struct Work {
   ClusterState state;
   SubmitOutcome out;
-  std::unordered_map<std::string, size_t> index;      // Instance key -> position in the snapshot.
+  // Instance key -> position in the snapshot, built on the first lookup of a key
+  // that is not in `added` (the instances this submission created, until then).
+  std::unordered_map<std::string, size_t> index, added;
+  bool indexed = false;
   std::unordered_map<std::string, size_t> put_index;  // Instance key -> position in put_instances.
   std::unordered_map<std::string, std::set<Bits>> used;  // Node -> addresses in use.
   bool used_built = false;
@@ -133,15 +136,20 @@ struct Work {
   // snapshot changes only by appended instances and applied placements.
   KeptIndex kept;
 
-  explicit Work(const ClusterState& s, const ScheduleTuning& t = {}) : state(s), tuning(t) {
-    reindex();
+  explicit Work(const ClusterState& s, const ScheduleTuning& t = {}, size_t more = 0) : tuning(t) {
+    // Room for the instances the submission creates, made before the copy (which fills
+    // the room it finds): growing a list of every instance moves them all.
+    state.snapshot.instances.reserve(s.snapshot.instances.size() + more);
+    state = s;
     for (size_t k = 0; k < state.snapshot.nodes.size(); ++k) node_index[state.snapshot.nodes[k].name] = k;
   }
 
+  // Instances went or moved in the list: the key index is built again when next
+  // needed, and the scheduler's index starts again.
   void reindex() {
     index.clear();
-    for (size_t k = 0; k < state.snapshot.instances.size(); ++k) index[state.snapshot.instances[k].key()] = k;
-    // Instances went or moved in the list: the scheduler's index starts again.
+    added.clear();
+    indexed = false;
     kept.reset();
   }
 
@@ -159,12 +167,20 @@ struct Work {
   }
 
   Instance* find(const std::string& key) {
+    if (!indexed) {
+      // Most lookups are of instances this submission created: the key of every
+      // instance of the cluster is hashed only when another one is asked for (a victim).
+      if (auto it = added.find(key); it != added.end()) return &state.snapshot.instances[it->second];
+      for (size_t k = 0; k < state.snapshot.instances.size(); ++k) index[state.snapshot.instances[k].key()] = k;
+      added.clear();
+      indexed = true;
+    }
     auto it = index.find(key);
     return it == index.end() ? nullptr : &state.snapshot.instances[it->second];
   }
 
   void add_instance(Instance i) {
-    index[i.key()] = state.snapshot.instances.size();
+    (indexed ? index : added)[i.key()] = state.snapshot.instances.size();
     state.snapshot.instances.push_back(std::move(i));
   }
 
@@ -634,7 +650,10 @@ void merge_batch(Batch& into, Batch more) {
 
 SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
                           const ScheduleTuning& tuning) {
-  Work w(state, tuning);
+  size_t more = 0;
+  for (const auto& a : apps)
+    for (const auto& role : a.record.workload.roles) more += static_cast<size_t>(std::max(0, desired_replicas(a.record, role)));
+  Work w(state, tuning, more);
   std::set<std::string> submitted;
   // Reports are filled in place: reserve so pointers into out.apps stay valid.
   w.out.apps.reserve(apps.size());

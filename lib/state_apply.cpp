@@ -220,29 +220,47 @@ template <class T, class Name>
 void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>& changes, Name name_of) {
   if (changes.empty()) return;
   std::vector<T> added;
-  std::set<std::string> dropped;
+  std::vector<size_t> dropped;  // Positions, ascending (changes come in name order).
   for (auto& [name, value] : changes) {
     auto it = std::lower_bound(list.begin(), list.end(), name,
                                [&](const T& x, const std::string& n) { return name_of(x) < n; });
     bool present = it != list.end() && name_of(*it) == name;
     if (present && value) *it = std::move(*value);
-    else if (present) dropped.insert(name);
+    else if (present) dropped.push_back(static_cast<size_t>(it - list.begin()));
     else if (value) added.push_back(std::move(*value));
   }
-  if (!dropped.empty())
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const T& x) { return dropped.count(name_of(x)) > 0; }),
-               list.end());
+  if (!dropped.empty()) {
+    size_t to = dropped.front(), d = 0;
+    for (size_t from = dropped.front(); from < list.size(); ++from) {
+      if (d < dropped.size() && dropped[d] == from) {
+        ++d;
+        continue;
+      }
+      if (to != from) list[to] = std::move(list[from]);
+      ++to;
+    }
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(to), list.end());
+  }
   if (!added.empty()) {
-    size_t middle = list.size();
-    std::move(added.begin(), added.end(), std::back_inserter(list));
-    // Names computed once per element, not once per comparison.
-    std::vector<std::pair<std::string, size_t>> order;
-    order.reserve(list.size());
-    for (size_t k = 0; k < list.size(); ++k) order.emplace_back(name_of(list[k]), k);
-    std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(middle), order.end());
+    // The new names are sorted (map order) and none is in the list: each goes where a
+    // binary search of the list puts it, and the list is rebuilt once around them. Only
+    // the names the searches compare are computed, not one per element of the list.
+    std::vector<size_t> at;
+    at.reserve(added.size());
+    auto from = list.begin();
+    for (const auto& a : added) {
+      const std::string name = name_of(a);
+      from = std::lower_bound(from, list.end(), name, [&](const T& x, const std::string& n) { return name_of(x) < n; });
+      at.push_back(static_cast<size_t>(from - list.begin()));
+    }
     std::vector<T> merged;
-    merged.reserve(list.size());
-    for (auto& [name, k] : order) merged.push_back(std::move(list[k]));
+    merged.reserve(list.size() + added.size());
+    size_t next = 0;
+    for (size_t j = 0; j < added.size(); ++j) {
+      for (; next < at[j]; ++next) merged.push_back(std::move(list[next]));
+      merged.push_back(std::move(added[j]));
+    }
+    for (; next < list.size(); ++next) merged.push_back(std::move(list[next]));
     list = std::move(merged);
   }
 }

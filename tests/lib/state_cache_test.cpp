@@ -102,13 +102,16 @@ void random_change(State& writer, std::mt19937& rng, int step) {
       }
       break;
     case 5:
-      for (int k = 0; k < 1 + pick(4); ++k)
+      for (int k = 0; k < 1 + pick(6); ++k)
         b.put_instance(instance(fmt::format("a{}", pick(5)), pick(20), fmt::format("n{:02d}", pick(12))));
       break;
     case 6:
-      if (!base->snapshot.instances.empty())
-        b.delete_instances.push_back(
-            base->snapshot.instances[pick(static_cast<int>(base->snapshot.instances.size()))].key());
+      // Up to three at once, so one refresh drops several from the kept list.
+      for (int k = 0, n = 1 + pick(3); k < n && !base->snapshot.instances.empty(); ++k) {
+        std::string key = base->snapshot.instances[pick(static_cast<int>(base->snapshot.instances.size()))].key();
+        if (std::find(b.delete_instances.begin(), b.delete_instances.end(), key) == b.delete_instances.end())
+          b.delete_instances.push_back(key);
+      }
       break;
     case 7:
       b.put_settings[fmt::format("s{}", pick(3))] = nlohmann::json{{"v", step}};
