@@ -86,7 +86,7 @@ int run_agent(const Globals& g, const AgentArgs& a) {
         if (!g.quiet) fmt::print("{} warning: {}\n", s.state->now_rfc3339(), w);
     if (run) {
       served.clear();
-      for (const auto& n : run->state.snapshot.nodes) served.push_back(n.name);
+      for (const auto& n : run->state->snapshot.nodes) served.push_back(n.name);
     }
     auto sleep = *interval;
     if (!run) {

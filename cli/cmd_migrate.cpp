@@ -189,7 +189,7 @@ int run_node_change(const Globals& g, const NodeCmdArgs& a, NodeChangeDecider de
     return {};
   });
   if (!committed) return report(g, committed.error());
-  ClusterState after = committed->controllers.state;
+  ClusterState after = *committed->controllers.state;
   Batch batch = committed->controllers.outcome.batch;
   bool done = true;
   if (a.wait && !drained(after, a.node)) {

@@ -337,7 +337,7 @@ int run_scale(const Globals& g, const ScaleArgs& a) {
     return {};
   });
   if (!committed) return report(g, committed.error());
-  ClusterState final_state = committed->controllers.state;
+  ClusterState final_state = *committed->controllers.state;
   Batch all = d.plan.batch;
   merge_batch(all, committed->controllers.outcome.batch);
   bool done = true;

@@ -303,7 +303,7 @@ int run_usage(const Globals& g, const UsageArgs& a) {
   if (!json && !g.quiet) fmt::print("{}{}\n", change.summary, change.changed ? "" : " (unchanged)");
   auto run = run_after(g, s, !json);
   if (!run) return report(g, run.error());
-  int rc = finish_follow(g, s, a.follow, [&](const ClusterState& st) { return settled(st, s); }, run->state, !json);
+  int rc = finish_follow(g, s, a.follow, [&](const ClusterState& st) { return settled(st, s); }, *run->state, !json);
   if (json) {
     nlohmann::json j{{"changed", change.changed}, {"summary", change.summary}, {"model", nlohmann::json(change.model)},
                      {"op", s.op}, {"controller_events", run->outcome.batch.events.size()}};
@@ -359,7 +359,7 @@ int run_fail(const Globals& g, const FailArgs& a) {
     const AppRecord* app = st.find_app(i->tenant, i->app);
     return app && app->failed_roles.count(i->role) > 0;
   };
-  int rc = finish_follow(g, s, a.follow, done, run->state, !json);
+  int rc = finish_follow(g, s, a.follow, done, *run->state, !json);
   auto st = s.state->load();
   if (!st) return report(g, st.error());
   const Instance* i = st->find_instance(key);

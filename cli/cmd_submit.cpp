@@ -75,7 +75,7 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   if (!submitted) return report(g, submitted.error());
   const ops::Submission& sub = *submitted->submission;
   const SubmitOutcome& out = submitted->outcome;
-  const ClusterState& committed = submitted->controllers.state;
+  const ClusterState& committed = *submitted->controllers.state;
   warn_unknown_tenant(g, committed, tenant);
 
   bool json = a.output == "json";

@@ -99,7 +99,7 @@ struct Applied {
   std::optional<ControllerRun> controllers;
 
   // The state after everything the apply did.
-  const ClusterState& final_state() const { return controllers ? controllers->state : state; }
+  const ClusterState& final_state() const { return controllers ? *controllers->state : state; }
   // The applied apps an apply --wait waits for (pruned and kept ones are not).
   std::vector<std::string> waited_apps() const;
 };

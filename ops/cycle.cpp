@@ -166,9 +166,9 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
                               const CycleOptions& options) {
   CycleResult r;
   SharedState current;
-  // Every way out of the loop hands back a copy of the state it reached.
+  // Every way out of the loop hands back the state it reached.
   auto done = [&]() -> Result<CycleResult> {
-    if (current) r.state = *current;
+    r.state = current ? std::move(current) : std::make_shared<const ClusterState>();
     return std::move(r);
   };
   for (int round = 0; round < options.max_rounds; ++round) {
@@ -262,7 +262,7 @@ CycleResult settle(ClusterState state, Backend& backend, int64_t now_ms, const C
     }
     if (!backend.synchronous() && !act.empty()) break;
   }
-  r.state = std::move(state);
+  r.state = std::make_shared<const ClusterState>(std::move(state));
   return r;
 }
 

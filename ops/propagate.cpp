@@ -417,7 +417,7 @@ Result<ChangeOutcome> apply_center_change(const Workspace& ws, const CenterChang
   if (!run) return fail(run.error());
   for (const auto& e : run->outcome.batch.events)
     if (e.reason == "Displaced" && !e.instance.empty()) out.moved.push_back(e.instance);
-  if (change.preview) out.placement = placement_violations(run->state);
+  if (change.preview) out.placement = placement_violations(*run->state);
   out.controllers = std::move(*run);
   return out;
 }

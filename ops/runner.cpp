@@ -32,7 +32,7 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
   copts.controller = stored_controller_options(**current, options);
   current->reset();
   auto cycle = run_cycle(ws.state, *ws.backend, ws.clock, ws.op, copts);
-  std::optional<ClusterState> st;
+  std::shared_ptr<const ClusterState> st;
   if (cycle) {
     run.outcome.batch = std::move(cycle->batch);
     run.outcome.passes = cycle->rounds;
@@ -52,7 +52,7 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
   ws.trace(2, fmt::format("controllers: {:.1f} ms ({} pass(es), {} event(s){})", ms, run.outcome.passes,
                           run.outcome.batch.events.size(),
                           run.outcome.active.empty() ? "" : fmt::format(" from {}", fmt::join(run.outcome.active, ", "))));
-  run.state = std::move(*st);
+  run.state = std::move(st);
   return run;
 }
 
@@ -79,7 +79,7 @@ Result<FollowResult> follow_controllers(const Workspace& ws, const std::function
     if (!run) return fail(run.error());
     ++f.runs;
     if (options.on_run) options.on_run(run->outcome.batch);
-    f.state = std::move(run->state);
+    f.state = *run->state;
     if (done(f.state)) {
       f.done = true;
       return f;

@@ -17,7 +17,8 @@
 namespace gaia::ops {
 
 struct ControllerRun {
-  ClusterState state;          // The state after the run (committed).
+  // The state after the run (committed), shared with the State's kept copy.
+  std::shared_ptr<const ClusterState> state;
   ReconcileOutcome outcome;    // What the controllers decided (batch already committed).
   // Bound instances the backend was not asked to start yet, and why.
   std::vector<std::pair<std::string, std::string>> held;

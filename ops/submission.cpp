@@ -243,7 +243,7 @@ Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
   out.controllers = std::move(done->controllers);
   // What the command prints is what runs when it returns: the runner started what the
   // submission placed (a dependent after its dependencies).
-  refresh_reports(out.outcome, out.controllers.state);
+  refresh_reports(out.outcome, *out.controllers.state);
   return out;
 }
 

@@ -36,7 +36,7 @@ TEST_CASE("runner: run_controllers places what waited for capacity and then conv
 
   auto first = ops::run_controllers(f.ws("op-run"));
   REQUIRE(first);
-  CHECK(running_of(first->state, "svc") == 3);
+  CHECK(running_of(*first->state, "svc") == 3);
   CHECK_FALSE(first->outcome.batch.empty());
   // Every event the run committed carries the workspace's operation id.
   auto events = f.state().events_after(0);
@@ -65,8 +65,8 @@ TEST_CASE("runner: commit_and_reconcile commits the command's change, then runs 
   });
   REQUIRE(done);
   CHECK(decisions == 1);
-  CHECK(done->controllers.state.find_app("default", "svc"));
-  CHECK(running_of(done->controllers.state, "svc") == 2);
+  CHECK(done->controllers.state->find_app("default", "svc"));
+  CHECK(running_of(*done->controllers.state, "svc") == 2);
 
   // A refused decision writes nothing and runs nothing.
   int64_t before = f.revision();
