@@ -1,6 +1,7 @@
 #pragma once
-// The scheduler's view of a Snapshot: built once per schedule() or explain() call and
-// then updated incrementally as instances are placed or evicted, so no decision ever
+// The scheduler's view of a Snapshot: built once per schedule() or explain() call (or
+// once per submission, brought up to date between its apps by extend()) and then
+// updated incrementally as instances are placed or evicted, so no decision ever
 // rescans the whole cluster. Everything is addressed by dense integer ids (node index,
 // instance index, role id, interned label id, topology domain id) to keep the per-node
 // evaluation loop free of hashing and allocation.

@@ -5,7 +5,9 @@
 //
 // How it stays fast at 10,000 nodes / 100,000 instances:
 //  - The snapshot is indexed once (controllers/cluster_index.hpp) and updated
-//    incrementally per placement; nothing is rebuilt per placement.
+//    incrementally per placement; nothing is rebuilt per placement. A submission of
+//    several apps schedules each on the index of the one before (KeptIndex), so the
+//    cluster is indexed once per submission, not once per app.
 //  - Pending instances are sorted (priority, then tenant/app/role/ordinal), so the
 //    instances of a role form a run. Static filters (node state, pool, selector, node
 //    affinity, network) are evaluated once per distinct requirement set and cached.
