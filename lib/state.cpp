@@ -277,6 +277,9 @@ Result<ClusterState> State::load_all() {
       }
       if (!kvs) return fail(store_diag(kvs.error()));
       at = kvs->second;
+      // One list of the right size: growing it moved every decoded instance again.
+      if (prefix == "instances/") st.snapshot.instances.reserve(kvs->first.size());
+      else if (prefix == "nodes/") st.snapshot.nodes.reserve(kvs->first.size());
       for (const auto& kv : kvs->first) {
         if (kv.key == k_journal_key) {
           // A commit larger than one transaction is half applied: finish it, then read
