@@ -223,7 +223,7 @@ void ClusterIndex::add_instance(size_t i) {
   }
 }
 
-bool ClusterIndex::extend(const Snapshot& sn) {
+bool ClusterIndex::extend(const Snapshot& sn, std::vector<int>* occupied) {
   // What the index cannot follow: an eviction (a stateful victim keeps its node in the
   // snapshot, the index let it go), nodes, tenants or storage classes that came or went,
   // or fewer instances than it indexed. The old snapshot may be gone: only `sn` is read.
@@ -263,7 +263,10 @@ bool ClusterIndex::extend(const Snapshot& sn) {
     r.role = spec == sn.roles.end() ? nullptr : &spec->second;
   }
   size_t first_new = insts.size();
-  for (size_t i = first_new; i < sn.instances.size(); ++i) add_instance(i);
+  for (size_t i = first_new; i < sn.instances.size(); ++i) {
+    add_instance(i);
+    if (occupied && insts[i].node >= 0) occupied->push_back(insts[i].node);
+  }
   for (size_t i = first_new; i < sn.instances.size(); ++i) {
     auto& byo = roles[static_cast<size_t>(insts[i].role)].by_ordinal;
     if (byo.size() > 1 && byo[byo.size() - 2] > byo.back() && !std::is_sorted(byo.begin(), byo.end()))

@@ -112,8 +112,10 @@ class ClusterIndex {
   // role spec's content or instance changed otherwise). The new instances are indexed;
   // nothing else is read again. Returns false, leaving the index unusable, when it can
   // tell that is not so (an eviction since, nodes or tenants that came or went, a
-  // placement not applied as made): the caller then builds a new one.
-  bool extend(const Snapshot& sn);
+  // placement not applied as made): the caller then builds a new one. Nodes that new
+  // instances already occupy are added to `occupied`, for what the caller keeps in
+  // step with node use.
+  bool extend(const Snapshot& sn, std::vector<int>* occupied = nullptr);
   const Role& role_of(int inst) const;  // An empty role when the spec is unknown.
   int node_index(std::string_view name) const;
   int instance_index(std::string_view key) const;

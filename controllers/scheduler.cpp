@@ -19,15 +19,29 @@
 
 namespace gaia {
 
-namespace {
-
-using namespace gaia::sched;
+namespace sched {
 
 // Verdict of the static filters for one requirement set, shared by every role with it.
 struct StaticVerdict {
   std::vector<int8_t> first_failure;  // Per node; -1 when all static filters pass.
   std::vector<int> candidates;        // Nodes passing, in index order.
 };
+
+}  // namespace sched
+
+// What a Scheduler builds on its index and keeps up to date with its placements: kept
+// with a KeptIndex as long as the index, since nothing they depend on changes between
+// the calls a KeptIndex allows (nodes and tenants stay, node use changes only by the
+// index's own placements).
+struct KeptIndex::Caches {
+  // Built at the first bounded run, then kept up to date with every placement.
+  std::optional<sched::NodeOrder> order;
+  std::unordered_map<std::string, sched::StaticVerdict> statics;
+};
+
+namespace {
+
+using namespace gaia::sched;
 
 struct HeapEntry {
   double score;
@@ -96,10 +110,12 @@ bool same_run(const ClusterIndex& idx, int a, int b) {
 
 class Scheduler {
  public:
-  Scheduler(const Snapshot& s, const ScheduleTuning& t, ClusterIndex& idx)
+  Scheduler(const Snapshot& s, const ScheduleTuning& t, ClusterIndex& idx, KeptIndex::Caches& caches)
       : m_snap(s),
         m_tuning(t),
         m_idx(idx),
+        m_order(caches.order),
+        m_static(caches.statics),
         m_pool(m_idx),
         m_weights(score_weights(s.profile)),
         m_stamp(m_idx.nodes.size(), 0),
@@ -492,8 +508,9 @@ class Scheduler {
   bool m_only_resources = false;  // For the current run: see only_resources_can_fail.
   bool m_simple = false;          // For the current run: see simple_scoring.
   bool m_bounded = false;         // For the current run: bounded_best instead of the heap.
-  // Built at the first bounded run, then kept up to date with every placement.
-  std::optional<NodeOrder> m_order;
+  // Built at the first bounded run, then kept up to date with every placement (and
+  // kept with a KeptIndex across calls).
+  std::optional<NodeOrder>& m_order;
   std::vector<uint32_t> m_seen;
   uint32_t m_seen_epoch = 0;
   std::vector<OpenClass> m_open;
@@ -505,7 +522,7 @@ class Scheduler {
   bool m_single = false;          // The run has one instance left: no heap, only m_best.
   bool m_best_valid = false;
   HeapEntry m_best{};
-  std::unordered_map<std::string, StaticVerdict> m_static;
+  std::unordered_map<std::string, StaticVerdict>& m_static;
   std::vector<HeapEntry> m_heap;
   std::vector<uint32_t> m_stamp;
   std::vector<int> m_affected, m_sticky;
@@ -521,19 +538,30 @@ class Scheduler {
 
 Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning) {
   ClusterIndex idx(snapshot);
-  return Scheduler(snapshot, tuning, idx).run(pending);
+  KeptIndex::Caches caches;
+  return Scheduler(snapshot, tuning, idx, caches).run(pending);
 }
 
 Decision schedule(const Snapshot& snapshot, const std::vector<std::string>& pending, const ScheduleTuning& tuning,
                   KeptIndex& kept) {
-  if (!kept.m_idx || !kept.m_idx->extend(snapshot)) kept.m_idx = std::make_unique<ClusterIndex>(snapshot);
-  else ++kept.m_reused;
-  return Scheduler(snapshot, tuning, *kept.m_idx).run(pending);
+  std::vector<int> occupied;
+  if (kept.m_idx && kept.m_idx->extend(snapshot, &occupied)) {
+    ++kept.m_reused;
+    // New instances that arrived on a node change its use, which the node order files.
+    if (kept.m_caches->order)
+      for (int n : occupied) kept.m_caches->order->update(n);
+  } else {
+    kept.m_caches.reset();  // They refer to the index they were built on.
+    kept.m_idx = std::make_unique<ClusterIndex>(snapshot);
+    kept.m_caches = std::make_unique<KeptIndex::Caches>();
+  }
+  return Scheduler(snapshot, tuning, *kept.m_idx, *kept.m_caches).run(pending);
 }
 
 Decision schedule(const Snapshot& snapshot) {
   ClusterIndex idx(snapshot);
-  return Scheduler(snapshot, ScheduleTuning{}, idx).run_pending();
+  KeptIndex::Caches caches;
+  return Scheduler(snapshot, ScheduleTuning{}, idx, caches).run_pending();
 }
 
 KeptIndex::KeptIndex() = default;
@@ -541,6 +569,9 @@ KeptIndex::~KeptIndex() = default;
 KeptIndex::KeptIndex(KeptIndex&&) noexcept = default;
 KeptIndex& KeptIndex::operator=(KeptIndex&&) noexcept = default;
 
-void KeptIndex::reset() { m_idx.reset(); }
+void KeptIndex::reset() {
+  m_caches.reset();
+  m_idx.reset();
+}
 
 }  // namespace gaia

@@ -98,9 +98,13 @@ class KeptIndex {
   // Calls that reused the index instead of building it (for tests and benchmarks).
   int reused() const { return m_reused; }
 
+  struct Caches;  // What the scheduler keeps beside the index (scheduler.cpp).
+
  private:
   friend Decision schedule(const Snapshot&, const std::vector<std::string>&, const ScheduleTuning&, KeptIndex&);
+  // Declared after the index they refer to, so they are destroyed first.
   std::unique_ptr<sched::ClusterIndex> m_idx;
+  std::unique_ptr<Caches> m_caches;
   int m_reused = 0;
 };
 

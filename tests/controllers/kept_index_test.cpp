@@ -237,3 +237,30 @@ TEST_CASE("schedule() with a kept index: the next call indexes only the new inst
     CHECK(third.placements.empty());
   }
 }
+
+TEST_CASE("schedule() with a kept index: instances that arrive already on a node count in the node order",
+          "[scheduler][kept-index]") {
+  ClusterBuilder b;
+  for (int n = 0; n < 4; ++n) b.node(fmt::format("n{}", n), 4000, 16);
+  // Stack: the most used node that fits wins, so a node the order still files as empty
+  // would be passed over.
+  b.s.profile.strategy = "stack";
+  b.role("t1", "a", "web", res(500, 1));
+  for (int k = 0; k < 2; ++k) b.instance("t1", "a", "web", k);
+  KeptIndex kept;
+  Decision first = schedule(b.s, b.pending(), {}, kept);
+  REQUIRE(first.placements.size() == 2);
+  apply_decision(b.s, first);
+  // Short runs of plain instances take the bounded search over nodes kept in order of
+  // their use: the two that arrive running must move their nodes in that order.
+  b.role("t1", "b", "big", res(3500, 12));
+  b.instance("t1", "b", "big", 0, "n2");
+  b.instance("t1", "b", "big", 1, "n3");
+  b.role("t1", "c", "api", res(500, 1));
+  for (int k = 0; k < 2; ++k) b.instance("t1", "c", "api", k);
+  std::vector<std::string> keys = {"0.api.c.t1", "1.api.c.t1"};
+  Decision second = schedule(b.s, keys, {}, kept);
+  CHECK(kept.reused() == 1);
+  CHECK(decision_text(second) == decision_text(schedule(b.s, keys)));
+  for (const auto& p : second.placements) CHECK((p.node == "n2" || p.node == "n3"));
+}
