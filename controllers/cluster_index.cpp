@@ -267,10 +267,13 @@ bool ClusterIndex::extend(const Snapshot& sn, std::vector<int>* occupied) {
     add_instance(i);
     if (occupied && insts[i].node >= 0) occupied->push_back(insts[i].node);
   }
-  for (size_t i = first_new; i < sn.instances.size(); ++i) {
-    auto& byo = roles[static_cast<size_t>(insts[i].role)].by_ordinal;
-    if (byo.size() > 1 && byo[byo.size() - 2] > byo.back() && !std::is_sorted(byo.begin(), byo.end()))
-      std::sort(byo.begin(), byo.end());
+  // Every role that got new instances is sorted again where they broke its order (two
+  // new ones may both go before an ordinal it had).
+  std::vector<char> touched(roles.size(), 0);
+  for (size_t i = first_new; i < sn.instances.size(); ++i) touched[static_cast<size_t>(insts[i].role)] = 1;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    auto& byo = roles[r].by_ordinal;
+    if (touched[r] && !std::is_sorted(byo.begin(), byo.end())) std::sort(byo.begin(), byo.end());
   }
   return true;
 }

@@ -330,6 +330,9 @@ struct Work {
         reason = first + "; then " + u.reason;
       }
       if (i->pending_reason != reason || i->state != InstanceState::Pending) {
+        // With two instances of one key (a leftover beside a new one), the key may find
+        // one that holds a node, which the scheduler's index counted as held.
+        if (occupies_node(*i)) kept.reset();
         i->pending_reason = reason;
         i->state = InstanceState::Pending;
         put_instance(*i);
@@ -799,7 +802,9 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       // Only the dependencies are asked about: a pass over every app's instances per
       // submitted app was a tenth of a large submission.
       std::unordered_set<std::string> deps;
-      for (const auto& d : rec.dependencies) deps.insert(submit_app_key(rec.tenant, d));
+      // A dependency may name another tenant's app ("platform/db"): the app id is the
+      // one find_app resolves it to.
+      for (const auto& d : rec.dependencies) deps.insert(dependency_id(rec.tenant, d));
       Readiness readiness(w.state, deps);
       for (const auto& d : rec.dependencies)
         if (!readiness.placed(w.state, rec.tenant, d)) not_ready.push_back(d);
@@ -841,8 +846,8 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
   return std::move(w.out);
 }
 
-SubmitOutcome reschedule_pending(const ClusterState& state) {
-  Work w(state);
+SubmitOutcome reschedule_pending(const ClusterState& state, const ScheduleTuning& tuning) {
+  Work w(state, tuning);
   w.reschedule(nullptr);
   for (auto& r : w.out.others) r.action = "reschedule";
   w.finish();

@@ -81,7 +81,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
 // chain waiting on its first app is placed in one call. An instance that still fits
 // nowhere only changes (and gets an event) when its reason changes, so calling this on
 // a settled cluster yields an empty batch.
-SubmitOutcome reschedule_pending(const ClusterState& state);
+SubmitOutcome reschedule_pending(const ClusterState& state, const ScheduleTuning& tuning = {});
 
 // Recounts each report's instances, running instances and readiness on `state` (the
 // cluster after the runner started what the submission placed), so what a command
