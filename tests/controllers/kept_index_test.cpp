@@ -9,101 +9,12 @@
 #include "controllers/submit.hpp"
 #include "lib/codec.hpp"
 #include "tests/controllers/cluster_builder.hpp"
+#include "tests/controllers/state_fixture.hpp"
 
 using namespace gaia;
 using namespace gaia::test;
 
 namespace {
-
-ClusterState random_cluster() {
-  ClusterState st;
-  int nodes = *rc::gen::inRange(1, 9);
-  for (int i = 0; i < nodes; ++i) {
-    Node n;
-    n.name = fmt::format("n{}", i);
-    n.capacity = res(*rc::gen::inRange(1, 9) * 1000, *rc::gen::inRange(1, 17));
-    n.labels = {{"disk", *rc::gen::element<std::string>("hdd", "ssd")},
-                {"zone", fmt::format("z{}", *rc::gen::inRange(0, 2))}};
-    n.rack = fmt::format("r{}", *rc::gen::inRange(0, 3));
-    n.address = fmt::format("10.0.0.{}", i + 1);
-    n.instance_subnet = fmt::format("10.1.{}.0/{}", i, *rc::gen::element(24, 29));
-    n.port_min = 20000;
-    n.port_max = 20000 + *rc::gen::inRange(0, 4);
-    if (*rc::gen::arbitrary<bool>())
-      n.volume_groups = {VolumeGroup{"vg", "ssd", *rc::gen::inRange(1, 200) * kGi, *rc::gen::inRange(0, 5000)}};
-    if (*rc::gen::inRange(0, 6) == 0) n.state = NodeState::Cordoned;
-    st.snapshot.nodes.push_back(std::move(n));
-  }
-  Tenant t{"t1", {}, {}};
-  if (*rc::gen::inRange(0, 3) == 0) t.quota.cpu_millis = *rc::gen::inRange(1, 40) * 1000;
-  if (*rc::gen::inRange(0, 3) == 0) t.quota.instances = *rc::gen::inRange(1, 30);
-  st.snapshot.tenants.push_back(t);
-  st.snapshot.profile.strategy = *rc::gen::element<std::string>("spread", "stack");
-  if (*rc::gen::arbitrary<bool>()) {
-    StorageClass gold{"gold", StorageKind::Claim, "", -1, {}};
-    if (*rc::gen::inRange(0, 4) != 0) gold.capacity_bytes = *rc::gen::inRange(1, 150) * kGi;
-    st.snapshot.storage_classes = {StorageClass{"ssd", StorageKind::Local, "", -1, {}}, gold};
-  }
-  return st;
-}
-
-Role random_role(const std::string& app, const std::string& name, bool claims, bool nonprod_only) {
-  Role role;
-  role.name = name;
-  role.replicas = *rc::gen::inRange(0, 7);
-  role.resources = res(*rc::gen::inRange(1, 16) * 250, *rc::gen::inRange(1, 9));
-  role.priority = Priority{nonprod_only ? Band::Nonprod : *rc::gen::element(Band::Nonprod, Band::Prod, Band::Sys),
-                           *rc::gen::inRange(0, 3) * 100};
-  if (*rc::gen::inRange(0, 4) == 0) role.min_available = *rc::gen::inRange(1, 3);
-  if (*rc::gen::inRange(0, 3) == 0) role.node_selector = {{"disk", "ssd"}};
-  if (*rc::gen::inRange(0, 3) == 0) {
-    AffinityTerm anti;
-    anti.target = AffinityTerm::Target::Instance;
-    anti.match = {{"gaia.io/role", "In", {name}}, {"gaia.io/app", "In", {app}}};
-    anti.topology = *rc::gen::element<std::string>("node", "rack");
-    role.required_anti_affinity = {anti};
-  }
-  if (*rc::gen::inRange(0, 4) == 0) {
-    AffinityTerm pref;
-    pref.target = AffinityTerm::Target::Instance;
-    pref.match = {{"gaia.io/app", "In", {app}}};
-    pref.topology = "rack";
-    pref.weight = *rc::gen::inRange(1, 100);
-    role.preferred_affinity = {pref};
-  }
-  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"fixed", 80, "TCP"});
-  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"dyn", 0, "TCP"});
-  if (*rc::gen::inRange(0, 5) == 0)
-    role.volumes = {Volume{"data", *rc::gen::inRange(1, 60) * kGi, "ssd", *rc::gen::inRange(0, 2000), "/d"}};
-  if (claims && *rc::gen::inRange(0, 3) == 0)
-    role.volumes.push_back(Volume{"pool", *rc::gen::inRange(1, 80) * kGi, "gold", 0, "/pool"});
-  if (name != "r0" && *rc::gen::inRange(0, 4) == 0) role.near = app + "/r0";
-  return role;
-}
-
-// A chain of apps: each may depend on earlier ones, as resolve orders them.
-std::vector<AppToDeploy> random_chain(const ClusterState& st, const std::string& prefix, bool nonprod_only) {
-  std::vector<AppToDeploy> apps;
-  int count = *rc::gen::inRange(1, 6);
-  for (int k = 0; k < count; ++k) {
-    AppToDeploy a;
-    a.record.tenant = "t1";
-    a.record.name = fmt::format("{}{}", prefix, k);
-    a.record.version = fmt::format("1.{}", *rc::gen::inRange(0, 2));
-    a.record.workload.app = a.record.name;
-    a.record.workload.version = a.record.version;
-    a.record.workload.tenant = "t1";
-    int roles = *rc::gen::inRange(1, 4);
-    for (int r = 0; r < roles; ++r)
-      a.record.workload.roles.push_back(
-          random_role(a.record.name, fmt::format("r{}", r), !st.snapshot.storage_classes.empty(), nonprod_only));
-    for (int d = 0; d < k; ++d)
-      if (*rc::gen::inRange(0, 3) == 0) a.record.dependencies.push_back(fmt::format("{}{}", prefix, d));
-    a.record.workload.hash = fmt::format("h{}", *rc::gen::inRange(0, 3));
-    apps.push_back(std::move(a));
-  }
-  return apps;
-}
 
 // Everything a submission decided, as text: what it writes, what it reports, and the
 // state it leaves.
@@ -134,29 +45,197 @@ ClusterState started_copies(ClusterState st) {
   return st;
 }
 
-}  // namespace
+// Random clusters, chains and what happens between submissions (first written by a
+// review of the kept index): clusters past 100 nodes with sampling, three tenants (one
+// without a record), GPUs, stateful and batch roles, the same app twice in one
+// submission; evictions, failures, lowered reservations, stopping stateful copies, new
+// nodes and app records gone while their instances stay.
+ClusterState random_cluster() {
+  ClusterState st;
+  bool big = *rc::gen::inRange(0, 3) == 0;
+  int nodes = big ? *rc::gen::inRange(101, 161) : *rc::gen::inRange(1, 12);
+  bool gpus = *rc::gen::inRange(0, 3) == 0;
+  for (int i = 0; i < nodes; ++i) {
+    Node n;
+    n.name = fmt::format("n{:03d}", (i * 37) % 997);  // Index order differs from name order.
+    n.capacity = res(*rc::gen::inRange(1, 9) * 1000, *rc::gen::inRange(1, 17), gpus ? *rc::gen::inRange(0, 2) : 0);
+    n.labels = {{"disk", *rc::gen::element<std::string>("hdd", "ssd")},
+                {"zone", fmt::format("z{}", *rc::gen::inRange(0, 2))}};
+    n.rack = fmt::format("r{}", *rc::gen::inRange(0, 4));
+    n.address = fmt::format("10.0.{}.{}", i / 200, i % 200 + 1);
+    n.instance_subnet = fmt::format("10.{}.{}.0/{}", 1 + i / 250, i % 250, *rc::gen::element(24, 29));
+    n.port_min = 20000;
+    n.port_max = 20000 + *rc::gen::inRange(0, 4);
+    if (*rc::gen::arbitrary<bool>())
+      n.volume_groups = {VolumeGroup{"vg", "ssd", *rc::gen::inRange(1, 200) * kGi, *rc::gen::inRange(0, 5000)}};
+    if (*rc::gen::inRange(0, 6) == 0) n.state = NodeState::Cordoned;
+    if (*rc::gen::inRange(0, 5) == 0) n.cached_images = {"img"};
+    st.snapshot.nodes.push_back(std::move(n));
+  }
+  for (const char* name : {"t1", "t2"}) {
+    Tenant t{name, {}, {}};
+    if (*rc::gen::inRange(0, 3) == 0) t.quota.cpu_millis = *rc::gen::inRange(1, 40) * 1000;
+    if (*rc::gen::inRange(0, 3) == 0) t.quota.instances = *rc::gen::inRange(1, 30);
+    if (*rc::gen::inRange(0, 4) == 0) t.pool_selector = {{"disk", "ssd"}};
+    st.snapshot.tenants.push_back(t);
+  }
+  // t3 has no tenant record.
+  st.snapshot.profile.strategy = *rc::gen::element<std::string>("spread", "stack");
+  st.snapshot.profile.percentage_of_nodes_to_score = *rc::gen::element(100, 100, 50, 20, 5);
+  if (*rc::gen::arbitrary<bool>()) {
+    StorageClass gold{"gold", StorageKind::Claim, "", -1, {}};
+    if (*rc::gen::inRange(0, 4) != 0) gold.capacity_bytes = *rc::gen::inRange(1, 150) * kGi;
+    st.snapshot.storage_classes = {StorageClass{"ssd", StorageKind::Local, "", -1, {}}, gold};
+  }
+  return st;
+}
 
-TEST_CASE("property: plan_submit decides the same with the scheduler's index kept across apps", "[submit][kept-index]") {
+Role random_role(const std::string& app, const std::string& name, bool claims, bool low) {
+  Role role;
+  role.name = name;
+  role.replicas = *rc::gen::inRange(0, 9);
+  role.resources = res(*rc::gen::inRange(1, 16) * 250, *rc::gen::inRange(1, 9));
+  if (*rc::gen::inRange(0, 6) == 0) role.resources.gpu = 1;
+  role.priority = Priority{low ? Band::Nonprod : *rc::gen::element(Band::Nonprod, Band::Prod, Band::Sys),
+                           *rc::gen::inRange(0, 3) * 100, *rc::gen::inRange(0, 5) != 0};
+  if (role.priority.band != Band::Nonprod) role.priority.preemptible = true;
+  if (*rc::gen::inRange(0, 3) == 0) role.min_available = *rc::gen::inRange(1, 3);
+  if (*rc::gen::inRange(0, 3) == 0) role.node_selector = {{"disk", "ssd"}};
+  if (*rc::gen::inRange(0, 3) == 0) {
+    AffinityTerm anti;
+    anti.target = AffinityTerm::Target::Instance;
+    anti.match = {{"gaia.io/role", "In", {name}}, {"gaia.io/app", "In", {app}}};
+    anti.topology = *rc::gen::element<std::string>("node", "rack", "zone");
+    role.required_anti_affinity = {anti};
+  }
+  if (*rc::gen::inRange(0, 4) == 0) {
+    AffinityTerm pref;
+    pref.target = AffinityTerm::Target::Instance;
+    pref.match = {{"gaia.io/app", "In", {app}}};
+    pref.topology = "rack";
+    pref.weight = *rc::gen::inRange(1, 100);
+    role.preferred_affinity = {pref};
+  }
+  if (*rc::gen::inRange(0, 6) == 0) {
+    AffinityTerm req;
+    req.target = AffinityTerm::Target::Instance;
+    req.match = {{"gaia.io/role", "Exists", {}}};
+    req.topology = "zone";
+    role.required_affinity = {req};
+  }
+  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"fixed", 80, "TCP"});
+  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"dyn", 0, "TCP"});
+  if (*rc::gen::inRange(0, 3) == 0)
+    role.volumes = {Volume{"data", *rc::gen::inRange(1, 60) * kGi, "ssd", *rc::gen::inRange(0, 2000), "/d"}};
+  if (claims && *rc::gen::inRange(0, 3) == 0)
+    role.volumes.push_back(Volume{"pool", *rc::gen::inRange(1, 80) * kGi, "gold", 0, "/pool"});
+  if (*rc::gen::inRange(0, 5) == 0) role.image = "img";
+  if (name != "r0" && *rc::gen::inRange(0, 4) == 0) role.near = app + "/r0";
+  if (*rc::gen::inRange(0, 8) == 0) role.kind = "batch";
+  return role;
+}
+
+std::vector<AppToDeploy> random_chain(const ClusterState& st, const std::vector<std::string>& names, bool low) {
+  std::vector<AppToDeploy> apps;
+  for (size_t k = 0; k < names.size(); ++k) {
+    AppToDeploy a;
+    a.record.tenant = *rc::gen::element<std::string>("t1", "t1", "t2", "t3");
+    a.record.name = names[k];
+    a.record.version = fmt::format("1.{}", *rc::gen::inRange(0, 2));
+    a.record.workload.app = a.record.name;
+    a.record.workload.version = a.record.version;
+    a.record.workload.tenant = a.record.tenant;
+    int roles = *rc::gen::inRange(1, 4);
+    for (int r = 0; r < roles; ++r)
+      a.record.workload.roles.push_back(
+          random_role(a.record.name, fmt::format("r{}", r), !st.snapshot.storage_classes.empty(), low));
+    for (size_t d = 0; d < k; ++d)
+      if (*rc::gen::inRange(0, 3) == 0) a.record.dependencies.push_back(names[d]);
+    a.record.workload.hash = fmt::format("h{}", *rc::gen::inRange(0, 3));
+    apps.push_back(std::move(a));
+  }
+  return apps;
+}
+
+// What time does between submissions: copies start, some are evicted or fail, some
+// reservations are lowered, now and then a node comes or goes.
+ClusterState time_passes(ClusterState st) {
+  for (auto& i : st.snapshot.instances) {
+    if (i.state == InstanceState::Placed) i.state = InstanceState::Running;
+    if (i.state != InstanceState::Running) continue;
+    int roll = *rc::gen::inRange(0, 12);
+    if (roll == 0) {
+      // Evicted: pending again (a stateful one keeps its volumes and goes back there).
+      i.node.clear();
+      i.address.clear();
+      i.ports.clear();
+      i.state = InstanceState::Pending;
+      i.pending_reason = "preempted by someone";
+    } else if (roll == 1) {
+      i.state = InstanceState::Failed;
+      i.node.clear();
+    } else if (roll == 2) {
+      Resources r = i.request;
+      r.cpu_millis /= 2;
+      r.memory_bytes /= 2;
+      i.reservation = r;
+    } else if (roll == 3 && !i.volumes.empty()) {
+      i.state = InstanceState::Terminating;
+    }
+  }
+  // Now and then an app record (and its role specs) goes while its instances stay.
+  if (!st.apps.empty() && *rc::gen::inRange(0, 3) == 0) {
+    auto it = std::next(st.apps.begin(), *rc::gen::inRange(0, static_cast<int>(st.apps.size())));
+    std::string prefix = it->first + "/";
+    st.apps.erase(it);
+    if (*rc::gen::arbitrary<bool>()) std::erase_if(st.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+  }
+  if (*rc::gen::inRange(0, 4) == 0) {
+    Node n;
+    n.name = fmt::format("m{}", st.snapshot.nodes.size());
+    n.capacity = res(*rc::gen::inRange(1, 9) * 1000, *rc::gen::inRange(1, 17));
+    n.address = fmt::format("10.9.0.{}", st.snapshot.nodes.size() % 250 + 1);
+    n.instance_subnet = fmt::format("10.9.{}.0/24", st.snapshot.nodes.size() % 250);
+    n.volume_groups = {VolumeGroup{"vg", "ssd", 100 * kGi, 1000}};
+    st.snapshot.nodes.push_back(std::move(n));
+  }
+  return st;
+}
+
+// One random history, decided with the index kept across apps and afresh per call:
+// nonprod work first, then chains that may preempt it, then updates of the first apps,
+// with what time does between submissions.
+void decides_as_fresh() {
   ScheduleTuning fresh;
   fresh.keep_index = false;
-  // 500 cases (five checks of 100; about a second): a stale index shows only in some
-  // shapes (a stateful victim that keeps its node, say).
-  for (int round = 0; round < 5; ++round) {
-  bool ok = rc::check("same outcome", [&] {
-    ClusterState st = random_cluster();
-    // Work already running, some of it preemptible, then a chain that may preempt it
-    // and a resubmission that updates apps of the first (their instances go or stay).
-    for (int step = 0; step < 3; ++step) {
-      std::vector<AppToDeploy> chain =
-          step == 2 ? random_chain(st, "b", false) : random_chain(st, step == 0 ? "b" : "a", step == 0);
-      SubmitOutcome kept = plan_submit(st, chain);
-      SubmitOutcome each = plan_submit(st, chain, fresh);
-      RC_ASSERT(outcome_text(kept) == outcome_text(each));
-      st = started_copies(std::move(kept.after));
-    }
-  });
-  REQUIRE(ok);
+  ClusterState st = random_cluster();
+  std::vector<std::string> first = {"b0", "b1", "b2", "b3", "b4"};
+  first.resize(static_cast<size_t>(*rc::gen::inRange(1, 5)));
+  for (int step = 0; step < 4; ++step) {
+    std::vector<std::string> names = step == 1 ? std::vector<std::string>{"a0", "a1", "a2"} : first;
+    if (step == 3) names.push_back("c0");
+    std::vector<AppToDeploy> chain = random_chain(st, names, step == 0);
+    if (*rc::gen::inRange(0, 4) == 0 && chain.size() > 1) chain.push_back(chain[0]);  // Same app twice.
+    SubmitOutcome kept = plan_submit(st, chain);
+    SubmitOutcome each = plan_submit(st, chain, fresh);
+    RC_ASSERT(outcome_text(kept) == outcome_text(each));
+    if (step == 2) RC_CLASSIFY(kept.preempted > 0, "preempted");
+    if (step == 2) RC_CLASSIFY(st.snapshot.nodes.size() > 100 && st.snapshot.profile.percentage_of_nodes_to_score < 100, "sampled");
+    st = time_passes(std::move(kept.after));
+    SubmitOutcome rk = reschedule_pending(st);
+    SubmitOutcome re = reschedule_pending(st, fresh);
+    RC_ASSERT(outcome_text(rk) == outcome_text(re));
+    if (*rc::gen::arbitrary<bool>()) st = time_passes(std::move(rk.after));
   }
+}
+
+}  // namespace
+
+TEST_CASE("property: plan_submit and reschedule_pending decide the same with the index kept across apps",
+          "[submit][kept-index]") {
+  // A stale index shows only in some shapes (a stateful victim that keeps its node, keys
+  // out of order): 500 cases, five checks of 100, a few seconds.
+  for (int round = 0; round < 5; ++round) REQUIRE(rc::check("same outcome", decides_as_fresh));
 }
 
 TEST_CASE("schedule() with a kept index: an eviction makes the next call index afresh", "[scheduler][kept-index]") {
@@ -265,249 +344,20 @@ TEST_CASE("schedule() with a kept index: instances that arrive already on a node
   for (const auto& p : second.placements) CHECK((p.node == "n2" || p.node == "n3"));
 }
 
-// Generators and cases from a review of the kept index (clusters past 100 nodes, more
-// tenants, what time does between submissions).
-namespace {
-
-AppToDeploy wide_app(const std::string& tenant, const std::string& name, std::vector<Role> roles,
-                   std::vector<std::string> deps = {}, const std::string& hash = "h0") {
-  AppToDeploy a;
-  a.record.tenant = tenant;
-  a.record.name = name;
-  a.record.version = "1.0";
-  a.record.workload.app = name;
-  a.record.workload.version = "1.0";
-  a.record.workload.tenant = tenant;
-  a.record.workload.roles = std::move(roles);
-  a.record.workload.hash = hash;
-  a.record.dependencies = std::move(deps);
-  return a;
-}
-
-Role wide_role(const std::string& name, int replicas, Resources r, Priority p = Priority{}) {
-  Role role;
-  role.name = name;
-  role.replicas = replicas;
-  role.resources = r;
-  role.priority = p;
-  return role;
-}
-
-Node wide_node(const std::string& name, int k, int64_t cpu, int64_t mem) {
-  Node n;
-  n.name = name;
-  n.capacity = res(cpu, mem);
-  n.address = fmt::format("10.0.0.{}", k + 1);
-  n.instance_subnet = fmt::format("10.1.{}.0/24", k);
-  return n;
-}
-
-}  // namespace
-
-namespace {
-
-ClusterState wide_cluster() {
-  ClusterState st;
-  bool big = *rc::gen::inRange(0, 3) == 0;
-  int nodes = big ? *rc::gen::inRange(101, 161) : *rc::gen::inRange(1, 12);
-  bool gpus = *rc::gen::inRange(0, 3) == 0;
-  for (int i = 0; i < nodes; ++i) {
-    Node n;
-    n.name = fmt::format("n{:03d}", (i * 37) % 997);  // Index order differs from name order.
-    n.capacity = res(*rc::gen::inRange(1, 9) * 1000, *rc::gen::inRange(1, 17), gpus ? *rc::gen::inRange(0, 2) : 0);
-    n.labels = {{"disk", *rc::gen::element<std::string>("hdd", "ssd")},
-                {"zone", fmt::format("z{}", *rc::gen::inRange(0, 2))}};
-    n.rack = fmt::format("r{}", *rc::gen::inRange(0, 4));
-    n.address = fmt::format("10.0.{}.{}", i / 200, i % 200 + 1);
-    n.instance_subnet = fmt::format("10.{}.{}.0/{}", 1 + i / 250, i % 250, *rc::gen::element(24, 29));
-    n.port_min = 20000;
-    n.port_max = 20000 + *rc::gen::inRange(0, 4);
-    if (*rc::gen::arbitrary<bool>())
-      n.volume_groups = {VolumeGroup{"vg", "ssd", *rc::gen::inRange(1, 200) * kGi, *rc::gen::inRange(0, 5000)}};
-    if (*rc::gen::inRange(0, 6) == 0) n.state = NodeState::Cordoned;
-    if (*rc::gen::inRange(0, 5) == 0) n.cached_images = {"img"};
-    st.snapshot.nodes.push_back(std::move(n));
-  }
-  for (const char* name : {"t1", "t2"}) {
-    Tenant t{name, {}, {}};
-    if (*rc::gen::inRange(0, 3) == 0) t.quota.cpu_millis = *rc::gen::inRange(1, 40) * 1000;
-    if (*rc::gen::inRange(0, 3) == 0) t.quota.instances = *rc::gen::inRange(1, 30);
-    if (*rc::gen::inRange(0, 4) == 0) t.pool_selector = {{"disk", "ssd"}};
-    st.snapshot.tenants.push_back(t);
-  }
-  // t3 has no tenant record.
-  st.snapshot.profile.strategy = *rc::gen::element<std::string>("spread", "stack");
-  st.snapshot.profile.percentage_of_nodes_to_score = *rc::gen::element(100, 100, 50, 20, 5);
-  if (*rc::gen::arbitrary<bool>()) {
-    StorageClass gold{"gold", StorageKind::Claim, "", -1, {}};
-    if (*rc::gen::inRange(0, 4) != 0) gold.capacity_bytes = *rc::gen::inRange(1, 150) * kGi;
-    st.snapshot.storage_classes = {StorageClass{"ssd", StorageKind::Local, "", -1, {}}, gold};
-  }
-  return st;
-}
-
-Role wide_random_role(const std::string& app, const std::string& name, bool claims, bool low) {
-  Role role;
-  role.name = name;
-  role.replicas = *rc::gen::inRange(0, 9);
-  role.resources = res(*rc::gen::inRange(1, 16) * 250, *rc::gen::inRange(1, 9));
-  if (*rc::gen::inRange(0, 6) == 0) role.resources.gpu = 1;
-  role.priority = Priority{low ? Band::Nonprod : *rc::gen::element(Band::Nonprod, Band::Prod, Band::Sys),
-                           *rc::gen::inRange(0, 3) * 100, *rc::gen::inRange(0, 5) != 0};
-  if (role.priority.band != Band::Nonprod) role.priority.preemptible = true;
-  if (*rc::gen::inRange(0, 3) == 0) role.min_available = *rc::gen::inRange(1, 3);
-  if (*rc::gen::inRange(0, 3) == 0) role.node_selector = {{"disk", "ssd"}};
-  if (*rc::gen::inRange(0, 3) == 0) {
-    AffinityTerm anti;
-    anti.target = AffinityTerm::Target::Instance;
-    anti.match = {{"gaia.io/role", "In", {name}}, {"gaia.io/app", "In", {app}}};
-    anti.topology = *rc::gen::element<std::string>("node", "rack", "zone");
-    role.required_anti_affinity = {anti};
-  }
-  if (*rc::gen::inRange(0, 4) == 0) {
-    AffinityTerm pref;
-    pref.target = AffinityTerm::Target::Instance;
-    pref.match = {{"gaia.io/app", "In", {app}}};
-    pref.topology = "rack";
-    pref.weight = *rc::gen::inRange(1, 100);
-    role.preferred_affinity = {pref};
-  }
-  if (*rc::gen::inRange(0, 6) == 0) {
-    AffinityTerm req;
-    req.target = AffinityTerm::Target::Instance;
-    req.match = {{"gaia.io/role", "Exists", {}}};
-    req.topology = "zone";
-    role.required_affinity = {req};
-  }
-  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"fixed", 80, "TCP"});
-  if (*rc::gen::inRange(0, 4) == 0) role.ports.push_back(Port{"dyn", 0, "TCP"});
-  if (*rc::gen::inRange(0, 3) == 0)
-    role.volumes = {Volume{"data", *rc::gen::inRange(1, 60) * kGi, "ssd", *rc::gen::inRange(0, 2000), "/d"}};
-  if (claims && *rc::gen::inRange(0, 3) == 0)
-    role.volumes.push_back(Volume{"pool", *rc::gen::inRange(1, 80) * kGi, "gold", 0, "/pool"});
-  if (*rc::gen::inRange(0, 5) == 0) role.image = "img";
-  if (name != "r0" && *rc::gen::inRange(0, 4) == 0) role.near = app + "/r0";
-  if (*rc::gen::inRange(0, 8) == 0) role.kind = "batch";
-  return role;
-}
-
-std::vector<AppToDeploy> wide_chain(const ClusterState& st, const std::vector<std::string>& names, bool low) {
-  std::vector<AppToDeploy> apps;
-  for (size_t k = 0; k < names.size(); ++k) {
-    AppToDeploy a;
-    a.record.tenant = *rc::gen::element<std::string>("t1", "t1", "t2", "t3");
-    a.record.name = names[k];
-    a.record.version = fmt::format("1.{}", *rc::gen::inRange(0, 2));
-    a.record.workload.app = a.record.name;
-    a.record.workload.version = a.record.version;
-    a.record.workload.tenant = a.record.tenant;
-    int roles = *rc::gen::inRange(1, 4);
-    for (int r = 0; r < roles; ++r)
-      a.record.workload.roles.push_back(
-          wide_random_role(a.record.name, fmt::format("r{}", r), !st.snapshot.storage_classes.empty(), low));
-    for (size_t d = 0; d < k; ++d)
-      if (*rc::gen::inRange(0, 3) == 0) a.record.dependencies.push_back(names[d]);
-    a.record.workload.hash = fmt::format("h{}", *rc::gen::inRange(0, 3));
-    apps.push_back(std::move(a));
-  }
-  return apps;
-}
-
-// What time does between submissions: copies start, some are evicted or fail, some
-// reservations are lowered, now and then a node comes or goes.
-ClusterState wide_time_passes(ClusterState st) {
-  for (auto& i : st.snapshot.instances) {
-    if (i.state == InstanceState::Placed) i.state = InstanceState::Running;
-    if (i.state != InstanceState::Running) continue;
-    int roll = *rc::gen::inRange(0, 12);
-    if (roll == 0) {
-      // Evicted: pending again (a stateful one keeps its volumes and goes back there).
-      i.node.clear();
-      i.address.clear();
-      i.ports.clear();
-      i.state = InstanceState::Pending;
-      i.pending_reason = "preempted by someone";
-    } else if (roll == 1) {
-      i.state = InstanceState::Failed;
-      i.node.clear();
-    } else if (roll == 2) {
-      Resources r = i.request;
-      r.cpu_millis /= 2;
-      r.memory_bytes /= 2;
-      i.reservation = r;
-    } else if (roll == 3 && !i.volumes.empty()) {
-      i.state = InstanceState::Terminating;
-    }
-  }
-  // Now and then an app record (and its role specs) goes while its instances stay.
-  if (!st.apps.empty() && *rc::gen::inRange(0, 3) == 0) {
-    auto it = std::next(st.apps.begin(), *rc::gen::inRange(0, static_cast<int>(st.apps.size())));
-    std::string prefix = it->first + "/";
-    st.apps.erase(it);
-    if (*rc::gen::arbitrary<bool>()) std::erase_if(st.snapshot.roles, [&](const auto& kv) { return kv.first.starts_with(prefix); });
-  }
-  if (*rc::gen::inRange(0, 4) == 0) {
-    Node n;
-    n.name = fmt::format("m{}", st.snapshot.nodes.size());
-    n.capacity = res(*rc::gen::inRange(1, 9) * 1000, *rc::gen::inRange(1, 17));
-    n.address = fmt::format("10.9.0.{}", st.snapshot.nodes.size() % 250 + 1);
-    n.instance_subnet = fmt::format("10.9.{}.0/24", st.snapshot.nodes.size() % 250);
-    n.volume_groups = {VolumeGroup{"vg", "ssd", 100 * kGi, 1000}};
-    st.snapshot.nodes.push_back(std::move(n));
-  }
-  return st;
-}
-
-}  // namespace
-
-
-TEST_CASE("property: plan_submit and reschedule_pending decide the same with a kept index, wider clusters",
-          "[submit][kept-index]") {
-  // Written by a review of the kept index: clusters past 100 nodes with sampling, three
-  // tenants (one without a record), GPUs, stateful and batch roles, the same app twice in
-  // one submission, and between submissions evictions, failures, lowered reservations,
-  // stopping stateful copies, new nodes and app records that went while their instances
-  // stayed.
-  ScheduleTuning fresh;
-  fresh.keep_index = false;
-  bool ok = rc::check("same outcome", [&] {
-    ClusterState st = wide_cluster();
-    std::vector<std::string> first = {"b0", "b1", "b2", "b3", "b4"};
-    first.resize(static_cast<size_t>(*rc::gen::inRange(1, 5)));
-    for (int step = 0; step < 4; ++step) {
-      std::vector<std::string> names = step == 1 ? std::vector<std::string>{"a0", "a1", "a2"} : first;
-      if (step == 3) names.push_back("c0");
-      std::vector<AppToDeploy> chain = wide_chain(st, names, step == 0);
-      if (*rc::gen::inRange(0, 4) == 0 && chain.size() > 1) chain.push_back(chain[0]);  // Same app twice.
-      SubmitOutcome kept = plan_submit(st, chain);
-      SubmitOutcome each = plan_submit(st, chain, fresh);
-      RC_ASSERT(outcome_text(kept) == outcome_text(each));
-      if (step == 2) RC_CLASSIFY(kept.preempted > 0, "preempted");
-      if (step == 2) RC_CLASSIFY(st.snapshot.nodes.size() > 100 && st.snapshot.profile.percentage_of_nodes_to_score < 100, "sampled");
-      st = wide_time_passes(std::move(kept.after));
-      SubmitOutcome rk = reschedule_pending(st);
-      SubmitOutcome re = reschedule_pending(st, fresh);
-      RC_ASSERT(outcome_text(rk) == outcome_text(re));
-      if (*rc::gen::arbitrary<bool>()) st = wide_time_passes(std::move(rk.after));
-    }
-  });
-  REQUIRE(ok);
-}
-
 TEST_CASE("plan_submit: a dependency in another tenant counts as placed", "[submit][kept-index]") {
   ClusterState st;
-  st.snapshot.nodes.push_back(wide_node("n0", 0, 8000, 32));
-  SubmitOutcome db = plan_submit(st, {wide_app("platform", "db", {wide_role("server", 1, res(1000, 1))})});
+  st.snapshot.nodes.push_back(fixture_node("n0", 0, 8000, 32));
+  SubmitOutcome db = plan_submit(st, {fixture_app("db", {fixture_role("server", 1, res(1000, 1))}, {}, "platform")});
   REQUIRE(db.placed == 1);
   st = started_copies(std::move(db.after));
-  SubmitOutcome web = plan_submit(st, {wide_app("t1", "web", {wide_role("w", 1, res(1000, 1))}, {"platform/db"})});
+  SubmitOutcome web = plan_submit(st, {fixture_app("web", {fixture_role("w", 1, res(1000, 1))}, {"platform/db"}, "t1")});
   CHECK(web.placed == 1);
   CHECK(web.pending == 0);
 }
 
 TEST_CASE("reschedule_pending with two instances of one key decides as with a fresh index", "[submit][kept-index]") {
   ClusterState st;
-  st.snapshot.nodes.push_back(wide_node("n0", 0, 4000, 16));
+  st.snapshot.nodes.push_back(fixture_node("n0", 0, 4000, 16));
   auto inst = [](std::string app, std::string role, Resources r, std::string node) {
     Instance i;
     i.tenant = "t1";
@@ -526,7 +376,7 @@ TEST_CASE("reschedule_pending with two instances of one key decides as with a fr
   st.snapshot.instances.push_back(inst("d", "r", res(500, 1), ""));
   st.snapshot.instances.push_back(inst("w", "r", res(1000, 1), ""));
   for (auto [name, deps] : {std::pair<std::string, std::vector<std::string>>{"d", {}}, {"w", {"d"}}}) {
-    AppRecord a = wide_app("t1", name, {wide_role("r", 1, res(name == "d" ? 500 : 1000, 1))}, deps).record;
+    AppRecord a = fixture_app(name, {fixture_role("r", 1, res(name == "d" ? 500 : 1000, 1))}, deps, "t1").record;
     st.apps["t1/" + name] = a;
     st.snapshot.roles["t1/" + name + "/r"] = a.workload.roles[0];
   }
@@ -554,7 +404,7 @@ TEST_CASE("schedule() with a kept index: new instances ordered before ones it ha
 TEST_CASE("plan_submit of an app whose role has a leftover instance decides as with a fresh index",
           "[submit][kept-index]") {
   ClusterState st;
-  st.snapshot.nodes.push_back(wide_node("n0", 0, 8000, 32));
+  st.snapshot.nodes.push_back(fixture_node("n0", 0, 8000, 32));
   // An instance of t1/shop/web with no app record (ordinal 3), left in the state.
   Instance o;
   o.tenant = "t1";
@@ -564,8 +414,8 @@ TEST_CASE("plan_submit of an app whose role has a leftover instance decides as w
   o.request = res(500, 1);
   o.labels = {{"gaia.io/app", "shop"}, {"gaia.io/role", "web"}};
   st.snapshot.instances.push_back(o);
-  std::vector<AppToDeploy> apps = {wide_app("t1", "first", {wide_role("r", 1, res(500, 1))}),
-                                   wide_app("t1", "shop", {wide_role("web", 2, res(500, 1))})};
+  std::vector<AppToDeploy> apps = {fixture_app("first", {fixture_role("r", 1, res(500, 1))}, {}, "t1"),
+                                   fixture_app("shop", {fixture_role("web", 2, res(500, 1))}, {}, "t1")};
   ScheduleTuning fresh;
   fresh.keep_index = false;
   SubmitOutcome kept = plan_submit(st, apps);
