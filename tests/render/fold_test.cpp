@@ -36,6 +36,32 @@ std::pair<Result<EvalOutput>, Result<EvalOutput>> both_ways(const TempApp& app) 
   return {evaluate_jsonnet(in), evaluate_jsonnet(plain)};
 }
 
+// Rendered file by file (the folding refused or failed), with what the plain render
+// gives; the folded attempt's output, for more checks.
+EvalOutput check_unfolded_same(const TempApp& app) {
+  auto [folded, plain] = both_ways(app);
+  REQUIRE(folded);
+  REQUIRE(plain);
+  CHECK_FALSE(folded->folded);
+  CHECK(folded->raw.config == plain->raw.config);
+  CHECK(folded->raw.main == plain->raw.main);
+  return *folded;
+}
+
+// Fails as the plain render fails: the same first message at the same place.
+std::string check_fails_same(const TempApp& app) {
+  auto [folded, plain] = both_ways(app);
+  REQUIRE_FALSE(folded);
+  REQUIRE_FALSE(plain);
+  const Diagnostic& f = folded.error().front();
+  const Diagnostic& p = plain.error().front();
+  CHECK(f.message == p.message);
+  CHECK(f.location.file == p.location.file);
+  CHECK(f.location.line == p.location.line);
+  CHECK(f.location.column == p.location.column);
+  return p.message;
+}
+
 }  // namespace
 
 TEST_CASE("import scan: finds imports in code, not in strings, comments or text blocks", "[render][fold]") {
@@ -132,53 +158,27 @@ TEST_CASE("fold: config reads are recorded the same folded", "[render][fold]") {
 
 TEST_CASE("fold: what it does not handle, or what fails, is evaluated file by file with the same result",
           "[render][fold]") {
-  SECTION("std.thisFile") {
-    TempApp app("{ replicas: 1, f: std.thisFile }");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE(folded);
-    CHECK_FALSE(folded->folded);
-    CHECK(folded->raw.config == plain->raw.config);
-  }
+  SECTION("std.thisFile") { check_unfolded_same(TempApp("{ replicas: 1, f: std.thisFile }")); }
   SECTION("importstr") {
     TempApp app("{ replicas: 1, t: importstr 'notes.txt' }");
     app.write("notes.txt", "hello");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE(folded);
-    CHECK_FALSE(folded->folded);
-    CHECK(folded->raw.config["t"] == "hello");
+    CHECK(check_unfolded_same(app).raw.config["t"] == "hello");
   }
   SECTION("an unused import of a missing file") {
-    TempApp app("local unused = import 'missing.libsonnet'; { replicas: 1 }");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE(folded);
-    REQUIRE(plain);
-    CHECK_FALSE(folded->folded);
-    CHECK(folded->raw.config == plain->raw.config);
+    check_unfolded_same(TempApp("local unused = import 'missing.libsonnet'; { replicas: 1 }"));
   }
   SECTION("a syntax error in an unused imported file") {
     TempApp app("local unused = import 'broken.libsonnet'; { replicas: 1 }");
     app.write("broken.libsonnet", "{ a: ");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE(folded);
-    REQUIRE(plain);
-    CHECK_FALSE(folded->folded);
-    CHECK(folded->raw.config == plain->raw.config);
+    check_unfolded_same(app);
   }
   SECTION("an import with more after it is refused as before") {
     TempApp app("local l = import 'lib.libsonnet' { replicas+: 1 }; l");
     app.write("lib.libsonnet", "{ replicas: 1 }");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE_FALSE(plain);
-    REQUIRE_FALSE(folded);
-    CHECK_THAT(plain.error().front().message, Catch::Contains("computed imports are not allowed"));
-    CHECK(folded.error().front().message == plain.error().front().message);
+    CHECK_THAT(check_fails_same(app), Catch::Contains("computed imports are not allowed"));
   }
   SECTION("a file that would close the parentheses it is folded into") {
-    TempApp app("{ replicas: 1 }) + ({ b: 2 }");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE_FALSE(plain);
-    REQUIRE_FALSE(folded);
-    CHECK(folded.error().front().message == plain.error().front().message);
+    check_fails_same(TempApp("{ replicas: 1 }) + ({ b: 2 }"));
   }
   SECTION("the natives of a folded evaluation are not there for templates") {
     TempApp app("{ replicas: 1, t: std.type(std.native('gaia_phase')) }");
@@ -188,25 +188,15 @@ TEST_CASE("fold: what it does not handle, or what fails, is evaluated file by fi
     CHECK(folded->raw.config == plain->raw.config);
   }
   SECTION("std.thisFile by a computed name") {
-    TempApp app("{ replicas: 1, f: std['this' + 'File'] }");
-    auto [folded, plain] = both_ways(app);
-    REQUIRE(folded);
-    CHECK_FALSE(folded->folded);
-    CHECK(folded->raw.config == plain->raw.config);
+    check_unfolded_same(TempApp("{ replicas: 1, f: std['this' + 'File'] }"));
   }
   SECTION("errors read the same") {
     for (const char* config : {"{ replicas: (import 'lib/bad.libsonnet').x }", "{ replicas: error 'no' }",
                                "{ replicas: }", "local l = import 'lib/bad.libsonnet'; { replicas: l.y }"}) {
       TempApp app(config);
       app.write("lib/bad.libsonnet", "{ x: error 'bad x',\n  y: std.foo() }");
-      auto [folded, plain] = both_ways(app);
       INFO(config);
-      REQUIRE_FALSE(folded);
-      REQUIRE_FALSE(plain);
-      CHECK(folded.error().front().message == plain.error().front().message);
-      CHECK(folded.error().front().location.file == plain.error().front().location.file);
-      CHECK(folded.error().front().location.line == plain.error().front().location.line);
-      CHECK(folded.error().front().location.column == plain.error().front().location.column);
+      check_fails_same(app);
     }
   }
 }
