@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -811,14 +812,20 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
     }
     std::vector<std::string> keys;
     for (const auto& role : rec.workload.roles) {
+      // One instance made, the others copied from it: the replicas share its labels.
+      std::optional<Instance> first;
       for (int k = 0, n = desired_replicas(rec, role); k < n; ++k) {
         if (kept_ordinals.count({role.name, k})) continue;
         // An ordinal whose volumes an earlier scale down kept is left to the replicas
         // controller, which creates it with them (on the node holding its data).
         if (waiting_volumes.count({role.name, k}) && !volumes_to_reattach(w.state, rec, role, k).empty()) continue;
-        Instance i = new_instance(rec.tenant, rec.name, rec.version, role, k);
-        i.hash = rec.workload.hash;
-        if (!not_ready.empty()) i.pending_reason = waiting_reason(not_ready, w.state, rec.tenant);
+        if (!first) {
+          first = new_instance(rec.tenant, rec.name, rec.version, role, k);
+          first->hash = rec.workload.hash;
+          if (!not_ready.empty()) first->pending_reason = waiting_reason(not_ready, w.state, rec.tenant);
+        }
+        Instance i = *first;
+        i.ordinal = k;
         keys.push_back(i.key());
         w.put_instance(i);
         w.add_instance(std::move(i));
@@ -866,11 +873,12 @@ Instance new_instance(const std::string& tenant, const std::string& app, const s
   i.request = role.resources;
   if (role.burstable()) i.limit = role.limit();
   i.priority = role.priority;
-  i.labels = role.labels;
-  i.labels["gaia.io/app"] = app;
-  i.labels["gaia.io/role"] = role.name;
-  i.labels["gaia.io/tenant"] = tenant;
-  i.labels["gaia.io/version"] = version;
+  Labels::Map labels = role.labels;
+  labels["gaia.io/app"] = app;
+  labels["gaia.io/role"] = role.name;
+  labels["gaia.io/tenant"] = tenant;
+  labels["gaia.io/version"] = version;
+  i.labels = std::move(labels);
   i.state = InstanceState::Pending;
   return i;
 }

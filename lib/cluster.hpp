@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/labels.hpp"
 #include "lib/priority.hpp"
 #include "lib/workload.hpp"
 
@@ -142,7 +143,8 @@ struct Instance {
   // sys scheduling always fits against requests.
   std::optional<Resources> reservation;
   Priority priority;
-  std::map<std::string, std::string> labels;  // Includes gaia.io/app, gaia.io/role.
+  // Includes gaia.io/app, gaia.io/role; shared with copies until changed.
+  Labels labels;
   std::string address;
   std::map<std::string, int> ports;  // Port name -> allocated host port.
   std::vector<VolumeBinding> volumes;

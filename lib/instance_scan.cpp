@@ -53,7 +53,7 @@ bool scan_optional_resources(JsonScanner& s, std::optional<Resources>& out) {
   return true;
 }
 
-bool scan_member(JsonScanner& s, std::string_view key, Instance& i) {
+bool scan_member(JsonScanner& s, std::string_view key, Instance& i, LabelPool& pool, LabelPool::Pairs& pairs) {
   switch (key.empty() ? '\0' : key.front()) {
     case 'a':
       if (key == "app") return s.string(i.app);
@@ -76,13 +76,17 @@ bool scan_member(JsonScanner& s, std::string_view key, Instance& i) {
       break;
     case 'l':
       if (key == "labels") {
-        i.labels.clear();
-        return s.object([&](std::string_view k) {
-          std::string v;
-          if (!s.string(v)) return false;
-          i.labels.insert_or_assign(std::string(k), std::move(v));
-          return true;
-        });
+        // Read as views into the record, so a set the pool already holds costs no map.
+        pairs.clear();
+        if (!s.object([&](std::string_view k) {
+              std::string_view v;
+              if (!s.string(v)) return false;
+              pairs.emplace_back(k, v);
+              return true;
+            }))
+          return false;
+        i.labels = pool.get(pairs);
+        return true;
       }
       if (key == "limit") return scan_optional_resources(s, i.limit);
       break;
@@ -153,11 +157,14 @@ bool scan_member(JsonScanner& s, std::string_view key, Instance& i) {
 
 }  // namespace
 
-std::optional<Instance> scan_instance(std::string_view text) {
+std::optional<Instance> scan_instance(std::string_view text, LabelPool* pool) {
   JsonScanner s(text);
   Instance i;
+  LabelPool own;
+  LabelPool& labels = pool ? *pool : own;
+  LabelPool::Pairs pairs;
   if (!s.next_is('{')) return std::nullopt;
-  if (!s.object([&](std::string_view key) { return scan_member(s, key, i); })) return std::nullopt;
+  if (!s.object([&](std::string_view key) { return scan_member(s, key, i, labels, pairs); })) return std::nullopt;
   if (!s.at_end()) return std::nullopt;
   return i;
 }

@@ -20,7 +20,8 @@
 
 namespace gaia {
 
-std::optional<Instance> scan_instance(std::string_view text);
+// `pool` shares equal labels between the instances decoded through it (a load's).
+std::optional<Instance> scan_instance(std::string_view text, LabelPool* pool = nullptr);
 
 class JsonScanner;
 // Resources as NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT reads them: missing

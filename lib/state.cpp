@@ -269,6 +269,7 @@ Result<ClusterState> State::load_all() {
     ClusterState st;
     int64_t at = 0;
     bool again = false;
+    LabelPool pool;  // The instances of a role share their labels (lib/labels.hpp).
     for (auto prefix : k_state_prefixes) {
       auto kvs = read_all(m_store, prefix, at);
       if (!kvs && kvs.error().code == StoreErrc::Compacted) {
@@ -288,7 +289,7 @@ Result<ClusterState> State::load_all() {
           again = true;
           break;
         }
-        if (auto r = apply_put(st, kv, /*in_order=*/true); !r) return fail(r.error());
+        if (auto r = apply_put(st, kv, /*in_order=*/true, &pool); !r) return fail(r.error());
       }
       if (again) break;
     }

@@ -100,11 +100,11 @@ Result<void> put_app_status(ClusterState& st, const KeyValue& kv) {
 }
 
 template <class T>
-Result<T> decode(const KeyValue& kv) {
+Result<T> decode(const KeyValue& kv, LabelPool* pool = nullptr) {
   // Instance records, the bulk of a load, take the fast path when they are of the shape
   // gaia writes; otherwise, and for every other record, nlohmann decodes as always.
   if constexpr (std::is_same_v<T, Instance>)
-    if (auto scanned = scan_instance(kv.value)) return std::move(*scanned);
+    if (auto scanned = scan_instance(kv.value, pool)) return std::move(*scanned);
   try {
     return nlohmann::json::parse(kv.value).get<T>();
   } catch (const std::exception& e) {
@@ -114,10 +114,10 @@ Result<T> decode(const KeyValue& kv) {
 
 }  // namespace
 
-Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order) {
+Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order, LabelPool* pool) {
   std::string_view key = kv.key;
   if (key.starts_with(k_instances)) {
-    auto i = decode<Instance>(kv);
+    auto i = decode<Instance>(kv, pool);
     if (!i) return fail(i.error());
     if (in_order) st.snapshot.instances.push_back(std::move(*i));
     else upsert(st.snapshot.instances, std::move(*i), std::string(key.substr(k_instances.size())), instance_name);
@@ -272,6 +272,7 @@ Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) 
   // change of the same key wins); nothing for a delete.
   std::map<std::string, std::optional<Instance>> instances;
   std::map<std::string, std::optional<Node>> nodes;
+  LabelPool pool;
   for (const auto& e : changes) {
     std::string_view key = e.kv.key;
     if (key.starts_with(k_instances)) {
@@ -279,7 +280,7 @@ Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) 
       if (e.type == EventType::Delete) {
         instances[name] = std::nullopt;
       } else {
-        auto i = decode<Instance>(e.kv);
+        auto i = decode<Instance>(e.kv, &pool);
         if (!i) return fail(i.error());
         instances[name] = std::move(*i);
       }

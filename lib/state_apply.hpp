@@ -18,8 +18,9 @@ namespace gaia {
 // such kind (events, journal chunks) are ignored. A record that cannot be decoded is an
 // error naming its key; `st` is then unchanged.
 // `in_order`: the caller feeds keys in key order into lists that hold only smaller
-// keys (a full load), so objects are appended without a search.
-Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order = false);
+// keys (a full load), so objects are appended without a search. `pool` shares equal
+// instance labels between the calls given it (lib/labels.hpp).
+Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order = false, LabelPool* pool = nullptr);
 
 // Removes one key's object from `st`; unknown keys are ignored.
 void apply_delete(ClusterState& st, std::string_view key);

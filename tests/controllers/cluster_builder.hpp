@@ -52,7 +52,7 @@ class ClusterBuilder {
     in.request = r.resources;
     in.priority = r.priority;
     in.labels = {{"gaia.io/app", app}, {"gaia.io/role", role}};
-    for (const auto& [k, v] : r.labels) in.labels[k] = v;
+    for (const auto& [k, v] : r.labels) in.labels.set(k, v);
     in.node = node;
     in.state = node.empty() ? InstanceState::Pending : InstanceState::Running;
     s.instances.push_back(std::move(in));

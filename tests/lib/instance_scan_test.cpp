@@ -55,7 +55,11 @@ Instance random_instance(std::mt19937& rng, bool unusual) {
   if (rng() % 3 == 0) i.usage = random_resources(rng);
   static const std::vector<std::string> priorities = {"sys", "prod", "prod:200", "nonprod", "nonprod:10:non-preemptible"};
   i.priority = *parse_priority(priorities[rng() % priorities.size()]);
-  for (size_t k = rng() % 5; k > 0; --k) i.labels[random_name(rng, unusual)] = random_name(rng, unusual);
+  for (size_t k = rng() % 5; k > 0; --k) {
+    // The value first, as `labels[name] = value` drew them.
+    std::string value = random_name(rng, unusual);
+    i.labels.set(random_name(rng, unusual), std::move(value));
+  }
   i.address = random_name(rng, unusual);
   for (size_t k = rng() % 3; k > 0; --k) i.ports[random_name(rng, unusual)] = static_cast<int>(rng() % 65536);
   for (size_t k = rng() % 3; k > 0; --k)
