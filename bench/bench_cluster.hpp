@@ -132,6 +132,23 @@ inline Instance make_pending(const GenApp& app, const Role& role, int ordinal) {
   return new_instance(app.tenant, app.name, "1.0.0", role, ordinal);
 }
 
+// Every replica of a role, pending, made as a submit makes them: the first one built, the
+// others copied from it, so they share its labels (lib/labels.hpp) as a submit's do.
+inline std::vector<Instance> make_replicas(const GenApp& app, const Role& role) {
+  std::vector<Instance> out;
+  out.reserve(static_cast<size_t>(std::max(0, role.replicas)));
+  for (int k = 0; k < role.replicas; ++k) {
+    if (k == 0) {
+      out.push_back(make_pending(app, role, 0));
+      continue;
+    }
+    Instance i = out.front();
+    i.ordinal = k;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
 inline std::string role_key(const GenApp& app, const Role& role) {
   return app.tenant + "/" + app.name + "/" + role.name;
 }

@@ -33,7 +33,7 @@ Figures run_scale_1m() {
   s.instances.reserve(k_scale_instances + k_scale_submit);
   for (const auto& a : apps)
     for (const auto& r : a.roles)
-      for (int k = 0; k < r.replicas; ++k) s.instances.push_back(make_pending(a, r, k));
+      for (auto& i : make_replicas(a, r)) s.instances.push_back(std::move(i));
 
   Figures out;
   out["nodes"] = k_scale_nodes;
@@ -65,8 +65,8 @@ Figures run_scale_1m() {
   std::vector<std::string> keys;
   for (const auto& a : late)
     for (const auto& r : a.roles)
-      for (int k = 0; k < r.replicas; ++k) {
-        s.instances.push_back(make_pending(a, r, k));
+      for (auto& i : make_replicas(a, r)) {
+        s.instances.push_back(std::move(i));
         keys.push_back(s.instances.back().key());
       }
   std::vector<double> samples;

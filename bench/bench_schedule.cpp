@@ -71,8 +71,8 @@ Snapshot base_snapshot(const Scenario& sc, int pct) {
 
 void add_app_instances(Snapshot& s, const GenApp& app, std::vector<std::string>* keys) {
   for (const auto& r : app.roles)
-    for (int k = 0; k < r.replicas; ++k) {
-      s.instances.push_back(make_pending(app, r, k));
+    for (auto& i : make_replicas(app, r)) {
+      s.instances.push_back(std::move(i));
       if (keys) keys->push_back(s.instances.back().key());
     }
 }
@@ -332,8 +332,7 @@ PreemptScenario make_preempt_scenario() {
     role.replicas = static_cast<int>(std::min<size_t>(10 + rng.below(91), k_preempt_running - running.size()));
     role.resources = draw_size(rng, low_sizes);
     role.priority = Priority{Band::Nonprod, 50 * (1 + static_cast<int>(rng.below(3))), true};
-    for (int k = 0; k < role.replicas; ++k) {
-      Instance i = make_pending(app, role, k);
+    for (auto& i : make_replicas(app, role)) {
       i.state = InstanceState::Running;
       running.push_back(std::move(i));
     }
