@@ -356,7 +356,7 @@ int ClusterIndex::instance_index(std::string_view key) const {
   if (std::string_view(canon, static_cast<size_t>(std::to_chars(canon, canon + sizeof canon, ordinal).ptr - canon)) !=
       key.substr(0, dot))
     return -1;
-  auto found = m_roles_by_tail.find(std::string(key.substr(dot)));
+  auto found = m_roles_by_tail.find(key.substr(dot));
   return found == m_roles_by_tail.end() ? -1 : find_key(ordinal, found->second);
 }
 
@@ -371,12 +371,12 @@ const std::vector<int>* ClusterIndex::label_ids_for_key(int tenant, std::string_
 }
 
 const std::vector<int>* ClusterIndex::roles_by_app_role(std::string_view app_role) const {
-  auto it = m_roles_by_app_role.find(std::string(app_role));
+  auto it = m_roles_by_app_role.find(app_role);
   return it == m_roles_by_app_role.end() ? nullptr : &it->second;
 }
 
 const std::vector<int>* ClusterIndex::nodes_with_image(std::string_view image) const {
-  auto it = m_nodes_by_image.find(std::string(image));
+  auto it = m_nodes_by_image.find(image);
   return it == m_nodes_by_image.end() ? nullptr : &it->second;
 }
 

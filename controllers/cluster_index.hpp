@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/cluster.hpp"
+#include "lib/string_hash.hpp"
 
 namespace gaia::sched {
 
@@ -178,15 +179,15 @@ class ClusterIndex {
   std::unordered_map<std::string, int> m_node_by_name, m_role_by_key, m_tenant_by_name;
   // Roles by key_tail. Names with dots can give two roles one tail (and their instances
   // equal keys), hence a list.
-  std::unordered_map<std::string, std::vector<int>> m_roles_by_tail;
+  StringMap<std::vector<int>> m_roles_by_tail;
   int find_key(int ordinal, const std::vector<int>& roles_with_tail) const;
   std::unordered_map<std::string, int> m_label_ids;
   std::map<int64_t, int> m_preemptible_ranks;  // Occupying preemptible instances per rank.
   mutable std::vector<int> m_role_order;        // Built on first use.
   std::deque<std::vector<int>> m_label_lists;   // What InstIx::labels points to.
   std::unordered_map<std::string, std::vector<int>> m_labels_by_key;
-  std::unordered_map<std::string, std::vector<int>> m_roles_by_app_role;
-  std::unordered_map<std::string, std::vector<int>> m_nodes_by_image;
+  StringMap<std::vector<int>> m_roles_by_app_role;
+  StringMap<std::vector<int>> m_nodes_by_image;
   // Per role, the last instance whose labels were interned (add_instance).
   std::vector<int> m_labelled_by;
   std::string m_role_key;         // Scratch for role_id.

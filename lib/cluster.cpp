@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace gaia {
 
@@ -93,11 +94,36 @@ std::string volume_place(const std::string& node, const std::string& group) {
   return node.empty() ? fmt::format("in claim class {}", group) : fmt::format("on {}", node);
 }
 
-std::string Instance::key() const { return fmt::format("{}.{}.{}.{}", ordinal, role, app, tenant); }
+namespace {
+
+// "<ordinal>.<role>.<app>.<tenant>" appended to `out` with one allocation at most: keys
+// are made for every placement, event and lookup, and fmt's buffer and copy cost more
+// than the bytes. The ordinal reads as fmt prints an int.
+void append_key(std::string& out, int ordinal, const std::string& role, const std::string& app,
+                const std::string& tenant) {
+  char digits[16];
+  char* end = std::to_chars(digits, digits + sizeof digits, ordinal).ptr;
+  out.reserve(out.size() + static_cast<size_t>(end - digits) + role.size() + app.size() + tenant.size() + 3);
+  out.append(digits, end);
+  out.push_back('.');
+  out.append(role);
+  out.push_back('.');
+  out.append(app);
+  out.push_back('.');
+  out.append(tenant);
+}
+
+}  // namespace
+
+std::string Instance::key() const {
+  std::string out;
+  append_key(out, ordinal, role, app, tenant);
+  return out;
+}
 
 void Instance::key_into(std::string& out) const {
   out.clear();
-  fmt::format_to(std::back_inserter(out), "{}.{}.{}.{}", ordinal, role, app, tenant);
+  append_key(out, ordinal, role, app, tenant);
 }
 
 }  // namespace gaia

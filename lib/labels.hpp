@@ -20,11 +20,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "lib/string_hash.hpp"
 
 namespace gaia {
 
@@ -94,12 +95,8 @@ class LabelPool {
   size_t size() const { return m_pool.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::string m_key;  // Reused between calls.
-  std::unordered_map<std::string, Labels, Hash, std::equal_to<>> m_pool;
+  StringMap<Labels> m_pool;
 };
 
 }  // namespace gaia
