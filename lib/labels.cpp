@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+
 namespace gaia {
 
 Labels::Labels(Map map) {
@@ -13,11 +15,20 @@ const Labels::Map& Labels::empty_map() {
   return empty;
 }
 
+bool Labels::sole() const {
+  if (m_map.use_count() != 1) return false;
+  // use_count() is a relaxed read. Another holder that read the map and then let go
+  // released its count; this fence makes its reads happen before our writes, as a
+  // shared_ptr's own destructor would order them.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
 Labels::Map& Labels::own() {
   if (!m_map) m_map = std::make_shared<Map>();
   // The one holder may change it in place; a shared map is copied first, so the other
   // holders keep what they had.
-  else if (m_map.use_count() > 1) m_map = std::make_shared<Map>(*m_map);
+  else if (!sole()) m_map = std::make_shared<Map>(*m_map);
   return *m_map;
 }
 
@@ -25,10 +36,16 @@ void Labels::set(std::string key, std::string value) { own().insert_or_assign(st
 
 Labels::size_type Labels::erase(const std::string& key) {
   if (!contains(key)) return 0;
-  Map& m = own();
-  m.erase(key);
-  if (m.empty()) m_map.reset();
+  // The map stays, empty or not: only the holders' counts free it.
+  own().erase(key);
   return 1;
+}
+
+void Labels::clear() {
+  if (!m_map) return;
+  // The one holder empties its map in place; a shared one is let go (the others keep it).
+  if (sole()) m_map->clear();
+  else m_map.reset();
 }
 
 void to_json(nlohmann::json& j, const Labels& labels) { j = labels.map(); }

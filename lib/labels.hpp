@@ -13,6 +13,12 @@
 // Reading is a std::map's const interface (and a `const std::map&` where a function
 // wants one). Changing goes through set / erase / clear, never through a reference into
 // the map: a reference taken before a copy would otherwise change both.
+//
+// A reference to the map (map(), the conversion, an iterator) is a view: valid until
+// these labels next change. Unlike a std::map's, it may then show the labels as they
+// were (the change went to a map of this object's own) or, once every holder of the
+// old map let go, dangle. Take a copy of the Labels, not a reference, to keep them
+// across a change.
 
 #include <cstddef>
 #include <initializer_list>
@@ -61,7 +67,7 @@ class Labels {
   void set(std::string key, std::string value);
   void insert_or_assign(std::string key, std::string value) { set(std::move(key), std::move(value)); }
   size_type erase(const std::string& key);
-  void clear() { m_map.reset(); }
+  void clear();
 
   // Whether both hold the very same map (so they are equal without comparing).
   bool shares_with(const Labels& other) const { return m_map == other.m_map; }
@@ -71,6 +77,8 @@ class Labels {
 
  private:
   static const Map& empty_map();
+  // Whether this object holds the map alone (then it may change it in place).
+  bool sole() const;
   // The map to change: this object's own, copied first when others share it.
   Map& own();
 

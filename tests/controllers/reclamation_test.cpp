@@ -119,9 +119,11 @@ TEST_CASE("reclamation leaves nonprod and sys at their request", "[runtime][recl
   b.node("n1", 10'000, 10);
   b.role("default", "batch", "job", res(2000, 2), prio("nonprod"));
   b.role("default", "infra", "agent", res(1000, 1), prio("sys"));
-  for (auto* i : {&b.instance("default", "batch", "job", 0, "n1"), &b.instance("default", "infra", "agent", 0, "n1")}) {
-    i->started_ms = kT0;
-    i->usage = Resources{i->request.cpu_millis / 10, i->request.memory_bytes / 10, 0, 0};
+  // One instance at a time: a second instance() may move the first in the builder's list.
+  for (auto [app, role] : {std::pair{"batch", "job"}, std::pair{"infra", "agent"}}) {
+    Instance& i = b.instance("default", app, role, 0, "n1");
+    i.started_ms = kT0;
+    i.usage = Resources{i.request.cpu_millis / 10, i.request.memory_bytes / 10, 0, 0};
   }
   auto s = runtime_state(b);
   CHECK(reclaim_reservations(s, at(kT0 + 10 * kStartup)).batch.empty());

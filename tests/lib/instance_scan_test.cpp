@@ -6,6 +6,7 @@
 // slow path rejects.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <random>
 
 #include "lib/codec.hpp"
@@ -91,8 +92,9 @@ std::optional<nlohmann::json> slow(const std::string& text) {
 
 // Checks one record: whatever the fast path accepts, the slow path decodes the same.
 // Returns whether the fast path took it.
-bool agrees(const std::string& text) {
-  auto fast = scan_instance(text);
+// With `pool`, the labels are looked up in it, as a load does.
+bool agrees(const std::string& text, LabelPool* pool = nullptr) {
+  auto fast = scan_instance(text, pool);
   if (!fast) return false;
   auto want = slow(text);
   INFO(text);
@@ -171,4 +173,37 @@ TEST_CASE("instance scan: mutated records are never accepted where the slow path
   // Some mutations leave a valid record (a digit for a digit), most do not.
   CHECK(taken > 0);
   CHECK(taken < total);
+}
+
+TEST_CASE("instance scan: records read through one label pool decode as from_json does",
+          "[lib][instance_scan]") {
+  // A load reads every record through one pool (lib/labels.hpp): a set of labels it
+  // holds must never reach a record with other labels, also after records that failed
+  // after their labels were read, or that the pool no longer takes once full.
+  std::mt19937 rng(20261128);
+  static const std::vector<Labels> sets = {
+      Labels{},
+      Labels{{"gaia.io/app", "web"}, {"gaia.io/role", "main"}},
+      Labels{{"gaia.io/app", "web"}, {"gaia.io/role", "db"}},
+      Labels{{"gaia.io/app", "web"}, {"gaia.io/role", "main"}, {"tier", "front"}},
+      Labels{{"a", "bc"}},
+      Labels{{"ab", "c"}},
+  };
+  LabelPool pool;
+  int taken = 0, shared = 0;
+  std::optional<Instance> last_main;
+  for (int n = 0; n < 6000; ++n) {
+    Instance i = random_instance(rng, rng() % 8 == 0);
+    if (rng() % 4 != 0) i.labels = sets[rng() % sets.size()];
+    std::string text = nlohmann::json(i).dump();
+    if (rng() % 5 == 0 && !text.empty()) text.erase(rng() % text.size(), 1 + rng() % 3);
+    taken += agrees(text, &pool);
+    auto fast = scan_instance(text, &pool);
+    if (fast && fast->labels == sets[1]) {
+      if (last_main && last_main->labels.shares_with(fast->labels)) ++shared;
+      last_main = fast;
+    }
+  }
+  CHECK(taken > 3000);
+  CHECK(shared > 100);  // The pool did share: equal sets came back as one map.
 }

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "lib/clock.hpp"
@@ -57,11 +59,62 @@ TEST_CASE("labels: the only holder changes its map in place") {
     CHECK(held.size() == 2);
   }
   CHECK(a.size() == 3);
-  // Erasing the last label leaves no map at all: equal to labels never set.
+  // Erasing the last label leaves labels equal to none at all.
   Labels e{{"only", "one"}};
   e.erase("only");
   CHECK(e == Labels{});
-  CHECK(e.shares_with(Labels{}));
+  CHECK(e.empty());
+}
+
+TEST_CASE("labels: a reference into a sole holder's map stays valid across its changes") {
+  // The one holder changes its map in place and never frees it on erase or clear, so a
+  // reference taken before sees the change, as one into a std::map would (under ASan a
+  // freed map would be a use after free here).
+  Labels a{{"x", "1"}};
+  const Labels::Map& m = a;
+  a.set("y", "2");
+  CHECK(m.size() == 2);
+  a.erase("x");
+  a.erase("y");
+  CHECK(m.empty());
+  a.set("z", "3");
+  CHECK(m.at("z") == "3");
+  a.clear();
+  CHECK(m.empty());
+  CHECK(a.empty());
+  // Shared, a change goes to a map of the changed holder's own: the reference keeps
+  // showing the labels it was taken from, which the other holder still has.
+  Labels b{{"k", "1"}};
+  Labels other = b;
+  const Labels::Map& mb = b;
+  b.set("k", "2");
+  CHECK(mb.at("k") == "1");
+  CHECK(other.at("k") == "1");
+  CHECK(b.at("k") == "2");
+  b.clear();
+  CHECK(b.empty());
+  CHECK(other.at("k") == "1");
+}
+
+TEST_CASE("labels: a copy changed just after another thread let go of its copy") {
+  // The writer finds the map no longer shared and changes it in place; the reader's
+  // reads before it let go must not see the change (the acquire fence in Labels::sole).
+  for (int round = 0; round < 200; ++round) {
+    Labels a{{"gaia.io/app", "web"}, {"tier", "front"}};
+    Labels c = a;
+    std::atomic<bool> done{false};
+    std::string seen;
+    std::thread reader([&, c = std::move(c)]() mutable {
+      seen = c.at("tier");
+      c = Labels();
+      done.store(true, std::memory_order_release);
+    });
+    while (!done.load(std::memory_order_acquire)) std::this_thread::yield();
+    a.set("tier", "back");
+    reader.join();
+    CHECK(seen == "front");
+    CHECK(a.at("tier") == "back");
+  }
 }
 
 TEST_CASE("labels: equality is by content, against another set or a std::map") {
