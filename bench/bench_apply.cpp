@@ -21,9 +21,6 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_apply_seed = 20240612;  // schedule-basic-5k's seed: the same workload.
-constexpr int k_apply_nodes = 5000;
-constexpr size_t k_apply_fill = 50000;
 constexpr int k_apply_apps = 100;
 constexpr int k_apply_replicas = 5;
 constexpr int k_apply_runs = 5;
@@ -57,12 +54,12 @@ std::string decided(const SubmitOutcome& out) {
 
 Figures run_apply_100_50k() {
   ClusterState current;
-  current.snapshot.nodes = make_nodes(k_apply_nodes);
+  current.snapshot.nodes = make_nodes(k_basic5k_nodes);
   current.snapshot.tenants = make_tenants();
   double fill_ms = time_ms([&] {
-    for (auto& apps : submission_stream(k_apply_fill, k_apply_seed, 500)) current = plan_submit(current, apps).after;
+    for (auto& apps : submission_stream(k_basic5k_instances, k_basic5k_seed, 500)) current = plan_submit(current, apps).after;
   });
-  if (current.snapshot.instances.size() != k_apply_fill)
+  if (current.snapshot.instances.size() != k_basic5k_instances)
     throw std::runtime_error(fmt::format("the fill made {} instances", current.snapshot.instances.size()));
 
   const auto set = apply_set();
@@ -84,8 +81,8 @@ Figures run_apply_100_50k() {
     throw std::runtime_error(fmt::format("placed {} of {}", placed, k_apply_apps * k_apply_replicas));
 
   Figures out;
-  out["nodes"] = k_apply_nodes;
-  out["instances_before"] = k_apply_fill;
+  out["nodes"] = k_basic5k_nodes;
+  out["instances_before"] = k_basic5k_instances;
   out["apps"] = k_apply_apps;
   out["placements"] = placed;
   out["fill_ms"] = round3(fill_ms);

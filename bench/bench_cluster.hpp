@@ -33,6 +33,12 @@ inline constexpr int k_rack_size = 40;
 inline constexpr int k_zones = 3;
 inline constexpr int k_tenants = 10;
 
+// schedule-basic-5k's workload, which the submit, apply and store cases fill their
+// cluster with, so their figures describe the same cluster.
+inline constexpr uint64_t k_basic5k_seed = 20240612;
+inline constexpr int k_basic5k_nodes = 5000;
+inline constexpr size_t k_basic5k_instances = 50000;
+
 inline std::vector<Node> make_nodes(int count, int64_t cpu_millis = 32000, int64_t mem_gib = 128) {
   if (count > 16384) throw std::logic_error("the address plan of make_nodes holds 16,384 nodes");
   std::vector<Node> nodes;

@@ -38,10 +38,7 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_submit_seed = 20240612;  // schedule-basic-5k's seed: the same workload.
 constexpr uint64_t k_late_seed = 20240614;
-constexpr int k_submit_nodes = 5000;
-constexpr size_t k_submit_instances = 50000;
 constexpr int k_submit_submissions = 100;
 constexpr size_t k_late_instances = 2500;  // Five CLI-path submissions of ~500.
 constexpr int k_late_submissions = 5;
@@ -109,7 +106,7 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   size_t commits = 0, events = 0;
 
   // 1. The cluster.
-  std::vector<Node> nodes = make_nodes(k_submit_nodes);
+  std::vector<Node> nodes = make_nodes(k_basic5k_nodes);
   double cluster_ms = time_ms([&] {
     check(state.update(new_operation_id(clock),
                        [&](const ClusterState&, Batch& b) -> Result<void> {
@@ -125,7 +122,7 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   ++events;
 
   // 2. The stream of submissions.
-  auto stream = group(make_apps(k_submit_instances, k_submit_seed), k_submit_instances / k_submit_submissions);
+  auto stream = group(make_apps(k_basic5k_instances, k_basic5k_seed), k_basic5k_instances / k_submit_submissions);
   ClusterState current = check(state.load(), "loading the cluster");
   std::vector<double> per_placement_us;
   double plan_ms = 0, commit_ms = 0, cpu_before = cpu_ms();
@@ -142,8 +139,8 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   });
   double stream_ms = stream_wall.elapsed_ms();
   double stream_cpu_ms = cpu_ms() - cpu_before;
-  if (placed != k_submit_instances || pending != 0)
-    throw std::runtime_error(fmt::format("placed {} of {} instances, {} pending", placed, k_submit_instances, pending));
+  if (placed != k_basic5k_instances || pending != 0)
+    throw std::runtime_error(fmt::format("placed {} of {} instances, {} pending", placed, k_basic5k_instances, pending));
 
   // 3. Read it all back and check it.
   ClusterState loaded;
@@ -151,7 +148,7 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   size_t running = 0;
   for (const auto& i : loaded.snapshot.instances)
     if (i.state == InstanceState::Placed && !i.node.empty() && !i.address.empty()) ++running;
-  if (running != k_submit_instances || loaded.snapshot.instances.size() != k_submit_instances)
+  if (running != k_basic5k_instances || loaded.snapshot.instances.size() != k_basic5k_instances)
     throw std::runtime_error(fmt::format("the store holds {} instances, {} running with an address",
                                          loaded.snapshot.instances.size(), running));
   if (loaded.seq != static_cast<int64_t>(events))
@@ -159,8 +156,8 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   auto scheduled = check(state.events_after(0), "reading the timeline");
   size_t scheduled_events = std::count_if(scheduled.begin(), scheduled.end(),
                                           [](const TimelineEvent& e) { return e.reason == "Scheduled"; });
-  if (scheduled_events != k_submit_instances)
-    throw std::runtime_error(fmt::format("{} Scheduled events for {} placements", scheduled_events, k_submit_instances));
+  if (scheduled_events != k_basic5k_instances)
+    throw std::runtime_error(fmt::format("{} Scheduled events for {} placements", scheduled_events, k_basic5k_instances));
 
   // 4. `gaia submit`'s own path on the full cluster.
   WorkloadOptions late_options;
@@ -192,9 +189,9 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   }
 
   Figures out;
-  out["nodes"] = k_submit_nodes;
-  out["instances"] = k_submit_instances;
-  out["seed"] = k_submit_seed;
+  out["nodes"] = k_basic5k_nodes;
+  out["instances"] = k_basic5k_instances;
+  out["seed"] = k_basic5k_seed;
   out["store"] = describe;
   out["cluster_write_ms"] = round3(cluster_ms);
   out["submissions"] = stream.size();
@@ -203,7 +200,7 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   out["cpu_placements_per_s"] = round3(static_cast<double>(placed) * 1000.0 / stream_cpu_ms);
   out["latency_basis"] = fmt::format(
       "per submission ({} of >= {} instances, whole apps): plan_submit + State::commit wall time / its placements",
-      stream.size(), k_submit_instances / k_submit_submissions);
+      stream.size(), k_basic5k_instances / k_submit_submissions);
   out["p50_us"] = round3(percentile(per_placement_us, 50));
   out["p99_us"] = round3(percentile(per_placement_us, 99));
   out["mean_us"] = round3(mean(per_placement_us));

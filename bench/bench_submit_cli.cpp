@@ -38,9 +38,6 @@
 namespace gaia::bench {
 namespace {
 
-constexpr uint64_t k_cli_seed = 20240612;  // schedule-basic-5k's seed: the same workload.
-constexpr int k_cli_nodes = 5000;
-constexpr size_t k_cli_instances = 50000;
 constexpr int k_cli_replicas = 500;
 constexpr int k_cli_warm_runs = 8;
 
@@ -48,17 +45,17 @@ void fill_cli_cluster(Store& store) {
   SystemClock clock;
   State state(store, clock);
   check(state.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
-    b.put_nodes = make_nodes(k_cli_nodes);
+    b.put_nodes = make_nodes(k_basic5k_nodes);
     b.put_tenants = make_tenants();
     b.profile = SchedulerProfile{};
     b.put_settings[keys::k_backend_setting] = "sim";
     return {};
   }), "writing the cluster");
-  auto stream = submission_stream(k_cli_instances, k_cli_seed, 500);
+  auto stream = submission_stream(k_basic5k_instances, k_basic5k_seed, 500);
   ClusterState current = check(state.load(), "loading the cluster");
   size_t placed = 0;
   place_stream(store, state, current, stream, [&](const SubmitOutcome& out, const StreamStep&) { placed += out.placed; });
-  if (placed != k_cli_instances) throw std::runtime_error(fmt::format("the fill placed {} instances", placed));
+  if (placed != k_basic5k_instances) throw std::runtime_error(fmt::format("the fill placed {} instances", placed));
 }
 
 void write_cli_app(const std::filesystem::path& dir, const std::string& comment) {
@@ -132,8 +129,8 @@ Figures run_submit_cli_50k() {
       throw std::runtime_error(fmt::format("release {} has {} of {} instances placed", r, placed[r], k_cli_replicas));
 
   Figures f;
-  f["nodes"] = k_cli_nodes;
-  f["instances_before"] = k_cli_instances;
+  f["nodes"] = k_basic5k_nodes;
+  f["instances_before"] = k_basic5k_instances;
   f["instances_after"] = st.snapshot.instances.size();
   f["replicas_per_submit"] = k_cli_replicas;
   f["store"] = "SQLite, WAL, synchronous FULL (defaults)";

@@ -53,11 +53,6 @@ void to_json(nlohmann::json& j, const Labels& labels) { j = labels.map(); }
 void from_json(const nlohmann::json& j, Labels& labels) { labels = Labels(j.get<Labels::Map>()); }
 
 Labels LabelPool::get(const Pairs& pairs) {
-  auto build = [&] {
-    Labels::Map m;
-    for (const auto& [k, v] : pairs) m.insert_or_assign(std::string(k), std::string(v));
-    return Labels(std::move(m));
-  };
   if (pairs.empty()) return Labels();
   // Names and values cannot hold a NUL in records gaia decodes this way (printable
   // ASCII only, lib/instance_scan.hpp), so NUL separates them unambiguously.
@@ -69,7 +64,9 @@ Labels LabelPool::get(const Pairs& pairs) {
     m_key.push_back('\0');
   }
   if (auto it = m_pool.find(std::string_view(m_key)); it != m_pool.end()) return it->second;
-  Labels labels = build();
+  Labels::Map m;
+  for (const auto& [k, v] : pairs) m.insert_or_assign(std::string(k), std::string(v));
+  Labels labels(std::move(m));
   if (m_pool.size() < k_max_entries) m_pool.emplace(m_key, labels);
   return labels;
 }

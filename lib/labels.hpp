@@ -54,8 +54,6 @@ class Labels {
 
   const_iterator begin() const { return map().begin(); }
   const_iterator end() const { return map().end(); }
-  const_iterator cbegin() const { return begin(); }
-  const_iterator cend() const { return end(); }
   const_iterator find(const std::string& key) const { return map().find(key); }
   size_type count(const std::string& key) const { return map().count(key); }
   bool contains(const std::string& key) const { return map().contains(key); }
@@ -65,7 +63,6 @@ class Labels {
 
   // Sets one label (this object's map only; copies keep theirs).
   void set(std::string key, std::string value);
-  void insert_or_assign(std::string key, std::string value) { set(std::move(key), std::move(value)); }
   size_type erase(const std::string& key);
   void clear();
 
