@@ -1,8 +1,11 @@
 #include "controllers/reconcile.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <optional>
+#include <thread>
 
 #include "controllers/migration.hpp"
 #include "controllers/node_health.hpp"
@@ -56,27 +59,74 @@ namespace {
 // the state with every batch so far applied (a copy of `*base` made at that moment, or
 // the caller's own state moved in). Returns the outcome with `after` empty; `owned`
 // ends as the state after, if it was needed.
+unsigned threads_for(const ClusterState& st, const ControllerContext& ctx) {
+  if (ctx.threads > 0) return ctx.threads;
+  if (st.snapshot.instances.size() < k_parallel_instances) return 1;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+}
+
+// Runs controllers[first..] on `st`, on `threads` threads taking the next controller in
+// turn, and returns their results in order. Only the results up to and including the
+// first that changes something are valid (the later ones had to see that change), so
+// once one is found no thread starts a controller after it. On one thread this is
+// running them in turn, stopping after the first change.
+std::vector<std::optional<ControllerResult>> run_from(const ClusterState& st, const ControllerContext& ctx,
+                                                      const std::vector<NamedController>& controllers, size_t first,
+                                                      unsigned threads) {
+  const size_t n = controllers.size() - first;
+  std::vector<std::optional<ControllerResult>> out(n);
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> first_change{n};
+  auto work = [&] {
+    for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
+      if (k > first_change.load()) continue;
+      ControllerResult r = controllers[first + k].fn(st, ctx);
+      if (!r.batch.empty()) {
+        size_t seen = first_change.load();
+        while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
+        }
+      }
+      out[k] = std::move(r);
+    }
+  };
+  std::vector<std::future<void>> helpers;
+  for (unsigned t = 1; t < threads && t < n; ++t) helpers.push_back(std::async(std::launch::async, work));
+  work();
+  // A controller that threw (a bug) throws here, on the caller's thread.
+  for (auto& h : helpers) h.get();
+  return out;
+}
+
 ReconcileOutcome reconcile_on(const ClusterState* base, std::optional<ClusterState>& owned,
                               const ControllerContext& ctx, const std::vector<NamedController>& controllers,
                               int max_passes) {
   ReconcileOutcome out;
   auto current = [&]() -> const ClusterState& { return owned ? *owned : *base; };
   std::vector<bool> active(controllers.size(), false);
+  const unsigned threads = threads_for(current(), ctx);
   out.converged = false;
   for (int pass = 0; pass < max_passes; ++pass) {
     ++out.passes;
     bool changed = false;
     int64_t wake = 0;
-    for (size_t c = 0; c < controllers.size(); ++c) {
-      auto r = controllers[c].fn(current(), ctx);
-      if (r.wake_at_ms > 0) wake = wake == 0 ? r.wake_at_ms : std::min(wake, r.wake_at_ms);
-      if (r.batch.empty()) continue;
-      changed = true;
-      active[c] = true;
-      auto events = r.batch.events.size();
-      owned = apply_batch(owned ? std::move(*owned) : ClusterState(*base), r.batch);
-      owned->seq += static_cast<int64_t>(events);
-      merge_batch(out.batch, std::move(r.batch));
+    size_t c = 0;
+    while (c < controllers.size()) {
+      auto results = run_from(current(), ctx, controllers, c, threads);
+      size_t next = controllers.size();
+      for (size_t k = 0; k < results.size(); ++k) {
+        auto& r = *results[k];  // Set up to the first change, which ends this loop.
+        if (r.wake_at_ms > 0) wake = wake == 0 ? r.wake_at_ms : std::min(wake, r.wake_at_ms);
+        if (r.batch.empty()) continue;
+        changed = true;
+        active[c + k] = true;
+        auto events = r.batch.events.size();
+        owned = apply_batch(owned ? std::move(*owned) : ClusterState(*base), r.batch);
+        owned->seq += static_cast<int64_t>(events);
+        merge_batch(out.batch, std::move(r.batch));
+        next = c + k + 1;
+        break;
+      }
+      c = next;
     }
     out.wake_at_ms = wake;
     if (!changed) {

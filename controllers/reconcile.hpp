@@ -52,7 +52,14 @@ struct ControllerOptions {
 struct ControllerContext {
   int64_t now_ms = 0;  // Wall-clock milliseconds since the epoch.
   ControllerOptions options;
+  // Threads a pass runs its controllers on (see reconcile below). 0: the machine's
+  // cores, up to 4, for a cluster of k_parallel_instances instances or more, else one.
+  // The decisions are the same for any number.
+  unsigned threads = 0;
 };
+
+// Below this many instances a pass is quicker than starting a thread.
+inline constexpr size_t k_parallel_instances = 256;
 
 struct ControllerResult {
   Batch batch;
@@ -82,6 +89,13 @@ struct ReconcileOutcome {
   std::vector<std::string> active;  // Names of the controllers that changed something.
 };
 
+// Each controller sees the state with the batches of the controllers before it in the
+// pass applied. On several threads, the controllers of a pass all start on the same
+// state; the results of those after the first that changed something are dropped and
+// they run again on the changed state, so the outcome is the one of running them one
+// after the other, and a settled cluster (no controller changes anything, the usual
+// pass) costs about its slowest controller instead of their sum.
+//
 // `state` is taken by value: a caller done with its state moves it in, and it becomes
 // the outcome's `after` without a copy (a copy of a large cluster costs tens of ms).
 ReconcileOutcome reconcile(ClusterState state, const ControllerContext& ctx,

@@ -174,6 +174,11 @@ class Backend {
   // Whether start and stop finish before they return, so observing right after them
   // shows their effect. The runner then keeps going inline instead of waiting for news.
   virtual bool synchronous() const { return false; }
+  // Reads ahead what the next observe() needs, so a command can have it read on another
+  // thread while it renders or loads the store (ops/runner.hpp ReadAhead). Safe to call
+  // beside the other methods. What fails here is left for observe() to report, as it
+  // reads again what it could not.
+  virtual void prefetch() {}
   // Removes what the backend keeps beside the copies (Kubernetes: Services, ConfigMaps
   // and PodDisruptionBudgets) for the apps and roles the store no longer has and none of
   // whose copies it still records: what a delete, or a role a resubmit dropped, leaves

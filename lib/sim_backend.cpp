@@ -255,6 +255,12 @@ BackendResult<void> SimBackend::set_usage_model(const SimUsageModel& model) {
   return {};
 }
 
+void SimBackend::prefetch() {
+  std::lock_guard lock(m_mutex);
+  // A failed read leaves no world kept, and observe() reads again and reports it.
+  (void)load_world();
+}
+
 BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   auto loaded = load_world();

@@ -51,6 +51,8 @@ class SimBackend final : public Backend {
   BackendResult<std::vector<ActionResult>> stop(const std::vector<StopSpec>& specs, int64_t now_ms) override;
   bool wait(std::chrono::milliseconds timeout) override;
   bool synchronous() const override { return true; }
+  // Reads the world of copies from the store (the first read of a process reads it all).
+  void prefetch() override;
 
   // The usage model: what every copy uses as a fraction of its request.
   BackendResult<SimUsageModel> usage_model();

@@ -261,6 +261,10 @@ Result<std::shared_ptr<const ClusterState>> State::load_shared() {
   return std::shared_ptr<const ClusterState>(m_cache);
 }
 
+void State::prefetch() {
+  if (m_options.follow_changes) (void)load_shared();
+}
+
 Result<ClusterState> State::load_all() {
   // One revision for every read: the first fixes it, the others read the store as it
   // was then, so they agree however many writers commit meanwhile. Only a compaction

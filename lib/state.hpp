@@ -196,6 +196,11 @@ class State final : public RunningApps {
   // update()'s decide, need none). It never changes under the holder: a later load
   // that finds changes while it is still held applies them to a copy.
   Result<std::shared_ptr<const ClusterState>> load_shared();
+  // With follow_changes, loads the state and keeps it, so the next load only refreshes
+  // it: a command has it read on another thread while it renders (ops/runner.hpp
+  // ReadAhead). Without follow_changes nothing is kept, so it does nothing. An error is
+  // left for the next load to report, as that load reads again.
+  void prefetch();
   // Only what listing apps needs, at one revision: the apps with their status, and the
   // serving instances of each counted from the instance records' tenant, app and state
   // alone, without decoding them (a full load decodes every instance). The instances

@@ -21,6 +21,24 @@ long long steady_ns() {
 
 }  // namespace
 
+ReadAhead::ReadAhead(const Workspace& ws, What what) {
+  // One thread, the state first: the command needs it first, and two reads at once
+  // would only queue for the one connection of an SQLite store. An exception stays in
+  // the future, which is waited for and dropped: the command's own read meets the same
+  // failure and reports it.
+  State* state = what == What::Backend ? nullptr : &ws.state;
+  Backend* backend = what == What::State ? nullptr : ws.backend;
+  if (!state && !backend) return;
+  m_done = std::async(std::launch::async, [state, backend] {
+    if (state) state->prefetch();
+    if (backend) backend->prefetch();
+  });
+}
+
+ReadAhead::~ReadAhead() {
+  if (m_done.valid()) m_done.wait();
+}
+
 Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptions& options) {
   ControllerRun run;
   long long start = steady_ns();
@@ -58,6 +76,9 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
 
 Result<Reconciled> commit_and_reconcile(const Workspace& ws,
                                         const std::function<Result<void>(const ClusterState&, Batch&)>& decide) {
+  // The controllers observe the backend next: what it needs is read while this thread
+  // loads the state, decides and commits.
+  ReadAhead read_ahead(ws, ReadAhead::What::Backend);
   // The state right after the commit is not kept: holding it would make the
   // controllers' first load copy the whole state to apply the commit.
   if (auto committed = ws.state.update_shared(ws.op, decide); !committed) return fail(committed.error());

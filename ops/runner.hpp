@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <string>
 
 #include "controllers/reconcile.hpp"
@@ -41,6 +42,27 @@ struct Reconciled {
 };
 Result<Reconciled> commit_and_reconcile(const Workspace& ws,
                                         const std::function<Result<void>(const ClusterState&, Batch&)>& decide);
+
+// Reads the store's state and what the backend observes on threads of their own while
+// the command does work that needs neither (loading specs, rendering): at 50,000
+// instances each is a read of tens to hundreds of milliseconds, which a command would
+// otherwise do one after the other. The State keeps what it read only when it follows
+// changes (the CLI's sessions), so the command's own load then costs a refresh.
+// Nothing is reported here: what fails is read again, and reported, where it is used.
+// Destroying it waits for both reads (a failed render waits for them too).
+class ReadAhead {
+ public:
+  // What to read: a plan observes no backend, and a command that loads the state at
+  // once has only the backend's copies read beside it.
+  enum class What { StateAndBackend, State, Backend };
+  explicit ReadAhead(const Workspace& ws, What what = What::StateAndBackend);
+  ~ReadAhead();
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+ private:
+  std::future<void> m_done;
+};
 
 struct FollowOptions {
   std::chrono::milliseconds timeout{300'000};

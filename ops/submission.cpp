@@ -202,12 +202,14 @@ Result<void> check_foreign_bindings(const ClusterState& st, const std::string& t
 }  // namespace
 
 Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
-  auto loaded = ws.state.load();
-  if (!loaded) return fail(loaded.error());
+  // The state is read while the specs load and render. A plan observes no backend.
+  ReadAhead read_ahead(ws, ReadAhead::What::State);
   auto center = StoreConfigSource::load(ws.store);
   if (!center) return fail(center.error());
   auto sub = prepare_submission(request, ws.state, &*center);
   if (!sub) return fail(sub.error());
+  auto loaded = ws.state.load();
+  if (!loaded) return fail(loaded.error());
   if (auto ok = check_storage_classes(*loaded, (*sub)->apps); !ok) return fail(ok.error());
   Planned out;
   out.outcome = plan_submit(*loaded, (*sub)->apps);
@@ -223,6 +225,8 @@ Result<Planned> plan(const Workspace& ws, const SubmitRequest& request) {
 }
 
 Result<Submitted> submit(const Workspace& ws, const SubmitRequest& request) {
+  // The state and the backend's copies are read while the specs load and render.
+  ReadAhead read_ahead(ws);
   auto center = StoreConfigSource::load(ws.store);
   if (!center) return fail(center.error());
   auto sub = prepare_submission(request, ws.state, &*center);

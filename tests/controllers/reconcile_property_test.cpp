@@ -83,14 +83,22 @@ struct Harness : StoreHarness {
     ReconcileOutcome out;
     commit([&](const ClusterState& s, Batch& b) {
       ControllerContext ctx{to_millis(clock->now()), {}};
+      ctx.threads = 1;  // The reference: the controllers one after the other.
       out = reconcile(s, ctx);
       // On a state the caller keeps (copied only once something changes), the same
-      // decisions, event for event.
-      ReconcileOutcome kept = reconcile_batch(s, ctx);
-      CHECK(batch_json(kept.batch) == batch_json(out.batch));
-      CHECK(kept.active == out.active);
-      CHECK(kept.passes == out.passes);
-      CHECK(kept.wake_at_ms == out.wake_at_ms);
+      // decisions, event for event; and on several threads, where the controllers after
+      // one that changed something run again on its change.
+      ControllerContext parallel = ctx;
+      parallel.threads = 4;
+      for (const auto& [kept, how] : {std::pair(reconcile_batch(s, ctx), "kept state"),
+                                      std::pair(reconcile(s, parallel), "four threads"),
+                                      std::pair(reconcile_batch(s, parallel), "kept state, four threads")}) {
+        INFO(how);
+        CHECK(batch_json(kept.batch) == batch_json(out.batch));
+        CHECK(kept.active == out.active);
+        CHECK(kept.passes == out.passes);
+        CHECK(kept.wake_at_ms == out.wake_at_ms);
+      }
       check_observed_statuses(s, ctx.now_ms);
       // App health counted for a few apps answers for them as counted for all.
       AppHealthIndex all(s);

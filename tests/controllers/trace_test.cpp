@@ -14,7 +14,7 @@ using namespace gaia::sim;
 
 namespace {
 
-constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+constexpr int64_t kTraceGiB = 1024LL * 1024 * 1024;
 
 std::map<std::string, std::string> minimal_trace() {
   return {{"machine_meta.csv", "m_1,0,17,A,96,100,USING\nm_2,0,17,B,64,50,USING\n"},
@@ -47,8 +47,8 @@ TEST_CASE("trace: machines and tasks in gaia's units", "[trace]") {
   CHECK(m1.machine == "m_1");
   CHECK(m1.up);
   CHECK(m1.capacity.cpu_millis == 96'000);
-  CHECK(m1.capacity.memory_bytes == 512 * kGiB);
-  CHECK(t->machine_events[1].capacity.memory_bytes == 256 * kGiB);
+  CHECK(m1.capacity.memory_bytes == 512 * kTraceGiB);
+  CHECK(t->machine_events[1].capacity.memory_bytes == 256 * kTraceGiB);
   CHECK(m1.zone == "fd17");
   CHECK(m1.rack == "fd17-A");
   REQUIRE(t->tasks.size() == 2);
@@ -59,17 +59,17 @@ TEST_CASE("trace: machines and tasks in gaia's units", "[trace]") {
   CHECK(map.start_s == 100);
   CHECK(map.duration_s == 300);
   CHECK(map.request.cpu_millis == 1000);  // 100 is one core.
-  CHECK(map.request.memory_bytes == static_cast<int64_t>(0.015 * 512 * kGiB));
+  CHECK(map.request.memory_bytes == static_cast<int64_t>(0.015 * 512 * kTraceGiB));
   CHECK(map.band == Band::Nonprod);
   CHECK(t->tasks[1].deps == std::vector<std::string>{"M1"});
   CHECK(t->skipped.empty());
 }
 
 TEST_CASE("trace: the memory unit scales every memory figure", "[trace]") {
-  auto t = parse_alibaba_v2018(minimal_trace(), "tr", AlibabaOptions{100 * kGiB});
+  auto t = parse_alibaba_v2018(minimal_trace(), "tr", AlibabaOptions{100 * kTraceGiB});
   REQUIRE(t.has_value());
-  CHECK(t->machine_events[0].capacity.memory_bytes == 100 * kGiB);
-  CHECK(t->tasks[1].request.memory_bytes == static_cast<int64_t>(0.005 * 100 * kGiB));
+  CHECK(t->machine_events[0].capacity.memory_bytes == 100 * kTraceGiB);
+  CHECK(t->tasks[1].request.memory_bytes == static_cast<int64_t>(0.005 * 100 * kTraceGiB));
 }
 
 TEST_CASE("trace: a header row and blank lines and CRLF endings are accepted", "[trace]") {
@@ -181,7 +181,7 @@ TEST_CASE("trace: batch_instance.csv gives each task its mean usage", "[trace]")
   REQUIRE(t.has_value());
   REQUIRE(t->tasks[0].usage.has_value());
   CHECK(t->tasks[0].usage->cpu_millis == 700);
-  CHECK(t->tasks[0].usage->memory_bytes == static_cast<int64_t>(0.0075 * 512 * kGiB));
+  CHECK(t->tasks[0].usage->memory_bytes == static_cast<int64_t>(0.0075 * 512 * kTraceGiB));
   CHECK_FALSE(t->tasks[1].usage.has_value());
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("trace: Google's machine and task events become machines and roles", "
   REQUIRE(t->machine_events.size() == 4);
   CHECK(t->machine_events[0].machine == "g5");
   CHECK(t->machine_events[0].capacity.cpu_millis == 32'000);
-  CHECK(t->machine_events[0].capacity.memory_bytes == 128 * kGiB);
+  CHECK(t->machine_events[0].capacity.memory_bytes == 128 * kTraceGiB);
   CHECK_FALSE(t->machine_events[2].up);
   CHECK(t->machine_events[2].time_s == 600);
   CHECK(t->machine_events[3].up);
@@ -293,7 +293,7 @@ TEST_CASE("trace: Google's machine and task events become machines and roles", "
   CHECK(prod.durations == std::vector<int64_t>{300, 0});
   CHECK(prod.spread_machines);
   CHECK(prod.request.cpu_millis == 8000);
-  CHECK(prod.request.memory_bytes == 32 * kGiB);
+  CHECK(prod.request.memory_bytes == 32 * kTraceGiB);
   const TraceTask& batch = t->tasks[1];
   CHECK(batch.band == Band::Nonprod);
   CHECK(batch.start_s == 800);

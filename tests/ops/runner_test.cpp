@@ -4,6 +4,9 @@
 // cluster is done or the time is up, reporting through the callbacks only.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "controllers/submit.hpp"
@@ -208,6 +211,126 @@ TEST_CASE("runner: a converged cycle asks the backend to remove what deleted app
   backend.leftovers = {"Service x"};
   ops::settle(f.load(), backend, 0);
   CHECK(backend.calls == calls);
+}
+
+namespace {
+
+// Counts the keys each prefix's reads returned: what a load read in full, and what it
+// only refreshed from the store's changes.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(Store& inner) : m_inner(inner) {}
+  size_t keys_read(std::string_view prefix) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_keys.find(std::string(prefix));
+    return it == m_keys.end() ? 0 : it->second;
+  }
+  void clear() {
+    std::lock_guard lock(m_mutex);
+    m_keys.clear();
+  }
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    auto out = m_inner.read(r);
+    if (out) {
+      std::lock_guard lock(m_mutex);
+      for (const auto& kv : out->kvs) ++m_keys[kv.key.substr(0, kv.key.find('/') + 1)];
+    }
+    return out;
+  }
+  StoreResult<int64_t> revision() override { return m_inner.revision(); }
+  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner.txn(t); }
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    return m_inner.changes_since(from, prefix, limit);
+  }
+  StoreResult<void> compact(int64_t revision) override { return m_inner.compact(revision); }
+  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner.grant(ttl); }
+  StoreResult<void> keep_alive(int64_t lease) override { return m_inner.keep_alive(lease); }
+  StoreResult<void> revoke(int64_t lease) override { return m_inner.revoke(lease); }
+
+ private:
+  Store& m_inner;
+  mutable std::mutex m_mutex;
+  std::map<std::string, size_t> m_keys;
+};
+
+std::vector<std::string> copies_seen(SimBackend& sim, int64_t now_ms) {
+  auto obs = sim.observe(now_ms);
+  REQUIRE(obs);
+  std::vector<std::string> out;
+  for (const auto& c : obs->copies)
+    out.push_back(fmt::format("{}@{}#{} {}", c.instance, c.node, c.generation, copy_phase_name(c.phase)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> instances_seen(const ClusterState& st) {
+  std::vector<std::string> out;
+  for (const auto& i : st.snapshot.instances)
+    out.push_back(fmt::format("{}@{} {}", i.key(), i.node, instance_state_name(i.state)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("runner: ReadAhead reads the state and the copies on other threads, and what is written meanwhile is seen",
+          "[ops][runner]") {
+  OpsFixture f;
+  f.add_nodes(3);
+  deploy_records(f, {fixture_app("svc", {fixture_role("main", 6, res(500, 1))})});
+  REQUIRE(ops::run_controllers(f.ws("op-start")));  // The copies run on the sim.
+
+  // A command's session: a State that follows changes and a backend of its own, both
+  // reading through the counting store.
+  CountingStore counting(f.store());
+  StateOptions follow;
+  follow.follow_changes = true;
+  State state(counting, f.clock(), follow);
+  SimBackend sim(&counting);
+  ops::Workspace ws{counting, state, f.clock(), "op-read-ahead", {}, {}};
+  ws.backend = &sim;
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    counting.clear();
+    std::vector<AppToDeploy> more{fixture_app(fmt::format("more{}", round), {fixture_role("main", 2, res(500, 1))})};
+    {
+      ops::ReadAhead read_ahead(ws);
+      // Another writer commits while the reads may be under way: before, during or after
+      // them, the command's own load must see it.
+      deploy_records(f, more);
+      REQUIRE(ops::run_controllers(f.ws("op-other")));
+    }
+    // Everything was read ahead once; what came after is only refreshed from the changes
+    // (a second full read would read every instance again).
+    size_t read_ahead_instances = counting.keys_read("instances/");
+    size_t read_ahead_copies = counting.keys_read("sim/");
+    auto mine = state.load();
+    REQUIRE(mine);
+    auto fresh = f.state().load();
+    REQUIRE(fresh);
+    CHECK(instances_seen(*mine) == instances_seen(*fresh));
+    CHECK(instances_of(*mine, fmt::format("more{}", round)) == 2);
+    SimBackend other(&f.store());
+    CHECK(copies_seen(sim, 0) == copies_seen(other, 0));
+    CHECK(counting.keys_read("instances/") == read_ahead_instances);
+    CHECK(counting.keys_read("sim/") == read_ahead_copies);
+    if (round == 0) {
+      // The first session read: everything, once.
+      CHECK(read_ahead_instances >= 6);
+      CHECK(read_ahead_copies >= 6);
+    } else {
+      // Later ones only refresh what the session keeps.
+      CHECK(read_ahead_instances == 0);
+      CHECK(read_ahead_copies == 0);
+    }
+  }
+
+  // A State that does not follow changes keeps nothing, so it reads nothing ahead.
+  State plain(counting, f.clock());
+  counting.clear();
+  ops::Workspace plain_ws{counting, plain, f.clock(), "op-plain", {}, {}};
+  { ops::ReadAhead read_ahead(plain_ws); }
+  CHECK(counting.keys_read("instances/") == 0);
 }
 
 }  // namespace gaia::test
