@@ -103,7 +103,10 @@ ReconcileOutcome reconcile_on(const ClusterState* base, std::optional<ClusterSta
   ReconcileOutcome out;
   auto current = [&]() -> const ClusterState& { return owned ? *owned : *base; };
   std::vector<bool> active(controllers.size(), false);
-  const unsigned threads = threads_for(current(), ctx);
+  // Once a controller changed something, the rest of the call runs on one thread: the
+  // passes of a cluster that is changing tend to change more, and each change leaves
+  // the other threads' work on the state before it wasted, and waited for.
+  unsigned threads = threads_for(current(), ctx);
   out.converged = false;
   for (int pass = 0; pass < max_passes; ++pass) {
     ++out.passes;
@@ -124,6 +127,7 @@ ReconcileOutcome reconcile_on(const ClusterState* base, std::optional<ClusterSta
         owned->seq += static_cast<int64_t>(events);
         merge_batch(out.batch, std::move(r.batch));
         next = c + k + 1;
+        threads = 1;
         break;
       }
       c = next;
