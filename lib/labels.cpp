@@ -52,6 +52,21 @@ void to_json(nlohmann::json& j, const Labels& labels) { j = labels.map(); }
 
 void from_json(const nlohmann::json& j, Labels& labels) { labels = Labels(j.get<Labels::Map>()); }
 
+Labels LabelPool::adopt(const Labels& labels) {
+  if (labels.empty()) return labels;
+  // The same key get() builds for the same labels read in name order, as gaia writes them.
+  m_key.clear();
+  for (const auto& [k, v] : labels.map()) {
+    m_key.append(k);
+    m_key.push_back('\0');
+    m_key.append(v);
+    m_key.push_back('\0');
+  }
+  if (auto it = m_pool.find(std::string_view(m_key)); it != m_pool.end()) return it->second;
+  if (m_pool.size() < k_max_entries) m_pool.emplace(m_key, labels);
+  return labels;
+}
+
 Labels LabelPool::get(const Pairs& pairs) {
   if (pairs.empty()) return Labels();
   // Names and values cannot hold a NUL in records gaia decodes this way (printable

@@ -99,6 +99,9 @@ class LabelPool {
 
   // The labels `pairs` holds (a later pair of the same name wins, as in a JSON object).
   Labels get(const Pairs& pairs);
+  // The pool's labels equal to `labels` (sharing their map), or `labels` themselves,
+  // which the pool then keeps: for labels decoded through another pool.
+  Labels adopt(const Labels& labels);
   size_t size() const { return m_pool.size(); }
 
  private:

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <future>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <set>
 #include <type_traits>
+#include <unordered_map>
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
@@ -113,6 +115,51 @@ Result<T> decode(const KeyValue& kv, LabelPool* pool = nullptr) {
 }
 
 }  // namespace
+
+Result<void> decode_instances(std::vector<Instance>& out, const std::vector<KeyValue>& kvs, LabelPool& pool,
+                              unsigned threads) {
+  const size_t base = out.size(), n = kvs.size();
+  // Below this a thread costs more than it saves.
+  constexpr size_t k_per_thread = 4096;
+  const size_t parts = std::clamp<size_t>(std::min<size_t>(threads, n / k_per_thread), 1, 8);
+  out.resize(base + n);
+  // Part p decodes records [p*n/parts, (p+1)*n/parts) through a pool of its own (the
+  // first through the caller's); its first failure is kept with its position.
+  std::vector<LabelPool> pools(parts - 1);
+  std::vector<std::optional<std::pair<size_t, Diagnostics>>> failed(parts);
+  auto work = [&](size_t p) {
+    LabelPool& mine = p == 0 ? pool : pools[p - 1];
+    for (size_t k = p * n / parts, end = (p + 1) * n / parts; k < end; ++k) {
+      auto i = decode<Instance>(kvs[k], &mine);
+      if (!i) {
+        failed[p] = std::pair(k, std::move(i.error()));
+        return;
+      }
+      out[base + k] = std::move(*i);
+    }
+  };
+  std::vector<std::future<void>> helpers;
+  for (size_t p = 1; p < parts; ++p) helpers.push_back(std::async(std::launch::async, work, p));
+  work(0);
+  for (auto& h : helpers) h.get();
+  for (auto& f : failed)
+    if (f) {
+      out.resize(base);
+      return fail(std::move(f->second));
+    }
+  // The other parts' labels are made the caller's pool's, so a role's instances share
+  // one map whichever part decoded them (the scheduler's index compares them by pointer).
+  for (size_t p = 1; p < parts; ++p) {
+    std::unordered_map<const void*, Labels> adopted;
+    for (size_t k = p * n / parts, end = (p + 1) * n / parts; k < end; ++k) {
+      Labels& l = out[base + k].labels;
+      auto [it, fresh] = adopted.try_emplace(&l.map());
+      if (fresh) it->second = pool.adopt(l);
+      l = it->second;
+    }
+  }
+  return {};
+}
 
 Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order, LabelPool* pool) {
   std::string_view key = kv.key;

@@ -6,11 +6,15 @@
 // slow path rejects.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <random>
+#include <set>
 
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
+#include "lib/state_apply.hpp"
 
 using namespace gaia;
 
@@ -206,4 +210,55 @@ TEST_CASE("instance scan: records read through one label pool decode as from_jso
   }
   CHECK(taken > 3000);
   CHECK(shared > 100);  // The pool did share: equal sets came back as one map.
+}
+
+TEST_CASE("decode_instances: on several threads, the instances, shared labels and first error of one thread",
+          "[lib][instance_scan]") {
+  // A full load decodes its instance records in parts on several threads
+  // (lib/state_apply.hpp): the list must be the one decoding them in turn gives, with a
+  // role's labels still one map across the parts, and a bad record anywhere must fail
+  // the load with the error of the first bad one, leaving the list as it was.
+  std::mt19937 rng(20261129);
+  static const std::vector<Labels> sets = {
+      Labels{{"gaia.io/app", "web"}, {"gaia.io/role", "main"}},
+      Labels{{"gaia.io/app", "web"}, {"gaia.io/role", "db"}},
+      Labels{{"gaia.io/app", "api"}, {"gaia.io/role", "main"}, {"tier", "front"}},
+  };
+  std::vector<KeyValue> kvs;
+  for (int n = 0; n < 20000; ++n) {
+    // As gaia writes them (records only the slow path reads build a map each).
+    Instance i = random_instance(rng, false);
+    i.labels = sets[rng() % sets.size()];
+    kvs.push_back(KeyValue{fmt::format("instances/{:06d}", n), nlohmann::json(i).dump(), 1, 1, 1, 0});
+  }
+  auto decode = [&](unsigned threads, std::vector<Instance>& out) {
+    LabelPool pool;
+    return decode_instances(out, kvs, pool, threads);
+  };
+  std::vector<Instance> one = {Instance{}}, four = {Instance{}};  // Appended after what is there.
+  REQUIRE(decode(1, one));
+  REQUIRE(decode(4, four));
+  REQUIRE(one.size() == kvs.size() + 1);
+  REQUIRE(four.size() == one.size());
+  for (size_t k = 0; k < one.size(); ++k) {
+    INFO("instance " << k);
+    REQUIRE(nlohmann::json(four[k]) == nlohmann::json(one[k]));
+  }
+  // One map per set of labels, whichever thread decoded the instance.
+  std::set<const void*> maps;
+  for (size_t k = 1; k < four.size(); ++k) maps.insert(&four[k].labels.map());
+  CHECK(maps.size() == sets.size());
+
+  // Two bad records, the first in a later part: the error names the first in key order.
+  kvs[15000].value.erase(10, 3);
+  kvs[3000].value = "{\"tenant\": 7}";
+  std::vector<Instance> failed = {Instance{}};
+  auto r = decode(4, failed);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().front().path == "instances/003000");
+  CHECK(failed.size() == 1);
+  auto sequential = decode(1, failed);
+  REQUIRE_FALSE(sequential);
+  CHECK(sequential.error().front().path == r.error().front().path);
+  CHECK(sequential.error().front().message == r.error().front().message);
 }
