@@ -8,12 +8,12 @@ namespace gaia::cli {
 
 namespace {
 
-// Runs `f` and adds its duration in milliseconds to `total`.
+// Runs `f` and sets `ms` to its duration in milliseconds.
 template <class F>
-auto timed(double& total, F&& f) {
+auto timed(double& ms, F&& f) {
   auto start = std::chrono::steady_clock::now();
   auto result = f();
-  total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
@@ -28,26 +28,36 @@ TimedStore::~TimedStore() {
                           m_conflicts ? fmt::format(", {} conflict(s) re-decided", m_conflicts) : ""));
 }
 
+void TimedStore::count(int reads, size_t keys, double read_ms, int commits, int conflicts, double txn_ms) {
+  std::lock_guard lock(m_mutex);
+  m_reads += reads;
+  m_keys += keys;
+  m_read_ms += read_ms;
+  m_commits += commits;
+  m_conflicts += conflicts;
+  m_txn_ms += txn_ms;
+}
+
 StoreResult<RangeResponse> TimedStore::read(const RangeRequest& request) {
-  ++m_reads;
-  auto r = timed(m_read_ms, [&] { return m_inner->read(request); });
+  double ms = 0;
+  auto r = timed(ms, [&] { return m_inner->read(request); });
   // Keys, not only reads: one read of the whole timeline and one of a single key differ
   // by five orders of magnitude.
-  if (r) m_keys += r->kvs.size();
+  count(1, r ? r->kvs.size() : 0, ms, 0, 0, 0);
   return r;
 }
 
 StoreResult<int64_t> TimedStore::revision() {
-  ++m_reads;
-  return timed(m_read_ms, [&] { return m_inner->revision(); });
+  double ms = 0;
+  auto r = timed(ms, [&] { return m_inner->revision(); });
+  count(1, 0, ms, 0, 0, 0);
+  return r;
 }
 
 StoreResult<TxnResult> TimedStore::txn(const Txn& t) {
   double ms = 0;
   auto r = timed(ms, [&] { return m_inner->txn(t); });
-  m_txn_ms += ms;
-  if (r && r->succeeded) ++m_commits;
-  else if (r) ++m_conflicts;
+  count(0, 0, 0, r && r->succeeded, r && !r->succeeded, ms);
   std::string outcome = !r ? "failed" : r->succeeded ? fmt::format("committed at revision {}", r->revision)
                                                      : "conflict (another writer was first)";
   log_verbose(m_g, 2,
@@ -58,8 +68,10 @@ StoreResult<TxnResult> TimedStore::txn(const Txn& t) {
 
 StoreResult<std::vector<Event>> TimedStore::changes_since(int64_t from_revision, std::string_view prefix,
                                                           size_t limit) {
-  ++m_reads;
-  return timed(m_read_ms, [&] { return m_inner->changes_since(from_revision, prefix, limit); });
+  double ms = 0;
+  auto r = timed(ms, [&] { return m_inner->changes_since(from_revision, prefix, limit); });
+  count(1, 0, ms, 0, 0, 0);
+  return r;
 }
 
 StoreResult<void> TimedStore::compact(int64_t revision) { return m_inner->compact(revision); }

@@ -5,6 +5,7 @@
 // pays nothing.
 
 #include <memory>
+#include <mutex>
 
 #include "cli/common.hpp"
 #include "lib/store.hpp"
@@ -34,8 +35,12 @@ class TimedStore final : public Store {
   StoreResult<void> revoke(int64_t lease) override;
 
  private:
+  // Adds one call's figures; a command reads on several threads (ops::ReadAhead).
+  void count(int reads, size_t keys, double read_ms, int commits, int conflicts, double txn_ms);
+
   const Globals& m_g;
   std::unique_ptr<Store> m_inner;
+  std::mutex m_mutex;  // Guards the figures below.
   int m_reads = 0, m_commits = 0, m_conflicts = 0;
   size_t m_keys = 0;  // Keys returned by read().
   double m_read_ms = 0, m_txn_ms = 0;
