@@ -10,6 +10,7 @@
 #include <iterator>
 #include <ctime>
 #include <random>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -275,22 +276,34 @@ Result<ClusterState> State::load_all() {
     int64_t at = 0;
     bool again = false;
     LabelPool pool;  // The instances of a role share their labels (lib/labels.hpp).
+    // The nodes are decoded on another thread while the records after them are read
+    // (5,000 nodes take about 20 ms through nlohmann); their error, if any, comes first,
+    // as the nodes are read first.
+    std::future<Result<std::vector<Node>>> nodes;
+    auto failed = [&](Diagnostics errors) -> Result<ClusterState> {
+      if (nodes.valid())
+        if (auto n = nodes.get(); !n) return fail(n.error());
+      return fail(std::move(errors));
+    };
     for (auto prefix : k_state_prefixes) {
       auto kvs = read_all(m_store, prefix, at);
       if (!kvs && kvs.error().code == StoreErrc::Compacted) {
         again = true;
         break;
       }
-      if (!kvs) return fail(store_diag(kvs.error()));
+      if (!kvs) return failed({store_diag(kvs.error())});
       at = kvs->second;
       if (prefix == "instances/") {
         // The bulk of a load, decoded on the machine's cores (no journal key is here).
         unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-        if (auto r = decode_instances(st.snapshot.instances, kvs->first, pool, threads); !r) return fail(r.error());
+        if (auto r = decode_instances(st.snapshot.instances, kvs->first, pool, threads); !r) return failed(r.error());
         continue;
       }
-      // One list of the right size: growing it moved every decoded node again.
-      if (prefix == "nodes/") st.snapshot.nodes.reserve(kvs->first.size());
+      if (prefix == "nodes/") {
+        nodes = std::async(std::thread::hardware_concurrency() > 1 ? std::launch::async : std::launch::deferred,
+                           [rows = std::move(kvs->first)] { return decode_nodes(rows); });
+        continue;
+      }
       for (const auto& kv : kvs->first) {
         if (kv.key == k_journal_key) {
           // A commit larger than one transaction is half applied: finish it, then read
@@ -299,11 +312,16 @@ Result<ClusterState> State::load_all() {
           again = true;
           break;
         }
-        if (auto r = apply_put(st, kv, /*in_order=*/true, &pool); !r) return fail(r.error());
+        if (auto r = apply_put(st, kv, /*in_order=*/true, &pool); !r) return failed(r.error());
       }
       if (again) break;
     }
     if (again) continue;
+    if (nodes.valid()) {
+      auto n = nodes.get();
+      if (!n) return fail(n.error());
+      st.snapshot.nodes = std::move(*n);
+    }
     st.revision = at;
     return st;
   }

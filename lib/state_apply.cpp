@@ -161,6 +161,17 @@ Result<void> decode_instances(std::vector<Instance>& out, const std::vector<KeyV
   return {};
 }
 
+Result<std::vector<Node>> decode_nodes(const std::vector<KeyValue>& kvs) {
+  std::vector<Node> out;
+  out.reserve(kvs.size());
+  for (const auto& kv : kvs) {
+    auto n = decode<Node>(kv);
+    if (!n) return fail(n.error());
+    out.push_back(std::move(*n));
+  }
+  return out;
+}
+
 Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order, LabelPool* pool) {
   std::string_view key = kv.key;
   if (key.starts_with(k_instances)) {

@@ -30,6 +30,10 @@ Result<void> apply_put(ClusterState& st, const KeyValue& kv, bool in_order = fal
 Result<void> decode_instances(std::vector<Instance>& out, const std::vector<KeyValue>& kvs, LabelPool& pool,
                               unsigned threads);
 
+// Decodes node records (in key order), as apply_put would one by one; on a record that
+// cannot be decoded, the error of the first.
+Result<std::vector<Node>> decode_nodes(const std::vector<KeyValue>& kvs);
+
 // Removes one key's object from `st`; unknown keys are ignored.
 void apply_delete(ClusterState& st, std::string_view key);
 

@@ -339,3 +339,40 @@ TEST_CASE("state cache: a store that went back in time (re-created, restored) is
   REQUIRE(fresh);
   CHECK(dump(*got) == dump(*fresh));
 }
+
+TEST_CASE("full load: the nodes, decoded beside the later reads, come in order, and their error first",
+          "[state][load]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  Txn txn;
+  for (int k = 0; k < 700; ++k) {
+    Node n;
+    n.name = fmt::format("n{:04d}", k);
+    n.capacity.cpu_millis = 1000 + k;
+    txn.puts.push_back({keys::node(n.name), nlohmann::json(n).dump()});
+  }
+  txn.puts.push_back({keys::app("default", "web"), nlohmann::json(app("web", 1)).dump()});
+  REQUIRE((*store)->txn(txn));
+  State state(**store, clock);
+  auto loaded = state.load();
+  REQUIRE(loaded);
+  REQUIRE(loaded->snapshot.nodes.size() == 700);
+  for (int k = 0; k < 700; ++k) {
+    CHECK(loaded->snapshot.nodes[k].name == fmt::format("n{:04d}", k));
+    CHECK(loaded->snapshot.nodes[k].capacity.cpu_millis == 1000 + k);
+  }
+  CHECK(loaded->find_app("default", "web"));
+
+  // A bad app record alone: its error.
+  REQUIRE((*store)->txn(Txn{{}, {{keys::app("default", "web"), "{\"name\": "}}, {}}));
+  auto bad_app = state.load();
+  REQUIRE_FALSE(bad_app);
+  CHECK(bad_app.error().front().path == keys::app("default", "web"));
+  // And a bad node too: the node's error, as the nodes are read first.
+  REQUIRE((*store)->txn(Txn{{}, {{keys::node("n0500"), "[1, 2"}}, {}}));
+  auto bad_node = state.load();
+  REQUIRE_FALSE(bad_node);
+  CHECK(bad_node.error().front().path == keys::node("n0500"));
+}
