@@ -13,6 +13,7 @@
 #include "lib/journal.hpp"
 #include "lib/state.hpp"
 #include "store/sqlite_store.hpp"
+#include "tests/support/forwarding_store.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
@@ -293,23 +294,10 @@ TEST_CASE("app status: an observation rewrites only the status key", "[state][st
 
 // A store whose backing can be swapped under its users, as when the file a context
 // names is re-created or an etcd cluster is restored from an older snapshot.
-class SwitchStore final : public Store {
+class SwitchStore final : public gaia::test::ForwardingStore {
  public:
-  explicit SwitchStore(Store* inner) : m_inner(inner) {}
-  void point_at(Store* inner) { m_inner = inner; }
-  StoreResult<RangeResponse> read(const RangeRequest& r) override { return m_inner->read(r); }
-  StoreResult<int64_t> revision() override { return m_inner->revision(); }
-  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner->txn(t); }
-  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
-    return m_inner->changes_since(from, prefix, limit);
-  }
-  StoreResult<void> compact(int64_t revision) override { return m_inner->compact(revision); }
-  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner->grant(ttl); }
-  StoreResult<void> keep_alive(int64_t lease) override { return m_inner->keep_alive(lease); }
-  StoreResult<void> revoke(int64_t lease) override { return m_inner->revoke(lease); }
-
- private:
-  Store* m_inner;
+  explicit SwitchStore(Store* inner) : ForwardingStore(*inner) {}
+  void point_at(Store* inner) { forward_to(*inner); }
 };
 
 TEST_CASE("state cache: a store that went back in time (re-created, restored) is read afresh", "[state][informer]") {

@@ -14,6 +14,7 @@
 #include "ops/cycle.hpp"
 #include "ops/runner.hpp"
 #include "tests/ops/ops_fixture.hpp"
+#include "tests/support/forwarding_store.hpp"
 
 namespace gaia::test {
 
@@ -217,9 +218,9 @@ namespace {
 
 // Counts the keys each prefix's reads returned: what a load read in full, and what it
 // only refreshed from the store's changes.
-class CountingStore final : public Store {
+class CountingStore final : public ForwardingStore {
  public:
-  explicit CountingStore(Store& inner) : m_inner(inner) {}
+  explicit CountingStore(Store& inner) : ForwardingStore(inner) {}
   size_t keys_read(std::string_view prefix) const {
     std::lock_guard lock(m_mutex);
     auto it = m_keys.find(std::string(prefix));
@@ -230,25 +231,15 @@ class CountingStore final : public Store {
     m_keys.clear();
   }
   StoreResult<RangeResponse> read(const RangeRequest& r) override {
-    auto out = m_inner.read(r);
+    auto out = inner().read(r);
     if (out) {
       std::lock_guard lock(m_mutex);
       for (const auto& kv : out->kvs) ++m_keys[kv.key.substr(0, kv.key.find('/') + 1)];
     }
     return out;
   }
-  StoreResult<int64_t> revision() override { return m_inner.revision(); }
-  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner.txn(t); }
-  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
-    return m_inner.changes_since(from, prefix, limit);
-  }
-  StoreResult<void> compact(int64_t revision) override { return m_inner.compact(revision); }
-  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner.grant(ttl); }
-  StoreResult<void> keep_alive(int64_t lease) override { return m_inner.keep_alive(lease); }
-  StoreResult<void> revoke(int64_t lease) override { return m_inner.revoke(lease); }
 
  private:
-  Store& m_inner;
   mutable std::mutex m_mutex;
   std::map<std::string, size_t> m_keys;
 };

@@ -15,6 +15,7 @@
 #include "store/etcd_store.hpp"
 #include "store/sqlite_store.hpp"
 #include "tests/store/etcd_server.hpp"
+#include "tests/support/forwarding_store.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
@@ -22,31 +23,21 @@ using namespace gaia;
 namespace {
 
 // A store that refuses what does not fit `limits`, as etcd does, over a real store.
-class LimitedStore final : public Store {
+class LimitedStore final : public gaia::test::ForwardingStore {
  public:
-  LimitedStore(Store& inner, TxnLimits limits) : m_inner(inner), m_limits(limits) {}
-  StoreResult<RangeResponse> read(const RangeRequest& request) override { return m_inner.read(request); }
-  StoreResult<int64_t> revision() override { return m_inner.revision(); }
+  LimitedStore(Store& inner, TxnLimits limits) : ForwardingStore(inner), m_limits(limits) {}
   StoreResult<TxnResult> txn(const Txn& txn) override {
     if (!txn_fits(txn, m_limits)) {
       ++refused;
       return std::unexpected(StoreError{StoreErrc::InvalidArgument, "over the limits", "", 0});
     }
     ++txns;
-    return m_inner.txn(txn);
+    return inner().txn(txn);
   }
   TxnLimits txn_limits() const override { return m_limits; }
-  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
-    return m_inner.changes_since(from, prefix, limit);
-  }
-  StoreResult<void> compact(int64_t revision) override { return m_inner.compact(revision); }
-  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner.grant(ttl); }
-  StoreResult<void> keep_alive(int64_t lease) override { return m_inner.keep_alive(lease); }
-  StoreResult<void> revoke(int64_t lease) override { return m_inner.revoke(lease); }
   int refused = 0, txns = 0;
 
  private:
-  Store& m_inner;
   TxnLimits m_limits;
 };
 

@@ -1,0 +1,37 @@
+#pragma once
+// A Store that passes every call on to another one: a test derives from it and overrides
+// only what it watches (reads counted), limits (transactions refused) or changes (the
+// backing swapped), instead of forwarding every method itself.
+
+#include <chrono>
+#include <string_view>
+#include <vector>
+
+#include "lib/store.hpp"
+
+namespace gaia::test {
+
+class ForwardingStore : public Store {
+ public:
+  explicit ForwardingStore(Store& inner) : m_inner(&inner) {}
+  StoreResult<RangeResponse> read(const RangeRequest& r) override { return m_inner->read(r); }
+  StoreResult<int64_t> revision() override { return m_inner->revision(); }
+  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner->txn(t); }
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    return m_inner->changes_since(from, prefix, limit);
+  }
+  StoreResult<void> compact(int64_t revision) override { return m_inner->compact(revision); }
+  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner->grant(ttl); }
+  StoreResult<void> keep_alive(int64_t lease) override { return m_inner->keep_alive(lease); }
+  StoreResult<void> revoke(int64_t lease) override { return m_inner->revoke(lease); }
+
+ protected:
+  Store& inner() const { return *m_inner; }
+  // Calls from now on go to `inner`.
+  void forward_to(Store& inner) { m_inner = &inner; }
+
+ private:
+  Store* m_inner;
+};
+
+}  // namespace gaia::test
