@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <future>
 #include <optional>
 #include <thread>
@@ -75,12 +76,25 @@ std::vector<std::optional<ControllerResult>> run_from(const ClusterState& st, co
                                                       unsigned threads) {
   const size_t n = controllers.size() - first;
   std::vector<std::optional<ControllerResult>> out(n);
+  // A controller that threw on a state it was run on ahead of a change is not an error of
+  // the pass (one thread would have run it on the changed state): kept by position, and
+  // rethrown only when it is at or before the first change.
+  std::vector<std::exception_ptr> thrown(n);
   std::atomic<size_t> next{0};
   std::atomic<size_t> first_change{n};
   auto work = [&] {
     for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
       if (k > first_change.load()) continue;
-      ControllerResult r = controllers[first + k].fn(st, ctx);
+      ControllerResult r;
+      try {
+        r = controllers[first + k].fn(st, ctx);
+      } catch (...) {
+        thrown[k] = std::current_exception();
+        size_t seen = first_change.load();
+        while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
+        }
+        continue;
+      }
       if (!r.batch.empty()) {
         size_t seen = first_change.load();
         while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
@@ -92,8 +106,10 @@ std::vector<std::optional<ControllerResult>> run_from(const ClusterState& st, co
   std::vector<std::future<void>> helpers;
   for (unsigned t = 1; t < threads && t < n; ++t) helpers.push_back(std::async(std::launch::async, work));
   work();
-  // A controller that threw (a bug) throws here, on the caller's thread.
   for (auto& h : helpers) h.get();
+  // A controller that threw (a bug) throws here, on the caller's thread.
+  for (size_t k = 0; k <= std::min(first_change.load(), n - 1); ++k)
+    if (thrown[k]) std::rethrow_exception(thrown[k]);
   return out;
 }
 

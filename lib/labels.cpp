@@ -54,6 +54,9 @@ void from_json(const nlohmann::json& j, Labels& labels) { labels = Labels(j.get<
 
 Labels LabelPool::adopt(const Labels& labels) {
   if (labels.empty()) return labels;
+  // A NUL (possible in labels the JSON fallback decoded) would make two sets one key.
+  for (const auto& [k, v] : labels.map())
+    if (k.find('\0') != std::string::npos || v.find('\0') != std::string::npos) return labels;
   // The same key get() builds for the same labels read in name order, as gaia writes them.
   m_key.clear();
   for (const auto& [k, v] : labels.map()) {

@@ -4,7 +4,9 @@
 // (controllers/reconcile.hpp).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,27 @@ TEST_CASE("reconcile: a controller's exception reaches the caller from any threa
     ControllerContext ctx;
     ctx.threads = threads;
     CHECK_THROWS_WITH(reconcile(ClusterState{}, ctx, controllers), "a bug in a controller");
+  }
+}
+
+TEST_CASE("reconcile: a controller that throws only on a state it ran on ahead of a change is not an error",
+          "[reconcile][threads]") {
+  // It throws unless x is there: one thread runs it only after add_x, so neither may throw.
+  static auto needs_x = [](const ClusterState& st, const ControllerContext&) -> ControllerResult {
+    if (!has_node(st, "x")) throw std::logic_error("saw the state before x");
+    return {};
+  };
+  static auto slow_add_x = [](const ClusterState& st, const ControllerContext& ctx) -> ControllerResult {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return add_x(st, ctx);
+  };
+  const std::vector<NamedController> controllers = {{"add_x", +slow_add_x}, {"needs_x", +needs_x}};
+  for (unsigned threads : {1u, 2u, 4u}) {
+    INFO(threads << " thread(s)");
+    ControllerContext ctx;
+    ctx.threads = threads;
+    ReconcileOutcome out = reconcile(ClusterState{}, ctx, controllers);
+    CHECK(node_names(out.batch) == std::vector<std::string>{"x"});
   }
 }
 
