@@ -6,7 +6,6 @@
 #include <exception>
 #include <future>
 #include <optional>
-#include <thread>
 
 #include "controllers/migration.hpp"
 #include "controllers/node_health.hpp"
@@ -18,6 +17,7 @@
 #include "controllers/restart.hpp"
 #include "controllers/runtime_preemption.hpp"
 #include "controllers/submit.hpp"
+#include "lib/threads.hpp"
 
 namespace gaia {
 
@@ -56,14 +56,10 @@ const std::vector<NamedController>& default_controllers() {
 
 namespace {
 
-// The controllers run on `*base` until one changes something; from then on on `owned`,
-// the state with every batch so far applied (a copy of `*base` made at that moment, or
-// the caller's own state moved in). Returns the outcome with `after` empty; `owned`
-// ends as the state after, if it was needed.
 unsigned threads_for(const ClusterState& st, const ControllerContext& ctx) {
   if (ctx.threads > 0) return ctx.threads;
   if (st.snapshot.instances.size() < k_parallel_instances) return 1;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  return worker_threads();
 }
 
 // Runs controllers[first..] on `st`, on `threads` threads taking the next controller in
@@ -82,25 +78,23 @@ std::vector<std::optional<ControllerResult>> run_from(const ClusterState& st, co
   std::vector<std::exception_ptr> thrown(n);
   std::atomic<size_t> next{0};
   std::atomic<size_t> first_change{n};
+  // Controller k changed something (or threw): none after it is started any more.
+  auto stop_after = [&](size_t k) {
+    size_t seen = first_change.load();
+    while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
+    }
+  };
   auto work = [&] {
     for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
       if (k > first_change.load()) continue;
-      ControllerResult r;
       try {
-        r = controllers[first + k].fn(st, ctx);
+        out[k] = controllers[first + k].fn(st, ctx);
       } catch (...) {
         thrown[k] = std::current_exception();
-        size_t seen = first_change.load();
-        while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
-        }
+        stop_after(k);
         continue;
       }
-      if (!r.batch.empty()) {
-        size_t seen = first_change.load();
-        while (k < seen && !first_change.compare_exchange_weak(seen, k)) {
-        }
-      }
-      out[k] = std::move(r);
+      if (!out[k]->batch.empty()) stop_after(k);
     }
   };
   std::vector<std::future<void>> helpers;
@@ -113,6 +107,10 @@ std::vector<std::optional<ControllerResult>> run_from(const ClusterState& st, co
   return out;
 }
 
+// The controllers run on `*base` until one changes something; from then on on `owned`,
+// the state with every batch so far applied (a copy of `*base` made at that moment, or
+// the caller's own state moved in). Returns the outcome with `after` empty; `owned`
+// ends as the state after, if it was needed.
 ReconcileOutcome reconcile_on(const ClusterState* base, std::optional<ClusterState>& owned,
                               const ControllerContext& ctx, const std::vector<NamedController>& controllers,
                               int max_passes) {

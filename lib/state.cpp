@@ -9,15 +9,15 @@
 #include <atomic>
 #include <iterator>
 #include <ctime>
-#include <random>
 #include <future>
+#include <random>
 #include <set>
-#include <thread>
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
 #include "lib/journal.hpp"
 #include "lib/state_apply.hpp"
+#include "lib/threads.hpp"
 
 namespace gaia {
 
@@ -295,12 +295,12 @@ Result<ClusterState> State::load_all() {
       at = kvs->second;
       if (prefix == "instances/") {
         // The bulk of a load, decoded on the machine's cores (no journal key is here).
-        unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-        if (auto r = decode_instances(st.snapshot.instances, kvs->first, pool, threads); !r) return failed(r.error());
+        if (auto r = decode_instances(st.snapshot.instances, kvs->first, pool, worker_threads()); !r)
+          return failed(r.error());
         continue;
       }
       if (prefix == "nodes/") {
-        nodes = std::async(std::thread::hardware_concurrency() > 1 ? std::launch::async : std::launch::deferred,
+        nodes = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                            [rows = std::move(kvs->first)] { return decode_nodes(rows); });
         continue;
       }

@@ -77,7 +77,8 @@ Result<ControllerRun> run_controllers(const Workspace& ws, const ControllerOptio
 Result<Reconciled> commit_and_reconcile(const Workspace& ws,
                                         const std::function<Result<void>(const ClusterState&, Batch&)>& decide) {
   // The controllers observe the backend next: what it needs is read while this thread
-  // loads the state, decides and commits.
+  // loads the state, decides and commits. After a submit's own read-ahead (which read
+  // it already) this is one check of the store's revision.
   ReadAhead read_ahead(ws, ReadAhead::What::Backend);
   // The state right after the commit is not kept: holding it would make the
   // controllers' first load copy the whole state to apply the commit.
