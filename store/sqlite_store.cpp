@@ -1,4 +1,5 @@
 #include "store/sqlite_store.hpp"
+#include "store/sqlite_checkpointer.hpp"
 
 #include <sys/stat.h>
 
@@ -442,9 +443,42 @@ SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> connection, std::file
     : m_connection(std::move(connection)),
       m_db(*m_connection),
       m_path(std::move(path)),
-      m_options(std::move(options)) {}
+      m_options(std::move(options)) {
+  if (m_options.background_checkpoint && !m_options.read_only) {
+    m_checkpointer = std::make_unique<SqliteCheckpointer>(m_path, m_options.synchronous_full);
+    // Replaces SQLite's own checkpoint-on-commit (which is a WAL hook too).
+    sqlite3_wal_hook(m_db.handle, &SqliteStore::on_wal_commit, this);
+  }
+}
 
-SqliteStore::~SqliteStore() = default;
+SqliteStore::~SqliteStore() {
+  // The checkpointer first: the store's connection must be the last to close, so its
+  // closing checkpoint copies what is left and empties the WAL.
+  if (m_checkpointer) sqlite3_wal_hook(m_db.handle, nullptr, nullptr);
+  m_checkpointer.reset();
+}
+
+int SqliteStore::on_wal_commit(void* store, sqlite3* db, const char* name, int pages) {
+  auto* self = static_cast<SqliteStore*>(store);
+  if (pages < SqliteCheckpointer::k_pages) return SQLITE_OK;
+  if (pages < SqliteCheckpointer::k_limit_pages && self->m_checkpointer->request()) return SQLITE_OK;
+  // The WAL starts over only once a checkpoint has copied all of it, and one in the
+  // background copies only what was committed when it began: under back-to-back
+  // commits it may never catch up, and the WAL would grow until the disk is full. Past
+  // the limit, this commit waits for it and copies the rest itself, as SQLite's own
+  // hook does (also when the background cannot run at all), so the next commit starts
+  // the WAL over. A failed checkpoint leaves the frames in the WAL for the next one, so
+  // its result is not the commit's.
+  self->m_checkpointer->wait_idle();
+  sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  return SQLITE_OK;
+}
+
+int64_t SqliteStore::wait_for_checkpoints() {
+  if (!m_checkpointer) return 0;
+  m_checkpointer->wait_idle();
+  return m_checkpointer->progress().runs;
+}
 
 int64_t SqliteStore::now_ms() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

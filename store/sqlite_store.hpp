@@ -14,9 +14,13 @@
 #include "lib/clock.hpp"
 #include "lib/store.hpp"
 
+// As <sqlite3.h> declares it (a typedef may be repeated), without including it here.
+typedef struct sqlite3 sqlite3;
+
 namespace gaia {
 
 struct SqliteConnection;  // Defined in the .cpp: keeps <sqlite3.h> out of this header.
+class SqliteCheckpointer;  // store/sqlite_checkpointer.hpp
 
 struct SqliteStoreOptions {
   // Changes kept for changes_since(): after each commit, history older than the latest
@@ -43,6 +47,10 @@ struct SqliteStoreOptions {
   // twice as much. When the disk is full, a transaction that removes at least as much as
   // it adds releases it and commits without keeping history. 0: no reserve.
   uint64_t reserve_bytes = 0;
+  // Where the WAL is copied into the database file once it holds 1,000 pages: on a
+  // thread of the store's own (store/sqlite_checkpointer.hpp), so the commit that
+  // crossed the mark does not wait for it; false leaves it to SQLite, inside that commit.
+  bool background_checkpoint = true;
 };
 
 // What SqliteStore::restore_from did.
@@ -101,6 +109,10 @@ class SqliteStore final : public Store {
   StoreResult<RestoreSummary> restore_from(const std::filesystem::path& source,
                                            const std::filesystem::path& keep_aside = {});
 
+  // Waits until the background checkpoints asked for so far are done, and tells how
+  // many ran (0 when none was asked for, or they are not in the background).
+  int64_t wait_for_checkpoints();
+
   // The reserve file (SqliteStoreOptions::reserve_bytes) and whether it is there now.
   std::filesystem::path reserve_path() const;
   bool reserve_held() const;
@@ -134,8 +146,13 @@ class SqliteStore final : public Store {
   // so the commit needs no more room than the keys it writes (the full-disk path).
   TxnResult apply_txn(const Txn& txn, int64_t now, bool lean);
 
+  // SQLite calls this after each commit of the store's connection (sqlite3_wal_hook).
+  static int on_wal_commit(void* store, sqlite3* db, const char* name, int pages);
+
   std::unique_ptr<SqliteConnection> m_connection;
   SqliteConnection& m_db;
+  // Declared after the connection, so it stops before the connection closes.
+  std::unique_ptr<SqliteCheckpointer> m_checkpointer;
   std::filesystem::path m_path;
   SqliteStoreOptions m_options;
   std::mutex m_mutex;  // One SQLite connection serves one transaction at a time.
