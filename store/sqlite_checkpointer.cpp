@@ -22,41 +22,53 @@ SqliteCheckpointer::~SqliteCheckpointer() {
   if (m_db) sqlite3_close_v2(m_db);
 }
 
-bool SqliteCheckpointer::request() {
-  std::unique_lock lock(m_mutex);
-  if (m_broken) return false;
-  if (!m_thread.joinable()) {
-    // Opened here, on the committing thread, right after a commit that checked the path
-    // still names the store's file: a thread opening it later could find another file
-    // there. No CREATE flag, so a file gone meanwhile is an error, not a new database.
-    sqlite3* db = nullptr;
-    int rc = sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    if (rc == SQLITE_OK) {
-      // Like the store's own connection: the checkpoint syncs as the commits do, and
-      // the WAL file stays (the store's reserve of room relies on it, docs/store.md).
-      int persist = 1;
-      sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-      rc = sqlite3_exec(db, m_synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
-                        nullptr, nullptr, nullptr);
-    }
-    if (rc != SQLITE_OK) {
-      sqlite3_close_v2(db);
-      m_broken = true;
-      return false;
-    }
-    m_db = db;
-    try {
-      m_thread = std::thread([this] { run(); });
-    } catch (const std::system_error&) {
-      // No thread (a process or memory limit): SQLite's own way, inline, still works.
-      m_broken = true;
-      return false;
-    }
+bool SqliteCheckpointer::connect() {
+  std::lock_guard lock(m_mutex);
+  if (m_db || m_broken) return m_db != nullptr;
+  // Opened when the store opens, beside its own connection and before the store records
+  // which file the path names: a connection opened later by path could find another
+  // store renamed there, and would copy this store's WAL (same -wal name) into it. No
+  // CREATE flag, so a file gone meanwhile is an error, not a new database.
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    // Like the store's own connection: the checkpoint syncs as the commits do, and the
+    // WAL file stays (the store's reserve of room relies on it, docs/store.md).
+    int persist = 1;
+    sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+    rc = sqlite3_exec(db, m_synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", nullptr,
+                      nullptr, nullptr);
   }
-  ++m_requested;
-  lock.unlock();
-  m_wake.notify_one();
+  if (rc != SQLITE_OK) {
+    sqlite3_close_v2(db);
+    m_broken = true;
+    return false;
+  }
+  m_db = db;
   return true;
+}
+
+bool SqliteCheckpointer::request() noexcept {
+  try {
+    std::unique_lock lock(m_mutex);
+    if (m_broken || !m_db) return false;
+    if (!m_thread.joinable()) {
+      try {
+        m_thread = std::thread([this] { run(); });
+      } catch (...) {
+        // No thread (a process or memory limit): SQLite's own way, inline, still works.
+        m_broken = true;
+        return false;
+      }
+    }
+    ++m_requested;
+    lock.unlock();
+    m_wake.notify_one();
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 void SqliteCheckpointer::run() {
@@ -84,7 +96,7 @@ void SqliteCheckpointer::run() {
   m_idle.notify_all();
 }
 
-void SqliteCheckpointer::wait_idle() {
+void SqliteCheckpointer::wait_idle() noexcept {
   std::unique_lock lock(m_mutex);
   const uint64_t target = m_requested;
   m_idle.wait(lock, [&] { return m_served >= target || m_broken; });

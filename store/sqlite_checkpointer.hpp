@@ -37,12 +37,15 @@ class SqliteCheckpointer {
   SqliteCheckpointer(const SqliteCheckpointer&) = delete;
   SqliteCheckpointer& operator=(const SqliteCheckpointer&) = delete;
 
+  // Opens the checkpointer's connection; called once, as the store opens. False: the
+  // store checkpoints inline.
+  bool connect();
   // Asks for the WAL to be copied and returns at once. False when this cannot be done in
   // the background (the connection would not open, or no thread could start): the
   // caller then checkpoints inline, as SQLite would have.
-  bool request();
+  bool request() noexcept;
   // Blocks until every request made before the call has been served (tests, -v).
-  void wait_idle();
+  void wait_idle() noexcept;
   // What the checkpoints did so far: how many ran, and the last one's WAL size and how
   // much of it was in the database file when it ended (all of it, unless a reader still
   // needed the older pages or the checkpoint failed).
@@ -58,7 +61,7 @@ class SqliteCheckpointer {
 
   std::filesystem::path m_path;
   bool m_synchronous_full;
-  sqlite3* m_db = nullptr;  // Opened on the first request; used by the thread only after.
+  sqlite3* m_db = nullptr;  // Opened by connect(); used by the thread only once it runs.
   mutable std::mutex m_mutex;
   std::condition_variable m_wake, m_idle;
   uint64_t m_requested = 0, m_served = 0;

@@ -446,6 +446,7 @@ SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> connection, std::file
       m_options(std::move(options)) {
   if (m_options.background_checkpoint && !m_options.read_only) {
     m_checkpointer = std::make_unique<SqliteCheckpointer>(m_path, m_options.synchronous_full);
+    m_checkpointer->connect();  // Failing, commits checkpoint inline (on_wal_commit).
     // Replaces SQLite's own checkpoint-on-commit (which is a WAL hook too).
     sqlite3_wal_hook(m_db.handle, &SqliteStore::on_wal_commit, this);
   }
@@ -625,6 +626,8 @@ StoreResult<TxnResult> SqliteStore::txn(const Txn& txn) {
   // out: it gets the reserve and commits lean (RevisionWriter). Others fail as they did.
   auto frees = frees_space(txn);
   if (!frees || !*frees) return result;
+  // A background checkpoint still copying could take the room the reserve gives back.
+  if (m_checkpointer) m_checkpointer->wait_idle();
   std::error_code ec;
   std::filesystem::remove(reserve_path(), ec);
   return in_transaction(true, [&] { return apply_txn(txn, now, true); });

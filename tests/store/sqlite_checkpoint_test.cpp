@@ -16,6 +16,7 @@
 #include "store/sqlite_checkpointer.hpp"
 #include "store/sqlite_store.hpp"
 #include "tests/store/sqlite_util.hpp"
+#include "tests/store/store_contract.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
