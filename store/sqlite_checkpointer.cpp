@@ -80,15 +80,12 @@ void SqliteCheckpointer::run() {
     // frame committed when it starts.
     const uint64_t serving = m_requested;
     lock.unlock();
-    int log_frames = 0, copied = 0;
     // PASSIVE: copies what no reader still needs and never waits; a failure (a busy
     // file, a full disk) leaves the frames in the WAL, where every reader finds them,
     // for the next checkpoint.
-    int rc = sqlite3_wal_checkpoint_v2(m_db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
+    sqlite3_wal_checkpoint_v2(m_db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     lock.lock();
-    ++m_progress.runs;
-    m_progress.log_frames = rc == SQLITE_OK ? log_frames : 0;
-    m_progress.copied_frames = rc == SQLITE_OK ? copied : 0;
+    ++m_runs;
     m_served = serving;
     m_idle.notify_all();
   }
@@ -102,9 +99,9 @@ void SqliteCheckpointer::wait_idle() noexcept {
   m_idle.wait(lock, [&] { return m_served >= target || m_broken; });
 }
 
-SqliteCheckpointer::Progress SqliteCheckpointer::progress() const {
+int64_t SqliteCheckpointer::runs() const {
   std::lock_guard lock(m_mutex);
-  return m_progress;
+  return m_runs;
 }
 
 }  // namespace gaia

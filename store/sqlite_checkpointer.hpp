@@ -44,17 +44,10 @@ class SqliteCheckpointer {
   // the background (the connection would not open, or no thread could start): the
   // caller then checkpoints inline, as SQLite would have.
   bool request() noexcept;
-  // Blocks until every request made before the call has been served (tests, -v).
+  // Blocks until every request made before the call has been served.
   void wait_idle() noexcept;
-  // What the checkpoints did so far: how many ran, and the last one's WAL size and how
-  // much of it was in the database file when it ended (all of it, unless a reader still
-  // needed the older pages or the checkpoint failed).
-  struct Progress {
-    int64_t runs = 0;
-    int log_frames = 0;
-    int copied_frames = 0;
-  };
-  Progress progress() const;
+  // How many checkpoints ran so far.
+  int64_t runs() const;
 
  private:
   void run();
@@ -65,7 +58,7 @@ class SqliteCheckpointer {
   mutable std::mutex m_mutex;
   std::condition_variable m_wake, m_idle;
   uint64_t m_requested = 0, m_served = 0;
-  Progress m_progress;
+  int64_t m_runs = 0;
   bool m_stop = false, m_broken = false;
   std::thread m_thread;
 };

@@ -478,7 +478,7 @@ int SqliteStore::on_wal_commit(void* store, sqlite3* db, const char* name, int p
 int64_t SqliteStore::wait_for_checkpoints() {
   if (!m_checkpointer) return 0;
   m_checkpointer->wait_idle();
-  return m_checkpointer->progress().runs;
+  return m_checkpointer->runs();
 }
 
 int64_t SqliteStore::now_ms() const {
