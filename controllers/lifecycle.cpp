@@ -13,6 +13,7 @@
 #include "controllers/app_health.hpp"
 #include "controllers/runtime_util.hpp"
 #include "controllers/submit.hpp"
+#include "lib/key_index.hpp"
 
 namespace gaia {
 
@@ -76,35 +77,57 @@ namespace {
 bool voluntary_move(const ClusterState& state, const Instance* i, const ObservedCopy& c, const std::string& why);
 
 // The observed copies of each instance, in observation order, found by the instance's
-// key. The keys are views of the observation's own strings and the copies of one
-// instance are chained by index, so a cluster of 50,000 copies costs one hash table and
-// no string or list per copy (this runs on every round of every command's controllers).
+// key (this runs on every round of every command's controllers, 50,000 lookups in a
+// 50,000-copy observation). A backend that reports its copies in key order (sim keeps
+// them in a sorted map) is searched in place, from where the last lookup ended: the
+// state's instances are in key order too, so a pass over them walks the observation
+// once, with no table at all. Other observations get a flat hash table
+// (lib/key_index.hpp) of views of their own keys, with the copies of one instance
+// chained by position.
 class CopiesByInstance {
  public:
-  explicit CopiesByInstance(const Observation& obs) : m_obs(obs), m_next(obs.copies.size(), -1) {
-    m_first.reserve(obs.copies.size());
-    // Backwards, so each chain runs forwards.
-    for (size_t k = obs.copies.size(); k-- > 0;) {
-      auto [it, fresh] = m_first.try_emplace(std::string_view(obs.copies[k].instance), static_cast<int>(k));
-      if (!fresh) {
-        m_next[k] = it->second;
-        it->second = static_cast<int>(k);
-      }
+  explicit CopiesByInstance(const Observation& obs) : m_copies(obs.copies) {
+    m_sorted = std::is_sorted(m_copies.begin(), m_copies.end(),
+                              [](const ObservedCopy& a, const ObservedCopy& b) { return a.instance < b.instance; });
+    if (!m_sorted) {
+      std::vector<std::string_view> keys;
+      keys.reserve(m_copies.size());
+      for (const auto& c : m_copies) keys.emplace_back(c.instance);
+      m_index = KeyIndex(std::move(keys));
     }
   }
-  // The index of the first copy of the instance with key `key`, or -1.
+  // The position of the first copy of the instance with key `key`, or -1.
   int first(std::string_view key) const {
-    auto it = m_first.find(key);
-    return it == m_first.end() ? -1 : it->second;
+    if (!m_sorted) return m_index.first(key);
+    auto less = [](const ObservedCopy& c, std::string_view k) { return std::string_view(c.instance) < k; };
+    auto begin = m_copies.begin(), end = m_copies.end();
+    auto from = begin + static_cast<std::ptrdiff_t>(m_cursor);
+    auto it = from;
+    if (from != begin && !less(*(from - 1), key)) {
+      it = std::lower_bound(begin, from, key, less);  // Behind the last lookup.
+    } else {
+      // Ahead: a few steps, as a lookup in key order finds its copy next, then a search.
+      int steps = 0;
+      while (it != end && less(*it, key) && ++steps <= 4) ++it;
+      if (it != end && less(*it, key)) it = std::lower_bound(it, end, key, less);
+    }
+    m_cursor = static_cast<size_t>(it - begin);
+    return it != end && it->instance == key ? static_cast<int>(it - begin) : -1;
   }
-  // The index of the next copy of the same instance, or -1.
-  int next(int k) const { return m_next[static_cast<size_t>(k)]; }
-  const ObservedCopy& at(int k) const { return m_obs.copies[static_cast<size_t>(k)]; }
+  // The position of the next copy of the same instance, or -1.
+  int next(int k) const {
+    if (!m_sorted) return m_index.next(k);
+    auto n = static_cast<size_t>(k) + 1;
+    return n < m_copies.size() && m_copies[n].instance == m_copies[static_cast<size_t>(k)].instance ? static_cast<int>(n)
+                                                                                                     : -1;
+  }
+  const ObservedCopy& at(int k) const { return m_copies[static_cast<size_t>(k)]; }
 
  private:
-  const Observation& m_obs;
-  std::unordered_map<std::string_view, int> m_first;
-  std::vector<int> m_next;
+  const std::vector<ObservedCopy>& m_copies;
+  bool m_sorted = false;
+  KeyIndex m_index;           // Only for an observation out of key order.
+  mutable size_t m_cursor = 0;  // Where the last lookup of a sorted observation ended.
 };
 
 bool voluntary_move(const ClusterState& state, const Instance* i, const ObservedCopy& c, const std::string& why) {
@@ -333,15 +356,30 @@ ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const
 // (controllers/app_health.hpp), so one stuck instance does not hold up the chain.
 StartGates::StartGates(const ClusterState& state) : m_state(state) {
   AppHealthIndex health(state);
-  for (const auto& [id, a] : state.apps) {
-    if (health.available(a)) m_ready_apps.insert(id);
-    // Roles serving the instances they need, only for apps where a role waits on one.
-    bool ordered = std::any_of(a.workload.roles.begin(), a.workload.roles.end(),
-                               [](const Role& r) { return !r.after.empty(); });
-    if (!ordered) continue;
-    for (const auto& r : health.roles(a))
-      if (r.serving >= r.needed) m_available_roles.insert(id + "/" + r.role);
-  }
+  for (const auto& [id, a] : state.apps) add(health, id, a);
+}
+
+StartGates::StartGates(const ClusterState& state, const std::vector<const Instance*>& instances) : m_state(state) {
+  std::unordered_set<std::string> ids;
+  for (const Instance* i : instances)
+    if (const AppRecord* a = state.find_app(i->tenant, i->app)) {
+      for (const auto& d : a->dependencies) ids.insert(dependency_id(i->tenant, d));
+      ids.insert(app_id(i->tenant, i->app));
+    }
+  if (ids.empty()) return;
+  AppHealthIndex health(state, ids);
+  for (const auto& id : ids)
+    if (auto it = state.apps.find(id); it != state.apps.end()) add(health, it->first, it->second);
+}
+
+void StartGates::add(const AppHealthIndex& health, const std::string& id, const AppRecord& a) {
+  if (health.available(a)) m_ready_apps.insert(id);
+  // Roles serving the instances they need, only for apps where a role waits on one.
+  bool ordered =
+      std::any_of(a.workload.roles.begin(), a.workload.roles.end(), [](const Role& r) { return !r.after.empty(); });
+  if (!ordered) return;
+  for (const auto& r : health.roles(a))
+    if (r.serving >= r.needed) m_available_roles.insert(id + "/" + r.role);
 }
 
 std::string StartGates::reason(const Instance& i) const {
@@ -373,13 +411,15 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
-  // Built for the first instance to start: a round that starts nothing needs no health
-  // of every app.
-  std::optional<StartGates> gates;
-
   // Bound instances that will not start at once and why, decided first: a node with one
-  // of them waiting needs its leftover copies gone.
-  std::unordered_set<std::string> room_needed;
+  // of them waiting needs its leftover copies gone. The gates come after a first pass
+  // that finds which instances would start, so only their apps' health is weighed.
+  struct Bound {
+    const Instance* instance;
+    std::string held;  // Why it waits whatever its gates say; empty: it passes to them.
+  };
+  std::vector<Bound> bound;
+  std::vector<const Instance*> gated;
   for (const auto& i : state.snapshot.instances) {
     if (i.state != InstanceState::Placed || i.node.empty() || down.count(i.node)) continue;
     i.key_into(key);
@@ -395,11 +435,22 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
     }
     if (has_current) continue;
     if (live_elsewhere && stateful(state, i)) {
-      out.held.emplace_back(i.key(), fmt::format("waiting for its copy on {} to stop (stateful: never two live copies)",
-                                                 elsewhere));
+      bound.push_back({&i, fmt::format("waiting for its copy on {} to stop (stateful: never two live copies)", elsewhere)});
       continue;
     }
-    if (!gates) gates.emplace(state);
+    bound.push_back({&i, {}});
+    gated.push_back(&i);
+  }
+  // A round that starts nothing weighs no app's health.
+  std::optional<StartGates> gates;
+  if (!gated.empty()) gates.emplace(state, gated);
+  std::unordered_set<std::string> room_needed;
+  for (auto& [ip, held] : bound) {
+    const Instance& i = *ip;
+    if (!held.empty()) {
+      out.held.emplace_back(i.key(), std::move(held));
+      continue;
+    }
     if (std::string why = gates->reason(i); !why.empty()) {
       out.held.emplace_back(i.key(), std::move(why));
       continue;

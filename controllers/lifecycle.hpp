@@ -74,9 +74,15 @@ ReconcileOutcome reconcile_with_healthy_backend(const ClusterState& state, const
 // The gates a bound instance passes before it is started: every dependency of its app
 // ready, and every role it follows (`after:`) available. Built once per state, so a
 // listing of many instances asks cheaply.
+class AppHealthIndex;  // controllers/app_health.hpp
+
 class StartGates {
  public:
   explicit StartGates(const ClusterState& state);
+  // Only what the gates of `instances` need: the health of their apps' dependencies
+  // and of their own apps where a role waits on another. reason() answers only for
+  // these instances (a command starting 500 copies does not weigh 10,000 apps).
+  StartGates(const ClusterState& state, const std::vector<const Instance*>& instances);
   // Why `i` may not start yet ("waiting for dependency zk to be ready", "waiting for
   // role namenode of app hdfs to be ready (after)"), or "" when it may.
   std::string reason(const Instance& i) const;
@@ -85,6 +91,8 @@ class StartGates {
   const ClusterState& m_state;
   std::unordered_set<std::string> m_ready_apps;       // "tenant/app"
   std::unordered_set<std::string> m_available_roles;  // "tenant/app/role", of apps using after.
+
+  void add(const AppHealthIndex& health, const std::string& id, const AppRecord& a);
 };
 
 struct Actuation {

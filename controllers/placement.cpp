@@ -42,15 +42,23 @@ std::vector<PlacementViolation> placement_violations(const ClusterState& state) 
   for (const auto& n : state.snapshot.nodes) nodes[n.name] = &n;
   std::unordered_map<std::string, const Tenant*> tenants;
   for (const auto& t : state.snapshot.tenants) tenants[t.name] = &t;
+  // Roles by views of their own keys, looked up with one reused buffer: this runs over
+  // every instance on every reconcile, where a new string and a walk of the sorted map
+  // per instance cost more than the check itself.
+  std::unordered_map<std::string_view, const Role*> roles;
+  roles.reserve(state.snapshot.roles.size());
+  for (const auto& [id, r] : state.snapshot.roles) roles.emplace(id, &r);
+  std::string role_id;
   std::vector<PlacementViolation> out;
   for (const auto& i : state.snapshot.instances) {
     if (!occupies(i)) continue;
     auto n = nodes.find(i.node);
     if (n == nodes.end()) continue;  // A removed node is the migration controller's business.
-    auto role = state.snapshot.roles.find(i.tenant + "/" + i.app + "/" + i.role);
-    if (role == state.snapshot.roles.end()) continue;
+    role_id.assign(i.tenant).append("/").append(i.app).append("/").append(i.role);
+    auto role = roles.find(role_id);
+    if (role == roles.end()) continue;
     auto t = tenants.find(i.tenant);
-    std::string why = broken_rule(role->second, t == tenants.end() ? nullptr : t->second, *n->second);
+    std::string why = broken_rule(*role->second, t == tenants.end() ? nullptr : t->second, *n->second);
     // A claim volume needs a node that can attach its class (its selector, e.g. a zone).
     for (const auto& v : i.volumes) {
       if (!why.empty() || !claim_binding(v)) continue;

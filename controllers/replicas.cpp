@@ -197,9 +197,13 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
       int want = std::max(0, desired_replicas(app, role));
       RoleKey key{app.tenant, app.name, role.name};
       auto it = by_role.find(key);
-      std::vector<const Instance*> have = it == by_role.end() ? std::vector<const Instance*>{} : it->second;
-      std::set<int> ordinals;
-      for (const Instance* i : have) ordinals.insert(i->ordinal);
+      // The role's own list (each role is visited once), not a copy of it.
+      std::vector<const Instance*> no_instances;
+      std::vector<const Instance*>& have = it == by_role.end() ? no_instances : it->second;
+      // Which ordinals below the target exist: flags, not a set node per instance.
+      std::vector<bool> present(static_cast<size_t>(want), false);
+      for (const Instance* i : have)
+        if (i->ordinal >= 0 && i->ordinal < want) present[static_cast<size_t>(i->ordinal)] = true;
       // Scale down: highest ordinals first. `gaia scale` removes them itself (it decides
       // about their volumes); this catches any other way the count dropped, and keeps
       // the volumes, since no one asked for the data to go.
@@ -213,7 +217,7 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
       // volumes an earlier scale down kept for it.
       auto role_kept = kept.find(key);
       for (int k = 0; k < want; ++k) {
-        if (ordinals.count(k)) continue;
+        if (present[static_cast<size_t>(k)]) continue;
         Instance i = new_instance(app.tenant, app.name, app.version, role, k);
         i.hash = app.workload.hash;
         i.pending_reason = fmt::format("created by scale to {} replica(s)", want);

@@ -269,6 +269,11 @@ BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
   auto model = m_store ? usage_model() : BackendResult<SimUsageModel>(m_usage);
   if (!model) return std::unexpected(model.error());
   Observation obs;
+  size_t count = 0;
+  for (const auto& [key, copies] : world) count += copies.size();
+  obs.copies.reserve(count);
+  // Without rules no copy has a usage: no instance is built to ask the model.
+  const bool modelled = !model->rules.empty();
   for (const auto& [key, copies] : world)
     for (const auto& c : copies) {
       ObservedCopy o;
@@ -280,7 +285,7 @@ BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
       o.reason = c.reason;
       o.internal = c.internal;
       o.started_ms = c.started_ms;
-      if (c.phase == CopyPhase::Running) {
+      if (modelled && c.phase == CopyPhase::Running) {
         Instance i;
         i.tenant = c.tenant;
         i.app = c.app;
