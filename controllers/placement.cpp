@@ -17,18 +17,22 @@ bool occupies(const Instance& i) { return occupies_node(i); }
 // The first required-placement rule `node` breaks for `role` (and the tenant's pool), or
 // "" when it satisfies them all. Same rules and wording as the scheduler's filters.
 std::string broken_rule(const Role& role, const Tenant* tenant, const Node& node) {
-  auto check = [&](const std::map<std::string, std::string>& want, const std::string& what) -> std::string {
+  // `what` names the rule, formatted only for a node that breaks it: this runs for every
+  // instance on every reconcile, and nearly all of them pass.
+  auto check = [&](const std::map<std::string, std::string>& want, auto what) -> std::string {
     for (const auto& [k, v] : want) {
       auto it = node.labels.find(k);
       if (it != node.labels.end() && it->second == v) continue;
-      return it == node.labels.end() ? fmt::format("{} needs label {}={}, node has no {}", what, k, v, k)
-                                     : fmt::format("{} needs label {}={}, node has {}={}", what, k, v, k, it->second);
+      return it == node.labels.end() ? fmt::format("{} needs label {}={}, node has no {}", what(), k, v, k)
+                                     : fmt::format("{} needs label {}={}, node has {}={}", what(), k, v, k, it->second);
     }
     return "";
   };
   if (tenant)
-    if (auto why = check(tenant->pool_selector, fmt::format("tenant {} pool", tenant->name)); !why.empty()) return why;
-  if (auto why = check(role.node_selector, "node_selector"); !why.empty()) return why;
+    if (auto why = check(tenant->pool_selector, [&] { return fmt::format("tenant {} pool", tenant->name); });
+        !why.empty())
+      return why;
+  if (auto why = check(role.node_selector, [] { return std::string("node_selector"); }); !why.empty()) return why;
   for (const auto& t : role.required_affinity)
     if (t.target == AffinityTerm::Target::Node && !sched::labels_match(t.match, node.labels))
       return fmt::format("required node affinity {} is not satisfied", sched::describe_requirements(t.match));

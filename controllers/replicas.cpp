@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "controllers/role_key.hpp"
 #include "controllers/runtime_util.hpp"
 #include "lib/codec.hpp"
 #include "controllers/submit.hpp"
@@ -16,18 +17,6 @@
 namespace gaia {
 
 namespace {
-
-struct RoleKey {
-  std::string_view tenant, app, role;
-  bool operator==(const RoleKey&) const = default;
-};
-
-struct RoleKeyHash {
-  size_t operator()(const RoleKey& k) const {
-    std::hash<std::string_view> h;
-    return h(k.tenant) ^ (h(k.app) * 31) ^ (h(k.role) * 1000003);
-  }
-};
 
 std::string instance_key(const KeptVolume& k) { return fmt::format("{}.{}.{}.{}", k.ordinal, k.role, k.app, k.tenant); }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "controllers/replicas.hpp"
+#include "controllers/role_key.hpp"
 #include "controllers/submit.hpp"
 
 namespace gaia {
@@ -27,13 +28,14 @@ bool instance_outdated(const Instance& i, const AppRecord& app) {
 std::vector<RolloutStep> plan_rollout(const ClusterState& state) {
   // Instances by "tenant/app/role" in one pass: the controller runs on every pass of
   // every reconcile, so it stays linear in the number of instances.
-  std::unordered_map<std::string, std::vector<const Instance*>> by_role;
-  for (const auto& i : state.snapshot.instances) by_role[i.tenant + "/" + i.app + "/" + i.role].push_back(&i);
+  std::unordered_map<RoleKey, std::vector<const Instance*>, RoleKeyHash> by_role;
+  by_role.reserve(state.snapshot.roles.size());
+  for (const auto& i : state.snapshot.instances) by_role[RoleKey{i.tenant, i.app, i.role}].push_back(&i);
   std::vector<RolloutStep> steps;
   for (const auto& [id, app] : state.apps) {
     if (app.workload.hash.empty()) continue;
     for (const auto& role : app.workload.roles) {
-      auto it = by_role.find(id + "/" + role.name);
+      auto it = by_role.find(RoleKey{app.tenant, app.name, role.name});
       if (it == by_role.end()) continue;
       int want = std::max(0, desired_replicas(app, role));
       std::vector<const Instance*> outdated_running, outdated_idle;
