@@ -96,6 +96,9 @@ int run(int argc, char** argv) {
     return rc == 0 ? k_ok : usage_exit_code(app);
   }
   total.stop(fmt::format("exit {}", code));
+  // Deliberately never freed: the process ends now, and the kernel takes the memory
+  // back at once (Globals::keep_until_exit).
+  if (!g.keep_until_exit.empty()) (void)new std::vector<std::shared_ptr<const void>>(std::move(g.keep_until_exit));
   return code;
 }
 

@@ -73,6 +73,7 @@ int run_submit(const Globals& g, const SubmitArgs& a) {
   Session& s = **session;
   auto submitted = ops::submit(s.workspace(), ops::SubmitRequest{tenant, a.dirs, a.flags.settings(g), a.name});
   if (!submitted) return report(g, submitted.error());
+  KeptUntilExit keep(g, s, *submitted);
   const ops::Submission& sub = *submitted->submission;
   const SubmitOutcome& out = submitted->outcome;
   const ClusterState& committed = *submitted->controllers.state;

@@ -435,4 +435,11 @@ std::optional<Result<ClusterState>> load_for_watch(const Globals& g, Session& s,
   return state;
 }
 
+void keep_until_exit(const Globals& g, Session& s) {
+  if (s.state)
+    if (auto kept = s.state->release_kept()) g.keep_until_exit.push_back(std::move(kept));
+  if (auto* sim = dynamic_cast<SimBackend*>(s.backend.get()))
+    if (auto world = sim->release_world()) g.keep_until_exit.push_back(std::move(world));
+}
+
 }  // namespace gaia::cli

@@ -135,6 +135,34 @@ struct SessionOptions {
 // Opens the store of the current context (or --store / GAIA_STORE).
 Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOptions& options = {});
 
+// Leaves what the session read (the kept state, the sim backend's kept world) to the
+// process's exit (Globals::keep_until_exit). The session stays usable: its next load
+// reads the store afresh.
+void keep_until_exit(const Globals& g, Session& s);
+
+// Hands `value`, and what session `s` read, to the process's exit when it goes out of
+// scope: declared after the command's result, so it runs before that is destroyed.
+template <class T>
+class KeptUntilExit {
+ public:
+  KeptUntilExit(const Globals& g, Session& s, T& value) : m_g(g), m_s(s), m_value(value) {}
+  KeptUntilExit(const KeptUntilExit&) = delete;
+  KeptUntilExit& operator=(const KeptUntilExit&) = delete;
+  ~KeptUntilExit() {
+    try {
+      m_g.keep_until_exit.push_back(std::make_shared<T>(std::move(m_value)));
+      keep_until_exit(m_g, m_s);
+    } catch (const std::bad_alloc&) {
+      // Then it is freed as usual.
+    }
+  }
+
+ private:
+  const Globals& m_g;
+  Session& m_s;
+  T& m_value;
+};
+
 // One read of the store for a watch loop (`get -w`, `map --watch`): while the store
 // cannot be reached it warns once per distinct cause (kept in `outage`), waits half a
 // second and returns nullopt, so the loop goes round again; otherwise the state, or the

@@ -176,13 +176,15 @@ StoreResult<bool> roll_forward(Store& store) {
   return true;
 }
 
-StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id) {
+StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision) {
   TxnLimits limits = store.txn_limits();
+  if (revision) *revision = 0;
   if (txn_fits(txn, limits)) {
     // A change that fits still respects a journal in progress: the caller's compares
     // guard against that (the commit point moved the keys they compare).
     auto r = store.txn(txn);
     if (!r) return std::unexpected(r.error());
+    if (revision && r->succeeded) *revision = r->revision;
     return r->succeeded;
   }
   return commit_journaled(store, txn, limits, id);

@@ -41,7 +41,9 @@ StoreResult<bool> commit_journaled(Store& store, const Txn& txn, const TxnLimits
 StoreResult<bool> roll_forward(Store& store);
 
 // Commits `txn` in one transaction when it fits the store's limits, else through the
-// journal; the answer of Store::txn either way.
-StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id);
+// journal; the answer of Store::txn either way. `revision`, when given, gets the
+// revision a one-transaction commit was made at (0 for a journaled one, which spans
+// several).
+StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision = nullptr);
 
 }  // namespace gaia

@@ -151,6 +151,15 @@ namespace {
 
 }  // namespace
 
+std::shared_ptr<const void> SimBackend::release_world() {
+  std::lock_guard lock(m_mutex);
+  if (!m_store) return nullptr;
+  auto world = std::make_shared<World>(std::move(m_world));
+  m_world.clear();
+  m_world_revision = 0;
+  return world;
+}
+
 BackendResult<SimBackend::World*> SimBackend::load_world() {
   if (!m_store) return &m_world;
   if (m_world_revision > 0) {

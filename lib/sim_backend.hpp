@@ -68,6 +68,11 @@ class SimBackend final : public Backend {
   // Seeds an in-memory world: the copies a healthy cluster would run for `copies`.
   void seed(const std::map<std::string, std::vector<SimCopy>>& copies);
 
+  // Hands over the kept copy of a stored world and keeps none (the next call reads
+  // the store afresh), for a process about to exit that leaves freeing it to the
+  // kernel. Null in memory mode, where the world is the only copy.
+  std::shared_ptr<const void> release_world();
+
  private:
   using World = std::map<std::string, std::vector<SimCopy>>;
   // The world as it is now, for the caller to read and change (under m_mutex). With a

@@ -294,6 +294,9 @@ Result<ClusterState> State::load_all() {
       if (!kvs) return failed({store_diag(kvs.error())});
       at = kvs->second;
       if (prefix == "instances/") {
+        // Room for a few more, so the instances the next commits add are merged into
+        // the kept state in place (apply_changes) rather than into a new list.
+        st.snapshot.instances.reserve(kvs->first.size() + kvs->first.size() / 16 + 64);
         // The bulk of a load, decoded on the machine's cores (no journal key is here).
         if (auto r = decode_instances(st.snapshot.instances, kvs->first, pool, worker_threads()); !r)
           return failed(r.error());
@@ -326,6 +329,11 @@ Result<ClusterState> State::load_all() {
     return st;
   }
   return fail(Diagnostic{{}, "", "the store kept changing while it was read", "retry; many writers are active"});
+}
+
+std::shared_ptr<const ClusterState> State::release_kept() {
+  std::lock_guard lock(m_cache_mutex);
+  return std::exchange(m_cache, nullptr);
 }
 
 Result<bool> State::refresh_cache() {
@@ -533,8 +541,10 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   // submit of hundreds of instances and events stays one atomic step on etcd too.
   static std::atomic<uint64_t> counter{0};
   std::string id = fmt::format("{}-{}-{}", seq, ::getpid(), counter.fetch_add(1));
-  auto r = commit_any_size(m_store, txn, id);
+  int64_t revision = 0;
+  auto r = commit_any_size(m_store, txn, id, &revision);
   if (!r) return fail(store_diag(r.error()));
+  if (*r) m_last_commit_revision.store(revision);
   return *r;
 }
 

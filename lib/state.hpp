@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -196,6 +197,9 @@ class State final : public RunningApps {
   // update()'s decide, need none). It never changes under the holder: a later load
   // that finds changes while it is still held applies them to a copy.
   Result<std::shared_ptr<const ClusterState>> load_shared();
+  // Hands the kept state over and keeps none: the next load reads the store afresh. For
+  // a process about to exit, which leaves freeing it to the kernel.
+  std::shared_ptr<const ClusterState> release_kept();
   // With follow_changes, loads the state and keeps it, so the next load only refreshes
   // it: a command has it read on another thread while it renders (ops/runner.hpp
   // ReadAhead). Without follow_changes nothing is kept, so it does nothing. An error is
@@ -209,6 +213,10 @@ class State final : public RunningApps {
   // Commits `batch` if nothing was written since `base` was loaded. Returns false (and
   // writes nothing) on a conflict, so the caller can re-load and re-decide.
   Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op);
+  // The store revision of this State's last successful commit, or 0 when unknown (none
+  // yet, or a journaled commit, which spans several revisions). A kept state at this
+  // revision is the state that commit left: nothing was written since.
+  int64_t last_commit_revision() const { return m_last_commit_revision.load(); }
   // Loads, lets `decide` fill a batch from the fresh state, commits; retries on
   // conflict up to `attempts` times. `decide` returns an error to abort.
   Result<ClusterState> update(const std::string& op, const std::function<Result<void>(const ClusterState&, Batch&)>& decide,
@@ -262,6 +270,7 @@ class State final : public RunningApps {
   // Shared with the holders of load_shared()'s result; changed in place only when no
   // one else holds it.
   std::shared_ptr<ClusterState> m_cache;
+  std::atomic<int64_t> m_last_commit_revision{0};
   // The watch behind wait_for_change, and the prefix it follows.
   std::unique_ptr<Watch> m_watch;
   std::string m_watch_prefix;

@@ -301,8 +301,8 @@ void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>
   }
   if (!added.empty()) {
     // The new names are sorted (map order) and none is in the list: each goes where a
-    // binary search of the list puts it, and the list is rebuilt once around them. Only
-    // the names the searches compare are computed, not one per element of the list.
+    // binary search of the list puts it. Only the names the searches compare are
+    // computed, not one per element of the list.
     std::vector<size_t> at;
     at.reserve(added.size());
     auto from = list.begin();
@@ -311,15 +311,18 @@ void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>
       from = std::lower_bound(from, list.end(), name, [&](const T& x, const std::string& n) { return name_of(x) < n; });
       at.push_back(static_cast<size_t>(from - list.begin()));
     }
-    std::vector<T> merged;
-    merged.reserve(list.size() + added.size());
-    size_t next = 0;
-    for (size_t j = 0; j < added.size(); ++j) {
-      for (; next < at[j]; ++next) merged.push_back(std::move(list[next]));
-      merged.push_back(std::move(added[j]));
+    // Merged in place from the back, within the room the list has (a loaded state
+    // keeps some, State::load_all): a new list of 50,000 instances cost a fresh
+    // allocation the kernel faults in page by page, the moves, and freeing the old one,
+    // a twentieth of a submit. Without room the list grows once here.
+    const size_t old_size = list.size(), count = added.size();
+    if (list.capacity() < old_size + count) list.reserve(old_size + count + (old_size + count) / 16);
+    list.resize(old_size + count);
+    size_t src = old_size, dst = old_size + count;
+    for (size_t j = count; j-- > 0;) {
+      while (src > at[j]) list[--dst] = std::move(list[--src]);
+      list[--dst] = std::move(added[j]);
     }
-    for (; next < list.size(); ++next) merged.push_back(std::move(list[next]));
-    list = std::move(merged);
   }
 }
 

@@ -53,9 +53,7 @@ Decision decide(const ClusterState& st, const Observation& obs, int64_t now_ms, 
     // copied only if one of them changes something.
     d.outcome = reconcile_batch(st, ctx);
   } else {
-    ClusterState seen = apply_batch(st, d.batch);
-    seen.seq += static_cast<int64_t>(d.batch.events.size());
-    d.outcome = reconcile(std::move(seen), ctx);
+    d.outcome = reconcile(apply_batch(st, d.batch), ctx);  // apply_batch counts the events in seq.
   }
   d.outcome.wake_at_ms = earliest(d.outcome.wake_at_ms, inventory_wake);
   merge_batch(d.batch, d.outcome.batch);
@@ -213,15 +211,44 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
         return std::unexpected(warned.error());
       return done();
     }
+    // The store's revision once the observation was applied: that of its commit, or of
+    // the state it was taken on when it changed nothing. Any write since (another
+    // process's commit, a copy it started, even a heartbeat) moves it; an unknown one
+    // (0: a journaled commit) never matches.
+    const int64_t seen_revision = observed.empty() ? (*seen)->revision : state.last_commit_revision();
     seen->reset();  // Not held while the controllers' load takes the commit in place.
     ReconcileOutcome outcome;
+    Batch again;  // Observed anew, when the state moved on since the observation.
     auto st = state.update_shared(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
-      outcome = reconcile_batch(s, ControllerContext{now, options.controller});
-      b = outcome.batch;
+      again = Batch{};
+      if (s.revision == seen_revision) {
+        outcome = reconcile_batch(s, ControllerContext{now, options.controller});
+        b = outcome.batch;
+        return {};
+      }
+      // The store changed since the observation (another process moved an instance,
+      // or started a copy): observe again and decide on both in one commit, so the
+      // starts and stops below never weigh a newer state against an older observation.
+      obs = backend.observe(now);
+      if (!*obs) return {};
+      Decision d = decide(s, **obs, now, options);
+      outcome = std::move(d.outcome);
+      again = std::move(d.batch);
+      b = again;
       return {};
     });
     if (!st) return std::unexpected(st.error());
     current = std::move(*st);
+    if (!*obs) {
+      Batch warn;
+      warn.event("BackendError", fmt::format("observing the {} backend: {}", backend.name(), obs->error().to_string()),
+                 "Warning");
+      r.errors.push_back(obs->error());
+      merge_batch(r.batch, std::move(observed));
+      if (auto warned = commit_events(state, op, std::move(warn), r, current); !warned)
+        return std::unexpected(warned.error());
+      return done();
+    }
     r.wake_at_ms = earliest(earliest(outcome.wake_at_ms, inventory_wake), (*obs)->wake_at_ms);
     note_active(r, outcome.active);
     // What the controllers decided, apart from what was observed: they decided on this
@@ -230,7 +257,7 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     // decide the same nothing; a change that time brings is the wake-up's).
     bool decided = !outcome.batch.empty();
     merge_batch(r.batch, std::move(observed));
-    merge_batch(r.batch, std::move(outcome.batch));
+    merge_batch(r.batch, again.empty() ? std::move(outcome.batch) : std::move(again));
     Actuation act = plan_actuation(*current, **obs);
     r.held = act.held;
     if (!act.empty()) {

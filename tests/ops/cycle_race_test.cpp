@@ -1,0 +1,112 @@
+// A round of the controllers' cycle commits what it observed, then decides on the kept
+// state in a second commit (ops/cycle.cpp). Another process may commit in between: the
+// round must then not weigh that newer state against its older observation when it
+// starts and stops copies. Reproduced with a store that lets "another process" commit
+// right after the round's first commit.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <utility>
+
+#include "ops/cycle.hpp"
+#include "tests/ops/ops_fixture.hpp"
+#include "tests/support/forwarding_store.hpp"
+
+namespace gaia::test {
+namespace {
+
+// Runs `after_commit` once, right after the first transaction that succeeds.
+class RacingStore final : public ForwardingStore {
+ public:
+  explicit RacingStore(Store& inner) : ForwardingStore(inner) {}
+  StoreResult<TxnResult> txn(const Txn& t) override {
+    auto r = inner().txn(t);
+    if (r && r->succeeded && after_commit) std::exchange(after_commit, nullptr)();
+    return r;
+  }
+  std::function<void()> after_commit;
+};
+
+const Instance& only_instance(const ClusterState& st, const std::string& app) {
+  for (const auto& i : st.snapshot.instances)
+    if (i.app == app) return i;
+  FAIL("no instance of " << app);
+  throw std::logic_error("unreachable");
+}
+
+StartSpec start_of(const Instance& i) {
+  StartSpec s;
+  s.instance = i;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cycle: a commit by another process between a round's two commits is observed before anything starts",
+          "[ops][cycle]") {
+  OpsFixture f;
+  f.add_nodes(2);
+  auto deployed = f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
+    b = plan_submit(st, {fixture_app("web", {fixture_role("fe", 1, res(100, 1))}),
+                         fixture_app("db", {fixture_role("data", 1, res(100, 1))})})
+            .batch;
+    return {};
+  });
+  REQUIRE(deployed);
+  // db's instance holds a volume on its node: stateful, never two live copies.
+  Instance db = only_instance(f.load(), "db");
+  REQUIRE(db.state == InstanceState::Placed);
+  const std::string first_node = db.node, second_node = db.node == "n1" ? "n2" : "n1";
+  db.volumes = {VolumeBinding{"data", first_node, "vg0", 1 << 30, 0}};
+  REQUIRE(f.state().update("op-volume", [&](const ClusterState&, Batch& b) -> Result<void> {
+    b.put_instances.push_back(db);
+    return {};
+  }));
+  // web's copy runs already, so the round has news to commit first.
+  const int64_t kT0 = to_millis(f.clock().now());
+  SimBackend other(&f.store());
+  REQUIRE(other.start({start_of(only_instance(f.load(), "web"))}, kT0));
+
+  RacingStore racing(f.store());
+  State mine(racing, f.clock());
+  SimBackend sim(&racing);
+  racing.after_commit = [&] {
+    // Another process starts db's copy where it is bound, then moves db to the other
+    // node (a new generation, its volume there): its copy on the first node still runs.
+    REQUIRE(other.start({start_of(db)}, kT0));
+    Instance moved = db;
+    moved.node = second_node;
+    moved.generation = db.generation + 1;
+    moved.volumes = {VolumeBinding{"data", second_node, "vg0", 1 << 30, 0}};
+    REQUIRE(f.state().update("op-other", [&](const ClusterState&, Batch& b) -> Result<void> {
+      b.put_instances.push_back(moved);
+      return {};
+    }));
+  };
+
+  ops::CycleOptions one_round;
+  one_round.max_rounds = 1;
+  auto r = ops::run_cycle(mine, sim, f.clock(), "op-cycle", one_round);
+  REQUIRE(r);
+  CHECK_FALSE(racing.after_commit);  // The other process did commit in between.
+
+  // Never two live copies of db: the round saw the copy on the first node, stops it,
+  // and starts nothing on the second until it is gone.
+  SimBackend fresh(&f.store());
+  auto obs = fresh.observe(kT0);
+  REQUIRE(obs);
+  int live = 0, live_on_second = 0;
+  for (const auto& c : obs->copies)
+    if (c.instance == db.key() && c.live()) {
+      ++live;
+      live_on_second += c.node == second_node;
+    }
+  CHECK(live <= 1);
+  CHECK(live_on_second == 0);
+  bool held = false;
+  for (const auto& [key, why] : r->held)
+    held |= key == db.key() && why.find("waiting for its copy on " + first_node) != std::string::npos;
+  CHECK(held);
+}
+
+}  // namespace gaia::test
