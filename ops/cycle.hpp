@@ -1,16 +1,22 @@
 #pragma once
 // One run of the controllers against a backend (docs/backends.md):
 //
-//   observe -> reconcile -> commit -> actuate
+//   observe -> commit -> reconcile -> commit -> actuate
 //
 // The backend is observed first and what it reports becomes state changes
-// (controllers/lifecycle.hpp observe_instances); the controllers reconcile on that state;
-// both are committed in one transaction, so gaia's intent is durable before anything
-// starts or stops; only then are the starts and stops planned from the committed state
-// (plan_actuation) sent to the backend. With a synchronous backend (sim) the cycle goes
-// round again at once while rounds change something, so a command converges before it
-// returns; with an asynchronous one it returns after actuating, and the caller waits for
-// news (Backend::wait) before the next cycle.
+// (controllers/lifecycle.hpp observe_instances), committed at once; the controllers
+// reconcile on the kept state with those changes applied in place (no copy of every
+// instance) and their decisions are committed next, so gaia's intent is durable before
+// anything starts or stops. Should the store move on between the two commits (another
+// process wrote), the round observes again and commits that observation with the
+// decisions in one transaction, so the starts and stops planned from the committed
+// state (plan_actuation) never weigh it against an older observation.
+//
+// With a synchronous backend (sim) the cycle goes round again at once while rounds
+// change something, so a command converges before it returns; with an asynchronous one
+// it returns after actuating, and the caller waits for news (Backend::wait) before the
+// next cycle. A failed second commit fails the cycle with the observation already
+// committed: its events are on the timeline, and the next cycle decides on it.
 //
 // A crash anywhere leaves a state the next cycle repairs: every step is level-triggered.
 
