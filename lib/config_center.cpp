@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "lib/instance_scan.hpp"
+
 namespace gaia {
 
 namespace {
@@ -190,6 +192,12 @@ Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
   auto nodes = store.range("nodes/");
   if (!nodes) return fail(nodes.error().to_diagnostic());
   for (const auto& kv : *nodes) {
+    if (auto fast = scan_node_labels(kv.value)) {
+      std::string name = fast->name ? std::string(*fast->name) : kv.key.substr(6);
+      for (const auto& [k, v] : fast->labels)
+        s.m_labels.push_back(LabelEntry{"node", "", name, std::string(k), std::string(v), kv.mod_revision});
+      continue;
+    }
     try {
       json j = json::parse(kv.value);
       std::string name = j.value("name", kv.key.substr(6));

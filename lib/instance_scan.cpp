@@ -157,6 +157,38 @@ bool scan_member(JsonScanner& s, std::string_view key, Instance& i, LabelPool& p
 
 }  // namespace
 
+std::optional<NodeLabelsView> scan_node_labels(std::string_view text) {
+  JsonScanner s(text);
+  NodeLabelsView out;
+  bool saw_labels = false;
+  if (!s.next_is('{')) return std::nullopt;
+  bool ok = s.object([&](std::string_view key) {
+    if (key == "name") {
+      if (out.name) return false;  // Repeated: nlohmann keeps the last; the slow way.
+      std::string_view name;
+      if (!s.string(name)) return false;
+      out.name = name;
+      return true;
+    }
+    if (key == "labels") {
+      if (saw_labels) return false;
+      saw_labels = true;
+      return s.object([&](std::string_view k) {
+        std::string_view v;
+        if (!s.string(v)) return false;
+        // gaia writes them sorted: anything else may repeat a key, which nlohmann
+        // resolves its own way.
+        if (!out.labels.empty() && !(out.labels.back().first < k)) return false;
+        out.labels.emplace_back(k, v);
+        return true;
+      });
+    }
+    return s.skip_value();
+  });
+  if (!ok || !s.at_end()) return std::nullopt;
+  return out;
+}
+
 std::optional<Instance> scan_instance(std::string_view text, LabelPool* pool) {
   JsonScanner s(text);
   Instance i;

@@ -3,6 +3,7 @@
 // backend's copies): strict JSON of the shape gaia writes, nothing else.
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -123,6 +124,28 @@ class JsonScanner {
     }
   }
 
+  // Any one value, read past without keeping it: strings as string() takes them,
+  // numbers by JSON's own grammar (nlohmann rejects "01", "1.", ".5"), the three
+  // literals, and objects and arrays up to a depth past which the slow way goes on.
+  bool skip_value(int depth = 0) {
+    if (depth > 64) return false;
+    skip_space();
+    if (m_pos >= m_text.size()) return false;
+    char c = m_text[m_pos];
+    if (c == '"') {
+      std::string_view ignored;
+      return string(ignored);
+    }
+    if (c == '{') return object([&](std::string_view) { return skip_value(depth + 1); });
+    if (c == '[') return array([&] { return skip_value(depth + 1); });
+    for (std::string_view literal : {"true", "false", "null"})
+      if (m_text.substr(m_pos, literal.size()) == literal) {
+        m_pos += literal.size();
+        return true;
+      }
+    return number();
+  }
+
   template <class Element>
   bool array(Element&& element) {
     if (!eat('[')) return false;
@@ -135,6 +158,37 @@ class JsonScanner {
   }
 
  private:
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool number() {
+    auto digit = [&] { return m_pos < m_text.size() && m_text[m_pos] >= '0' && m_text[m_pos] <= '9'; };
+    auto digits = [&] {
+      size_t start = m_pos;
+      while (digit()) ++m_pos;
+      return m_pos > start;
+    };
+    const size_t start = m_pos;
+    if (m_pos < m_text.size() && m_text[m_pos] == '-') ++m_pos;
+    if (m_pos < m_text.size() && m_text[m_pos] == '0') ++m_pos;
+    else if (!digits()) return false;
+    if (m_pos < m_text.size() && m_text[m_pos] == '.') {
+      ++m_pos;
+      if (!digits()) return false;
+    }
+    if (m_pos < m_text.size() && (m_text[m_pos] == 'e' || m_text[m_pos] == 'E')) {
+      ++m_pos;
+      if (m_pos < m_text.size() && (m_text[m_pos] == '+' || m_text[m_pos] == '-')) ++m_pos;
+      if (!digits()) return false;
+    }
+    // A number runs into nothing but a separator, a bracket or space ("01" and "1x" fail).
+    if (m_pos < m_text.size() && std::string_view(",]} \t\n\r").find(m_text[m_pos]) == std::string_view::npos)
+      return false;
+    // nlohmann refuses a number beyond a double's range ("1e999"); one that underflows
+    // goes the slow way too, which reads it as 0.
+    double value = 0;
+    auto [end, ec] = std::from_chars(m_text.data() + start, m_text.data() + m_pos, value);
+    return ec == std::errc() && end == m_text.data() + m_pos && std::isfinite(value);
+  }
+
   std::string_view m_text;
   size_t m_pos = 0;
 };

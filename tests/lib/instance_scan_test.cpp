@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -261,4 +262,119 @@ TEST_CASE("decode_instances: on several threads, the instances, shared labels an
   REQUIRE_FALSE(sequential);
   CHECK(sequential.error().front().path == r.error().front().path);
   CHECK(sequential.error().front().message == r.error().front().message);
+}
+
+namespace {
+
+// What the config center's slow path reads of a node record (lib/config_center.cpp):
+// its name (else `fallback`) and its string-valued labels; nothing when it rejects it.
+std::optional<std::pair<std::string, std::map<std::string, std::string>>> slow_node_labels(
+    const std::string& text, const std::string& fallback) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    std::pair<std::string, std::map<std::string, std::string>> out{j.value("name", fallback), {}};
+    if (j.contains("labels") && j["labels"].is_object())
+      for (const auto& [k, v] : j["labels"].items())
+        if (v.is_string()) out.second[k] = v.get<std::string>();
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Whatever the fast path takes, the slow path reads the same. Returns whether it took it.
+bool node_agrees(const std::string& text) {
+  auto fast = scan_node_labels(text);
+  if (!fast) return false;
+  auto want = slow_node_labels(text, "from-key");
+  INFO(text);
+  REQUIRE(want);
+  CHECK((fast->name ? std::string(*fast->name) : std::string("from-key")) == want->first);
+  std::map<std::string, std::string> labels;
+  for (const auto& [k, v] : fast->labels) labels[std::string(k)] = std::string(v);
+  CHECK(labels == want->second);
+  CHECK(labels.size() == fast->labels.size());
+  return true;
+}
+
+Node random_node(std::mt19937& rng, bool unusual) {
+  Node n;
+  n.name = random_name(rng, unusual);
+  n.address = random_name(rng, unusual);
+  n.instance_subnet = random_name(rng, unusual);
+  n.capacity = random_resources(rng);
+  for (size_t k = rng() % 6; k > 0; --k) n.labels[random_name(rng, unusual)] = random_name(rng, unusual);
+  for (size_t k = rng() % 3; k > 0; --k)
+    n.volume_groups.push_back(VolumeGroup{random_name(rng, unusual), random_name(rng, unusual), random_int(rng),
+                                          random_int(rng)});
+  for (size_t k = rng() % 3; k > 0; --k) n.cached_images.push_back(random_name(rng, unusual));
+  n.draining = rng() % 2;
+  n.down_reason = random_name(rng, unusual);
+  n.zone = random_name(rng, unusual);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("node labels scan: records as gaia writes them read as the config center's slow path does",
+          "[lib][instance_scan]") {
+  std::mt19937 rng(20261130);
+  int taken = 0;
+  for (int n = 0; n < 3000; ++n) {
+    Node node = random_node(rng, false);
+    taken += node_agrees(nlohmann::json(node).dump());
+    (void)node_agrees(nlohmann::json(node).dump(2));
+  }
+  CHECK(taken == 3000);
+  for (int n = 0; n < 2000; ++n) (void)node_agrees(nlohmann::json(random_node(rng, true)).dump());
+  // Valid for the slow path, or an error there, but not the fast shape.
+  for (std::string text : {
+           R"({"name":"a\"b"})",                    // An escape.
+           R"({"labels":{"zone":"é"}})",            // UTF-8.
+           R"({"labels":{"a":1}})",                 // A label that is not a string.
+           R"({"labels":{"b":"1","a":"2"}})",       // Out of key order.
+           R"({"labels":{"a":"1","a":"2"}})",       // Repeated.
+           R"({"name":"a","name":"b"})",            // Repeated name.
+           R"({"name":null})",                      // Not a string: an error there.
+           R"({"labels":null})",                    // Not an object: no labels there.
+           R"({"capacity":01})",                    // Not JSON.
+           R"({"capacity":1.})",                    // Not JSON.
+           R"({"capacity":-})",                     // Not JSON.
+           R"({"capacity":1e999})",                 // Beyond a double: an error there.
+           R"({"x":[1,2,})",                        // Not JSON.
+           R"({"x":tru})",                          // Not JSON.
+           R"({"name":"a"} x)",                     // Trailing text.
+           "",
+       }) {
+    INFO(text);
+    CHECK_FALSE(scan_node_labels(text));
+  }
+  // Anything else of any shape is read past.
+  CHECK(node_agrees(R"({"x":[1,-2.5e+3,0,true,false,null,{"y":[[]]},"z"],"name":"n1","labels":{"a":"1","b":"2"}})"));
+  CHECK(node_agrees("{}"));
+  std::string deep = std::string(100, '[') + std::string(100, ']');
+  CHECK_FALSE(scan_node_labels("{\"x\":" + deep + "}"));  // Past the depth: the slow way.
+}
+
+TEST_CASE("node labels scan: mutated records are never taken where the slow path rejects them",
+          "[lib][instance_scan]") {
+  std::mt19937 rng(1234);
+  static const std::string alphabet = "{}[]\":,0123456789-.eE ntrufalsx\\";
+  int taken = 0, total = 0;
+  for (int n = 0; n < 4000; ++n) {
+    std::string text = nlohmann::json(random_node(rng, rng() % 4 == 0)).dump();
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < edits && !text.empty(); ++k) {
+      size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + rng() % 4); break;
+        default: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    ++total;
+    taken += node_agrees(text);
+  }
+  CHECK(taken > 0);
+  CHECK(taken < total);
 }
