@@ -160,6 +160,9 @@ std::shared_ptr<const void> SimBackend::release_world() {
   return world;
 }
 
+// Copy records per read of a full read of the world, for a store without a page size.
+constexpr size_t k_sim_page = 8192;
+
 BackendResult<SimBackend::World*> SimBackend::load_world() {
   if (!m_store) return &m_world;
   if (m_world_revision > 0) {
@@ -194,17 +197,30 @@ BackendResult<SimBackend::World*> SimBackend::load_world() {
   }
   m_world.clear();
   m_world_revision = 0;
-  auto read = m_store->read(RangeRequest::prefix(k_copies));
-  if (!read) return std::unexpected(from_store(read.error()));
-  for (const auto& kv : read->kvs) {
-    try {
-      m_world[kv.key.substr(k_copies.size())] = decode_sim_copies(kv.value);
-    } catch (const std::exception& e) {
+  // In pages, all at the first one's revision: a store with one connection serves one
+  // read at a time, and a command's own thread reads meanwhile when this runs ahead of
+  // it (ops::ReadAhead).
+  const size_t preferred = m_store->read_page_size();
+  RangeRequest request = RangeRequest::prefix(k_copies, 0, preferred ? preferred : k_sim_page);
+  for (;;) {
+    auto read = m_store->read(request);
+    if (!read) {
       m_world.clear();
-      return std::unexpected(corrupt_copy(kv.key, e));
+      return std::unexpected(from_store(read.error()));
     }
+    for (const auto& kv : read->kvs) {
+      try {
+        m_world[kv.key.substr(k_copies.size())] = decode_sim_copies(kv.value);
+      } catch (const std::exception& e) {
+        m_world.clear();
+        return std::unexpected(corrupt_copy(kv.key, e));
+      }
+    }
+    request.revision = read->revision;
+    if (!read->more || read->kvs.empty()) break;
+    request.key = read->kvs.back().key + std::string(1, '\0');
   }
-  m_world_revision = read->revision;
+  m_world_revision = request.revision;
   return &m_world;
 }
 
