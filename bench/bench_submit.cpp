@@ -31,6 +31,7 @@
 #include "controllers/submit.hpp"
 #include "lib/clock.hpp"
 #include "lib/hash.hpp"
+#include "ops/submit_stream.hpp"
 #include "store/sqlite_store.hpp"
 #include "lib/app_summary.hpp"
 #include "lib/state.hpp"
@@ -66,32 +67,18 @@ uintmax_t file_size_or_zero(const std::filesystem::path& p) {
 
 }  // namespace
 
-void place_stream(Store& store, State& state, ClusterState& current, std::vector<std::vector<AppToDeploy>>& stream,
-                  const std::function<void(const SubmitOutcome&, const StreamStep&)>& each) {
+std::vector<StreamCommit> place_stream(State& state, ClusterState& current,
+                                       std::vector<std::vector<AppToDeploy>>& stream) {
   SystemClock clock;
-  for (auto& apps : stream) {
-    StreamStep step;
-    SubmitOutcome out;
-    step.plan_ms = time_ms([&] { out = plan_submit(current, apps); });
-    step.events = out.batch.events.size();
-    step.commit_ms = time_ms([&] {
-      if (!check(state.commit(current, std::move(out.batch), new_operation_id(clock)), "commit"))
-        throw std::runtime_error("commit conflict with no other writer");
-      // The next submission's base: the decided state at the revision just written.
-      current = std::move(out.after);
-      auto seq = store.get(keys::k_seq);
-      if (!seq || !*seq) throw std::runtime_error("the sequence key is missing after a commit");
-      current.seq_revision = (*seq)->mod_revision;
-      current.revision = (*seq)->mod_revision;
-      // And the app summaries' marker the commit moved with it (lib/app_summary.hpp).
-      auto marker = store.get(keys::k_apps_summary_marker);
-      if (!marker || !*marker) throw std::runtime_error("the app summaries' marker is missing after a commit");
-      current.apps_summary_seq = std::stoll((*marker)->value);
-      current.apps_summary_revision = (*marker)->mod_revision;
-      current.revision = std::max(current.revision, (*marker)->mod_revision);
-    });
-    each(out, step);
-  }
+  // A submitter that stays up: each submission planned on what the last one left while
+  // that one commits (ops/submit_stream.hpp).
+  SubmitStream submitter(state, std::move(current), [&](size_t) { return new_operation_id(clock); });
+  for (auto& apps : stream)
+    check(submitter.submit(apps), "submitting to the stream");
+  auto finished = submitter.finish();
+  if (finished.failure) throw std::runtime_error("commit failed: " + format_diagnostics(*finished.failure));
+  current = std::move(finished.last);
+  return std::move(finished.commits);
 }
 
 std::vector<std::vector<AppToDeploy>> submission_stream(size_t instances, uint64_t seed, size_t chunk) {
@@ -128,15 +115,15 @@ Figures submit_e2e(Store& store, const std::string& describe, const std::filesys
   double plan_ms = 0, commit_ms = 0, cpu_before = cpu_ms();
   size_t placed = 0, pending = 0;
   Timer stream_wall;
-  place_stream(store, state, current, stream, [&](const SubmitOutcome& out, const StreamStep& step) {
+  for (const auto& step : place_stream(state, current, stream)) {
     plan_ms += step.plan_ms;
     commit_ms += step.commit_ms;
     ++commits;
     events += step.events;
-    placed += out.placed;
-    pending += out.pending;
-    if (out.placed) per_placement_us.push_back((step.plan_ms + step.commit_ms) * 1000.0 / static_cast<double>(out.placed));
-  });
+    placed += step.placed;
+    pending += step.pending;
+    if (step.placed) per_placement_us.push_back((step.plan_ms + step.commit_ms) * 1000.0 / static_cast<double>(step.placed));
+  }
   double stream_ms = stream_wall.elapsed_ms();
   double stream_cpu_ms = cpu_ms() - cpu_before;
   if (placed != k_basic5k_instances || pending != 0)

@@ -54,7 +54,7 @@ void fill_cli_cluster(Store& store) {
   auto stream = submission_stream(k_basic5k_instances, k_basic5k_seed, 500);
   ClusterState current = check(state.load(), "loading the cluster");
   size_t placed = 0;
-  place_stream(store, state, current, stream, [&](const SubmitOutcome& out, const StreamStep&) { placed += out.placed; });
+  for (const auto& step : place_stream(state, current, stream)) placed += step.placed;
   if (placed != k_basic5k_instances) throw std::runtime_error(fmt::format("the fill placed {} instances", placed));
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -114,16 +115,39 @@ std::string format_locality(const NearIndex& index, const std::string& near, con
   return fmt::format("no {} instance in its zone, rack or switch (one is {} on {})", near, any.key, any.node);
 }
 
+}  // namespace
+
+// What plan_submit builds for its decisions and SubmitPlanner keeps from one
+// submission to the next: valid for the state it was built on as changed by the plans
+// made with it, and nothing else.
+struct PlanCaches {
+  // The scheduler's index, kept from one app (and round) to the next while the
+  // snapshot changes only by appended instances and applied placements.
+  KeptIndex kept;
+  std::unordered_map<std::string, std::set<Bits>> used;  // Node -> addresses in use.
+  bool used_built = false;
+
+  void reset() {
+    kept.reset();
+    used.clear();
+    used_built = false;
+  }
+};
+
+namespace {
+
 struct Work {
-  ClusterState state;
+  // The working state, changed in place into the state after the submission.
+  ClusterState& state;
+  PlanCaches& caches;
   SubmitOutcome out;
   // Instance key -> position in the snapshot, built on the first lookup of a key
   // that is not in `added` (the instances this submission created, until then).
   std::unordered_map<std::string, size_t> index, added;
   bool indexed = false;
   std::unordered_map<std::string, size_t> put_index;  // Instance key -> position in put_instances.
-  std::unordered_map<std::string, std::set<Bits>> used;  // Node -> addresses in use.
-  bool used_built = false;
+  std::unordered_map<std::string, std::set<Bits>>& used = caches.used;
+  bool& used_built = caches.used_built;
   std::optional<TopologyTable> topology;
   // "tenant/app/role" -> (address, instance key) of its placed instances, built on first
   // use and dropped when an instance of the role moves.
@@ -133,16 +157,17 @@ struct Work {
   AppReport* current = nullptr;  // The submitted app being scheduled.
   std::unordered_set<std::string> attempted, requeued;
   ScheduleTuning tuning;
-  // The scheduler's index, kept from one app (and round) to the next while the
-  // snapshot changes only by appended instances and applied placements.
-  KeptIndex kept;
+  KeptIndex& kept = caches.kept;
 
-  explicit Work(const ClusterState& s, const ScheduleTuning& t = {}, size_t more = 0) : tuning(t) {
-    // Room for the instances the submission creates, made before the copy (which fills
-    // the room it finds): growing a list of every instance moves them all.
-    state.snapshot.instances.reserve(s.snapshot.instances.size() + more);
-    state = s;
+  Work(ClusterState& s, PlanCaches& c, const ScheduleTuning& t) : state(s), caches(c), tuning(t) {
     for (size_t k = 0; k < state.snapshot.nodes.size(); ++k) node_index[state.snapshot.nodes[k].name] = k;
+  }
+
+  // The state after the submission, as plan_submit returns it.
+  void done() {
+    finish();
+    out.after = std::move(state);
+    out.after.seq += static_cast<int64_t>(out.batch.events.size());
   }
 
   // Instances went or moved in the list: the key index is built again when next
@@ -652,12 +677,18 @@ void merge_batch(Batch& into, Batch more) {
   for (auto& e : more.events) into.events.push_back(std::move(e));
 }
 
-SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
-                          const ScheduleTuning& tuning) {
+namespace {
+
+// How many instances `apps` ask for at most: the room a working copy keeps for them.
+size_t instances_asked(const std::vector<AppToDeploy>& apps) {
   size_t more = 0;
   for (const auto& a : apps)
     for (const auto& role : a.record.workload.roles) more += static_cast<size_t>(std::max(0, desired_replicas(a.record, role)));
-  Work w(state, tuning, more);
+  return more;
+}
+
+// plan_submit's decision, made on w.state in place.
+void submit_apps(Work& w, const std::vector<AppToDeploy>& apps) {
   std::set<std::string> submitted;
   // Reports are filled in place: reserve so pointers into out.apps stay valid.
   w.out.apps.reserve(apps.size());
@@ -847,19 +878,74 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
       w.current = nullptr;
     }
   }
-  w.finish();
-  w.out.after = std::move(w.state);
-  w.out.after.seq += static_cast<int64_t>(w.out.batch.events.size());
+}
+
+}  // namespace
+
+SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
+                          const ScheduleTuning& tuning) {
+  // Room for the instances the submission creates, made before the copy (which fills
+  // the room it finds): growing a list of every instance moves them all.
+  ClusterState work;
+  work.snapshot.instances.reserve(state.snapshot.instances.size() + instances_asked(apps));
+  work = state;
+  PlanCaches caches;
+  Work w(work, caches, tuning);
+  submit_apps(w, apps);
+  w.done();
   return std::move(w.out);
 }
 
 SubmitOutcome reschedule_pending(const ClusterState& state, const ScheduleTuning& tuning) {
-  Work w(state, tuning);
+  ClusterState work = state;
+  PlanCaches caches;
+  Work w(work, caches, tuning);
   w.reschedule(nullptr);
   for (auto& r : w.out.others) r.action = "reschedule";
-  w.finish();
-  w.out.after = std::move(w.state);
-  w.out.after.seq += static_cast<int64_t>(w.out.batch.events.size());
+  w.done();
+  return std::move(w.out);
+}
+
+SubmitPlanner::SubmitPlanner(const ScheduleTuning& tuning) : m_tuning(tuning), m_caches(std::make_unique<PlanCaches>()) {}
+SubmitPlanner::~SubmitPlanner() = default;
+SubmitPlanner::SubmitPlanner(SubmitPlanner&&) noexcept = default;
+SubmitPlanner& SubmitPlanner::operator=(SubmitPlanner&&) noexcept = default;
+
+SubmitOutcome SubmitPlanner::plan(const ClusterState& state, const std::vector<AppToDeploy>& apps) {
+  m_caches->reset();
+  return plan_on(state, apps);
+}
+
+SubmitOutcome SubmitPlanner::plan_next(const ClusterState& last_after, const std::vector<AppToDeploy>& apps) {
+  // A state that is not the last outcome's is a bug of the caller: what the planner kept
+  // would decide on a cluster that is not there (an address handed out twice).
+  if (!m_last || last_after.snapshot.instances.data() != m_last->instances ||
+      last_after.snapshot.instances.size() != m_last->count || last_after.seq != m_last->seq ||
+      last_after.snapshot.nodes.data() != m_last->nodes)
+    throw std::logic_error("SubmitPlanner::plan_next: the state is not the after of this planner's last outcome");
+  return plan_on(last_after, apps);
+}
+
+void SubmitPlanner::give_back(ClusterState&& spare) {
+  // Only the lists worth keeping: their elements' strings keep their room too, which a
+  // copy assigned over them reuses.
+  m_spare = std::move(spare);
+}
+
+SubmitOutcome SubmitPlanner::plan_on(const ClusterState& state, const std::vector<AppToDeploy>& apps) {
+  ClusterState work = std::move(m_spare);
+  m_spare = ClusterState{};
+  const size_t room = state.snapshot.instances.size() + instances_asked(apps);
+  if (work.snapshot.instances.capacity() < room) {
+    // The list grows by half again, so the next few submissions find room too.
+    work.snapshot.instances.reserve(room + room / 2);
+  }
+  work = state;
+  Work w(work, *m_caches, m_tuning);
+  submit_apps(w, apps);
+  w.done();
+  m_last = Last{w.out.after.snapshot.instances.data(), w.out.after.snapshot.instances.size(), w.out.after.seq,
+                w.out.after.snapshot.nodes.data()};
   return std::move(w.out);
 }
 

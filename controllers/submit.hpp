@@ -3,6 +3,8 @@
 // returns the batch to commit (apps, instances, events) and a report for the user.
 // `gaia plan` runs the same function and prints the report without committing.
 
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -75,6 +77,50 @@ struct SubmitOutcome {
 // `tuning` changes how the scheduler searches, never the outcome (tests compare them).
 SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDeploy>& apps,
                           const ScheduleTuning& tuning = {});
+
+struct PlanCaches;
+
+// plan_submit for a submitter that stays up and plans one submission after another on
+// the state the last one left (a scheduler daemon; submit-e2e-5k's stream). Each
+// plan_submit call indexes the whole cluster for the scheduler and reads every address
+// in use, and copies the state into fresh memory: at 50,000 instances that is most of a
+// submission of 500. The planner keeps the index and the addresses from one submission
+// to the next, and copies into the memory of a state it was given back. Its outcomes
+// are plan_submit's, byte for byte (tests compare them on random histories).
+class SubmitPlanner {
+ public:
+  explicit SubmitPlanner(const ScheduleTuning& tuning = {});
+  ~SubmitPlanner();
+  SubmitPlanner(SubmitPlanner&&) noexcept;
+  SubmitPlanner& operator=(SubmitPlanner&&) noexcept;
+
+  // plan_submit(state, apps) on any state: what was kept is dropped and built again.
+  SubmitOutcome plan(const ClusterState& state, const std::vector<AppToDeploy>& apps);
+  // The same on the `after` of this planner's last outcome, its batch committed and
+  // nothing else changed in it but the revisions a commit stamps (seq_revision,
+  // revision, the app summaries' marker): nothing is indexed again. Any other state is a
+  // bug of the caller and throws std::logic_error (a store that moved meanwhile, a
+  // failed commit: load again and call plan()).
+  SubmitOutcome plan_next(const ClusterState& last_after, const std::vector<AppToDeploy>& apps);
+  // A state the caller is done with (the base of a committed submission): the next
+  // working copy is assigned into its memory rather than allocated and freed anew.
+  void give_back(ClusterState&& spare);
+
+ private:
+  SubmitOutcome plan_on(const ClusterState& state, const std::vector<AppToDeploy>& apps);
+
+  // The last outcome's `after`, to check what plan_next is given.
+  struct Last {
+    const Instance* instances = nullptr;
+    size_t count = 0;
+    int64_t seq = 0;
+    const Node* nodes = nullptr;
+  };
+  ScheduleTuning m_tuning;
+  std::unique_ptr<PlanCaches> m_caches;
+  std::optional<Last> m_last;
+  ClusterState m_spare;
+};
 
 // Retries scheduling of every pending instance whose dependencies are ready (after a
 // node was added or capacity freed), repeatedly while that makes more apps ready, so a

@@ -106,7 +106,7 @@ StoreResult<void> apply_chunks(Store& store, const std::string& id, size_t chunk
 }  // namespace
 
 StoreResult<bool> commit_journaled(Store& store, const Txn& txn, const TxnLimits& limits, const std::string& id,
-                                   std::optional<size_t> stop_after_chunks) {
+                                   std::optional<size_t> stop_after_chunks, int64_t* point_revision) {
   if (auto bad = validate_txn(txn)) return std::unexpected(*bad);
   // The puts of compared keys go into the commit point itself: they are what tells
   // every other writer (comparing the same keys) that the store changed.
@@ -147,6 +147,7 @@ StoreResult<bool> commit_journaled(Store& store, const Txn& txn, const TxnLimits
     forget();
     return false;
   }
+  if (point_revision) *point_revision = committed->revision;
   // 3 and 4. From here the change is decided: an error leaves it to the next reader.
   if (auto r = apply_chunks(store, id, chunks->size(), committed->revision, 0, stop_after_chunks); !r) {
     StoreError e = r.error();
@@ -176,18 +177,21 @@ StoreResult<bool> roll_forward(Store& store) {
   return true;
 }
 
-StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision) {
+StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision,
+                                  int64_t* compared_revision) {
   TxnLimits limits = store.txn_limits();
   if (revision) *revision = 0;
+  if (compared_revision) *compared_revision = 0;
   if (txn_fits(txn, limits)) {
     // A change that fits still respects a journal in progress: the caller's compares
     // guard against that (the commit point moved the keys they compare).
     auto r = store.txn(txn);
     if (!r) return std::unexpected(r.error());
     if (revision && r->succeeded) *revision = r->revision;
+    if (compared_revision && r->succeeded) *compared_revision = r->revision;
     return r->succeeded;
   }
-  return commit_journaled(store, txn, limits, id);
+  return commit_journaled(store, txn, limits, id, std::nullopt, compared_revision);
 }
 
 }  // namespace gaia

@@ -35,7 +35,8 @@ inline constexpr const char* k_journal_prefix = "journal/";
 // is refused (InvalidArgument) before anything is written. `stop_after_chunks` is for
 // tests: return after applying that many chunks, as a writer killed there would.
 StoreResult<bool> commit_journaled(Store& store, const Txn& txn, const TxnLimits& limits, const std::string& id,
-                                   std::optional<size_t> stop_after_chunks = std::nullopt);
+                                   std::optional<size_t> stop_after_chunks = std::nullopt,
+                                   int64_t* point_revision = nullptr);
 
 // Finishes an interrupted journaled commit. Returns whether there was one.
 StoreResult<bool> roll_forward(Store& store);
@@ -43,7 +44,10 @@ StoreResult<bool> roll_forward(Store& store);
 // Commits `txn` in one transaction when it fits the store's limits, else through the
 // journal; the answer of Store::txn either way. `revision`, when given, gets the
 // revision a one-transaction commit was made at (0 for a journaled one, which spans
-// several).
-StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision = nullptr);
+// several). `compared_revision`, when given, gets the revision the keys `txn` compares
+// (and puts) were written at: the commit's for one transaction, the commit point's for
+// a journaled one, which writes those keys and no later chunk does.
+StoreResult<bool> commit_any_size(Store& store, const Txn& txn, const std::string& id, int64_t* revision = nullptr,
+                                  int64_t* compared_revision = nullptr);
 
 }  // namespace gaia

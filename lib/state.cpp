@@ -487,7 +487,7 @@ BundleFates bundle_fates(const ClusterState& base, const Batch& batch) {
 
 }  // namespace
 
-Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op) {
+Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op, int64_t* stamp) {
   Txn txn;
   txn.compares.push_back({keys::k_seq, base.seq_revision});
   std::string now = now_rfc3339();
@@ -571,7 +571,7 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   static std::atomic<uint64_t> counter{0};
   std::string id = fmt::format("{}-{}-{}", seq, ::getpid(), counter.fetch_add(1));
   int64_t revision = 0;
-  auto r = commit_any_size(m_store, txn, id, &revision);
+  auto r = commit_any_size(m_store, txn, id, &revision, stamp);
   if (!r) return fail(store_diag(r.error()));
   if (*r) m_last_commit_revision.store(revision);
   return *r;

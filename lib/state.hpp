@@ -5,6 +5,7 @@
 // guarded by a compare on the timeline sequence key that every write advances, so two
 // gaia processes never interleave half-done changes: the loser re-reads and retries.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -128,6 +129,15 @@ struct ClusterState {
   // of that tenant (dependency_id).
   const AppRecord* find_app(const std::string& tenant, const std::string& name) const;
   Instance* find_instance(const std::string& key);
+  // This state is what a commit at `stamp` (State::commit's) left, its `seq` already
+  // counting that commit's events (plan_submit's `after`): the bookkeeping a load would
+  // read now, so the next commit on it compares what that commit wrote.
+  void stamp_commit(int64_t stamp) {
+    seq_revision = stamp;
+    revision = std::max(revision, stamp);
+    apps_summary_seq = seq;
+    apps_summary_revision = stamp;
+  }
   const Instance* find_instance(const std::string& key) const;
   Node* find_node(const std::string& name);
   const Node* find_node(const std::string& name) const;
@@ -212,7 +222,9 @@ class State final : public RunningApps {
   Result<AppsState> load_apps();
   // Commits `batch` if nothing was written since `base` was loaded. Returns false (and
   // writes nothing) on a conflict, so the caller can re-load and re-decide.
-  Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op);
+  // `stamp`, when given, gets what a commit moved that the next commit on the state it
+  // leaves compares (see stamp_commit).
+  Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op, int64_t* stamp = nullptr);
   // The store revision of this State's last successful commit, or 0 when unknown (none
   // yet, or a journaled commit, which spans several revisions). A kept state at this
   // revision is the state that commit left: nothing was written since.

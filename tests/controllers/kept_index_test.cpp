@@ -422,3 +422,65 @@ TEST_CASE("plan_submit of an app whose role has a leftover instance decides as w
   CHECK(kept.apps[1].placed.size() == 2);
   CHECK(outcome_text(kept) == outcome_text(plan_submit(st, apps, fresh)));
 }
+
+namespace {
+
+// A stream of submissions planned by one SubmitPlanner, each on the state the last one
+// left (with the old states given back now and then, so working copies are assigned
+// over them), decides byte for byte as plan_submit; after what time does between
+// submissions, the planner is told to start over with plan().
+void planner_decides_as_plan_submit() {
+  ClusterState st = random_cluster();
+  SubmitPlanner planner;
+  bool continues = false;
+  std::vector<std::string> first = {"b0", "b1", "b2", "b3"};
+  first.resize(static_cast<size_t>(*rc::gen::inRange(1, 4)));
+  for (int step = 0; step < 6; ++step) {
+    std::vector<std::string> names;
+    if (step % 3 == 0) names = first;  // Again later: an update of the same apps.
+    else names = {fmt::format("s{}a", step), fmt::format("s{}b", step)};
+    std::vector<AppToDeploy> chain = random_chain(st, names, step == 0);
+    SubmitOutcome expected = plan_submit(st, chain);
+    SubmitOutcome got = continues ? planner.plan_next(st, chain) : planner.plan(st, chain);
+    RC_ASSERT(outcome_text(got) == outcome_text(expected));
+    RC_CLASSIFY(continues, "continued");
+    ClusterState old = std::move(st);
+    st = std::move(got.after);
+    if (*rc::gen::arbitrary<bool>()) planner.give_back(std::move(old));
+    continues = true;
+    if (*rc::gen::inRange(0, 4) == 0) {
+      st = time_passes(std::move(st));
+      continues = false;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("property: SubmitPlanner decides as plan_submit on the state each submission leaves",
+          "[submit][kept-index][planner]") {
+  REQUIRE(rc::check("same outcome", planner_decides_as_plan_submit));
+}
+
+TEST_CASE("SubmitPlanner: plan_next refuses a state that is not its last outcome's", "[submit][planner]") {
+  ClusterState st;
+  for (int n = 0; n < 3; ++n) st.snapshot.nodes.push_back(fixture_node(fmt::format("n{}", n), n, 8000, 32));
+  SubmitPlanner planner;
+  std::vector<AppToDeploy> web = {fixture_app("web", {fixture_role("fe", 2, res(500, 1))})};
+  std::vector<AppToDeploy> db = {fixture_app("db", {fixture_role("data", 2, res(500, 1))})};
+  CHECK_THROWS_AS(planner.plan_next(st, web), std::logic_error);  // Nothing planned yet.
+  SubmitOutcome a = planner.plan(st, web);
+  // A copy of the right state is another state: what was kept may not hold for it.
+  ClusterState copy = a.after;
+  CHECK_THROWS_AS(planner.plan_next(copy, db), std::logic_error);
+  // Changed in a way that shows (another submission's instances): refused too.
+  ClusterState& after = a.after;
+  after.snapshot.instances.pop_back();
+  CHECK_THROWS_AS(planner.plan_next(after, db), std::logic_error);
+  after.snapshot.instances.push_back(copy.snapshot.instances.back());
+  // The state itself, only its revisions stamped: accepted, and as plan_submit decides.
+  after.stamp_commit(42);
+  SubmitOutcome b = planner.plan_next(after, db);
+  CHECK(b.placed == 2);
+  CHECK(outcome_text(b) == outcome_text(plan_submit(after, db)));
+}

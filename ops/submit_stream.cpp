@@ -1,0 +1,176 @@
+#include "ops/submit_stream.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace gaia {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+SubmitStream::SubmitStream(State& state, ClusterState start, std::function<std::string(size_t)> op_of,
+                           const ScheduleTuning& tuning)
+    : m_state(state),
+      m_op_of(std::move(op_of)),
+      m_planner(tuning),
+      m_base(std::make_unique<ClusterState>(std::move(start))),
+      m_committer([this] { commit_loop(); }) {
+  m_planned_from = m_base.get();
+}
+
+SubmitStream::~SubmitStream() {
+  // A destructor must not throw: a bug of the committer not collected by finish() has
+  // nowhere to go but away.
+  if (!m_finished) {
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+}
+
+Result<SubmitOutcome> SubmitStream::submit(const std::vector<AppToDeploy>& apps) {
+  std::unique_ptr<ClusterState> spare;
+  size_t index = 0;
+  {
+    std::unique_lock lock(m_mutex);
+    // One submission waits while one commits: planning further ahead would only hold
+    // more states (60 MB each at 50,000 instances) that a failure throws away.
+    m_done_cv.wait(lock, [&] { return m_queue.empty() || m_failure || m_bug; });
+    if (m_bug) std::rethrow_exception(m_bug);
+    if (m_failure) {
+      Diagnostics d = *m_failure;
+      d.push_back(Diagnostic{{}, "", "the stream stopped at that failure: nothing after it was committed",
+                             "load the state again and submit what was not committed", "stream.stopped"});
+      return fail(std::move(d));
+    }
+    if (m_finished) throw std::logic_error("SubmitStream::submit after finish()");
+    if (!m_spares.empty()) {
+      spare = std::move(m_spares.back());
+      m_spares.pop_back();
+    }
+    index = m_commits.size();
+  }
+  if (spare) m_planner.give_back(std::move(*spare));
+  auto started = std::chrono::steady_clock::now();
+  SubmitOutcome out = m_first ? m_planner.plan(*m_planned_from, apps) : m_planner.plan_next(*m_planned_from, apps);
+  m_first = false;
+  StreamCommit c;
+  c.index = index;
+  c.plan_ms = ms_since(started);
+  c.placed = out.placed;
+  c.pending = out.pending;
+  c.events = out.batch.events.size();
+  c.op = m_op_of(index);
+  Job job;
+  job.index = index;
+  job.batch = std::move(out.batch);
+  job.after = std::make_unique<ClusterState>(std::move(out.after));
+  m_planned_from = job.after.get();
+  {
+    std::lock_guard lock(m_mutex);
+    m_commits.push_back(std::move(c));
+    m_queue.push_back(std::move(job));
+  }
+  m_wake.notify_one();
+  return out;
+}
+
+void SubmitStream::commit_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(m_mutex);
+      m_wake.wait(lock, [&] { return !m_queue.empty() || m_stop; });
+      if (m_queue.empty()) return;
+      job = std::move(m_queue.front());
+      m_queue.pop_front();
+      ++m_busy;
+      if (m_failure || m_bug) {
+        // Planned on a commit that failed: never written. Its state may be what the
+        // planner reads at this moment, so it lives until finish().
+        --m_busy;
+        m_dropped.push_back(std::move(job.after));
+        m_done_cv.notify_all();
+        continue;
+      }
+    }
+    std::unique_ptr<ClusterState> old;
+    std::optional<Diagnostics> failure;
+    double commit_ms = 0;
+    bool committed = false;
+    try {
+      // The base was last planned from before this job was queued, so it is this
+      // thread's alone now: it takes the revisions of the commit that made it.
+      if (m_stamp) m_base->stamp_commit(*m_stamp);
+      int64_t stamp = 0;
+      std::string op;
+      {
+        std::lock_guard lock(m_mutex);
+        op = m_commits[job.index].op;
+      }
+      auto started = std::chrono::steady_clock::now();
+      auto r = m_state.commit(*m_base, std::move(job.batch), op, &stamp);
+      commit_ms = ms_since(started);
+      if (!r) {
+        failure = r.error();
+      } else if (!*r || stamp == 0) {
+        failure = Diagnostics{Diagnostic{
+            {}, "", fmt::format("submission {} of the stream conflicted: the store changed since it was planned", job.index + 1),
+            "another writer committed meanwhile; load the state again and submit what was not committed",
+            "stream.conflict"}};
+      } else {
+        committed = true;
+        m_stamp = stamp;
+        old = std::move(m_base);
+        m_base = std::move(job.after);
+      }
+    } catch (...) {
+      std::lock_guard lock(m_mutex);
+      m_bug = std::current_exception();
+    }
+    std::unique_ptr<ClusterState> extra;
+    {
+      std::lock_guard lock(m_mutex);
+      --m_busy;
+      auto& c = m_commits[job.index];
+      c.committed = committed;
+      c.commit_ms = commit_ms;
+      if (failure && !m_failure) m_failure = std::move(failure);
+      if (job.after) m_dropped.push_back(std::move(job.after));  // Not committed: see above.
+      // The old base's memory is the planner's next working copy; one spare is enough.
+      if (old) {
+        if (m_spares.empty()) m_spares.push_back(std::move(old));
+        else extra = std::move(old);
+      }
+    }
+    m_done_cv.notify_all();
+    extra.reset();  // Freed outside the lock.
+  }
+}
+
+SubmitStream::Finished SubmitStream::finish() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_all();
+  if (m_committer.joinable()) m_committer.join();
+  m_finished = true;
+  if (m_bug) std::rethrow_exception(m_bug);
+  Finished f;
+  f.commits = std::move(m_commits);
+  f.failure = std::move(m_failure);
+  if (m_stamp) m_base->stamp_commit(*m_stamp);
+  f.last = std::move(*m_base);
+  m_dropped.clear();
+  return f;
+}
+
+}  // namespace gaia
