@@ -942,8 +942,16 @@ SubmitOutcome SubmitPlanner::plan_on(const ClusterState& state, const std::vecto
   }
   work = state;
   Work w(work, *m_caches, m_tuning);
-  submit_apps(w, apps);
-  w.done();
+  try {
+    submit_apps(w, apps);
+    w.done();
+  } catch (...) {
+    // Half a plan changed what was kept (addresses released, instances indexed): it
+    // holds for no state now, and plan_next refuses until plan() starts over.
+    m_caches->reset();
+    m_last.reset();
+    throw;
+  }
   m_last = Last{w.out.after.snapshot.instances.data(), w.out.after.snapshot.instances.size(), w.out.after.seq,
                 w.out.after.snapshot.nodes.data()};
   return std::move(w.out);

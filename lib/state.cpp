@@ -487,7 +487,8 @@ BundleFates bundle_fates(const ClusterState& base, const Batch& batch) {
 
 }  // namespace
 
-Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op, int64_t* stamp) {
+Result<bool> State::commit(const ClusterState& base, Batch batch, const std::string& op, CommitReceipt* receipt) {
+  if (receipt) *receipt = CommitReceipt{};
   Txn txn;
   txn.compares.push_back({keys::k_seq, base.seq_revision});
   std::string now = now_rfc3339();
@@ -516,6 +517,7 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
       record.erase("status");
       record.erase("failed_roles");
       txn.puts.push_back({keys::app(a.tenant, a.name), record.dump()});
+      if (receipt) receipt->apps.push_back({a.tenant, a.name, a.created, a.updated, a.op});
     }
     // The status key goes with every spec write too: a record written before the split
     // carried its status inside, which the new record no longer does.
@@ -571,7 +573,7 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   static std::atomic<uint64_t> counter{0};
   std::string id = fmt::format("{}-{}-{}", seq, ::getpid(), counter.fetch_add(1));
   int64_t revision = 0;
-  auto r = commit_any_size(m_store, txn, id, &revision, stamp);
+  auto r = commit_any_size(m_store, txn, id, &revision, receipt ? &receipt->revision : nullptr);
   if (!r) return fail(store_diag(r.error()));
   if (*r) m_last_commit_revision.store(revision);
   return *r;

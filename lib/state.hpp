@@ -222,9 +222,18 @@ class State final : public RunningApps {
   Result<AppsState> load_apps();
   // Commits `batch` if nothing was written since `base` was loaded. Returns false (and
   // writes nothing) on a conflict, so the caller can re-load and re-decide.
-  // `stamp`, when given, gets what a commit moved that the next commit on the state it
-  // leaves compares (see stamp_commit).
-  Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op, int64_t* stamp = nullptr);
+  // What a successful commit wrote that the batch did not say: for a caller that carries
+  // the state it left on to the next commit without reading it back (SubmitStream).
+  struct CommitReceipt {
+    int64_t revision = 0;  // Where the compared keys were written (see stamp_commit).
+    // The bookkeeping stamped on each app record written whole: when it was created
+    // and updated, and by which operation.
+    struct AppStamp {
+      std::string tenant, name, created, updated, op;
+    };
+    std::vector<AppStamp> apps;
+  };
+  Result<bool> commit(const ClusterState& base, Batch batch, const std::string& op, CommitReceipt* receipt = nullptr);
   // The store revision of this State's last successful commit, or 0 when unknown (none
   // yet, or a journaled commit, which spans several revisions). A kept state at this
   // revision is the state that commit left: nothing was written since.

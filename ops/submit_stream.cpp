@@ -58,25 +58,34 @@ Result<SubmitOutcome> SubmitStream::submit(const std::vector<AppToDeploy>& apps)
     index = m_commits.size();
   }
   if (spare) m_planner.give_back(std::move(*spare));
-  auto started = std::chrono::steady_clock::now();
-  SubmitOutcome out = m_first ? m_planner.plan(*m_planned_from, apps) : m_planner.plan_next(*m_planned_from, apps);
-  m_first = false;
   StreamCommit c;
   c.index = index;
+  c.op = m_op_of(index);
+  auto started = std::chrono::steady_clock::now();
+  SubmitOutcome out;
+  try {
+    out = m_first ? m_planner.plan(*m_planned_from, apps) : m_planner.plan_next(*m_planned_from, apps);
+  } catch (...) {
+    // The planner dropped what it kept; the state planned from is still the last one.
+    m_first = true;
+    throw;
+  }
+  m_first = false;
   c.plan_ms = ms_since(started);
   c.placed = out.placed;
   c.pending = out.pending;
   c.events = out.batch.events.size();
-  c.op = m_op_of(index);
   Job job;
   job.index = index;
   job.batch = std::move(out.batch);
   job.after = std::make_unique<ClusterState>(std::move(out.after));
-  m_planned_from = job.after.get();
+  ClusterState* planned = job.after.get();
   {
     std::lock_guard lock(m_mutex);
-    m_commits.push_back(std::move(c));
+    m_commits.reserve(m_commits.size() + 1);
     m_queue.push_back(std::move(job));
+    m_commits.push_back(std::move(c));
+    m_planned_from = planned;
   }
   m_wake.notify_one();
   return out;
@@ -91,13 +100,12 @@ void SubmitStream::commit_loop() {
       if (m_queue.empty()) return;
       job = std::move(m_queue.front());
       m_queue.pop_front();
-      ++m_busy;
+      // The planner may go on with the next submission now.
+      m_done_cv.notify_all();
       if (m_failure || m_bug) {
         // Planned on a commit that failed: never written. Its state may be what the
         // planner reads at this moment, so it lives until finish().
-        --m_busy;
         m_dropped.push_back(std::move(job.after));
-        m_done_cv.notify_all();
         continue;
       }
     }
@@ -107,27 +115,32 @@ void SubmitStream::commit_loop() {
     bool committed = false;
     try {
       // The base was last planned from before this job was queued, so it is this
-      // thread's alone now: it takes the revisions of the commit that made it.
-      if (m_stamp) m_base->stamp_commit(*m_stamp);
-      int64_t stamp = 0;
+      // thread's alone now: it takes what the commits before wrote and the plans did not
+      // know (the revisions, the apps' creation and update stamps).
+      stamp_base();
+      State::CommitReceipt receipt;
       std::string op;
       {
         std::lock_guard lock(m_mutex);
         op = m_commits[job.index].op;
       }
       auto started = std::chrono::steady_clock::now();
-      auto r = m_state.commit(*m_base, std::move(job.batch), op, &stamp);
+      auto r = m_state.commit(*m_base, std::move(job.batch), op, &receipt);
       commit_ms = ms_since(started);
       if (!r) {
         failure = r.error();
-      } else if (!*r || stamp == 0) {
+      } else if (!*r || receipt.revision == 0) {
         failure = Diagnostics{Diagnostic{
             {}, "", fmt::format("submission {} of the stream conflicted: the store changed since it was planned", job.index + 1),
             "another writer committed meanwhile; load the state again and submit what was not committed",
             "stream.conflict"}};
       } else {
         committed = true;
-        m_stamp = stamp;
+        m_stamp = receipt.revision;
+        for (auto& a : receipt.apps) {
+          std::string id = a.tenant + "/" + a.name;
+          m_app_stamps[id] = std::move(a);
+        }
         old = std::move(m_base);
         m_base = std::move(job.after);
       }
@@ -138,7 +151,6 @@ void SubmitStream::commit_loop() {
     std::unique_ptr<ClusterState> extra;
     {
       std::lock_guard lock(m_mutex);
-      --m_busy;
       auto& c = m_commits[job.index];
       c.committed = committed;
       c.commit_ms = commit_ms;
@@ -155,6 +167,20 @@ void SubmitStream::commit_loop() {
   }
 }
 
+void SubmitStream::stamp_base() {
+  if (!m_stamp) return;
+  m_base->stamp_commit(*m_stamp);
+  // Every state of the stream was planned from one these stamps were not on yet (the
+  // planner had moved on before each commit ended), so each takes all of them.
+  for (const auto& [id, s] : m_app_stamps) {
+    auto it = m_base->apps.find(id);
+    if (it == m_base->apps.end()) continue;
+    it->second.created = s.created;
+    it->second.updated = s.updated;
+    it->second.op = s.op;
+  }
+}
+
 SubmitStream::Finished SubmitStream::finish() {
   {
     std::lock_guard lock(m_mutex);
@@ -165,9 +191,9 @@ SubmitStream::Finished SubmitStream::finish() {
   m_finished = true;
   if (m_bug) std::rethrow_exception(m_bug);
   Finished f;
-  f.commits = std::move(m_commits);
-  f.failure = std::move(m_failure);
-  if (m_stamp) m_base->stamp_commit(*m_stamp);
+  f.commits = m_commits;
+  f.failure = m_failure;
+  stamp_base();
   f.last = std::move(*m_base);
   m_dropped.clear();
   return f;

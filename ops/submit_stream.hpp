@@ -17,6 +17,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,8 @@ struct StreamCommit {
   std::string op;           // The operation id it was committed under.
 };
 
+// The State (and its store) is the stream's while it runs: its commits come from a thread
+// of their own, so nothing else may use that State until finish().
 class SubmitStream {
  public:
   // Starts from `start`, a state loaded from `state`'s store. `op_of(index)` names each
@@ -73,6 +76,8 @@ class SubmitStream {
     std::unique_ptr<ClusterState> after;  // What the batch leaves: the next job's base.
   };
   void commit_loop();
+  // Puts on the committer's base what the commits so far wrote beyond their batches.
+  void stamp_base();
 
   State& m_state;
   std::function<std::string(size_t)> m_op_of;
@@ -94,7 +99,8 @@ class SubmitStream {
   std::optional<Diagnostics> m_failure;
   std::exception_ptr m_bug;  // An exception of the committer, rethrown on this thread.
   std::optional<int64_t> m_stamp;  // The last commit's, for the base of the next one.
-  size_t m_busy = 0;  // Jobs taken from the queue and not finished.
+  // The creation and update stamps of every app record the stream's commits wrote.
+  std::map<std::string, State::CommitReceipt::AppStamp> m_app_stamps;
   bool m_stop = false, m_finished = false;
   std::thread m_committer;
 };
