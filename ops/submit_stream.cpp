@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <stdexcept>
 
 namespace gaia {
 
@@ -127,14 +128,12 @@ void SubmitStream::commit_loop() {
       auto started = std::chrono::steady_clock::now();
       auto r = m_state.commit(*m_base, std::move(job.batch), op, &receipt);
       commit_ms = ms_since(started);
-      if (!r) {
-        failure = r.error();
-      } else if (!*r || receipt.revision == 0) {
-        failure = Diagnostics{Diagnostic{
-            {}, "", fmt::format("submission {} of the stream conflicted: the store changed since it was planned", job.index + 1),
-            "another writer committed meanwhile; load the state again and submit what was not committed",
-            "stream.conflict"}};
-      } else {
+      // A journaled commit that failed after its commit point is decided all the same
+      // (the next reader of the store applies the rest): it counts as committed, and
+      // the stream stops on the error.
+      const bool decided = r ? *r && receipt.revision != 0 : receipt.revision != 0;
+      if (!r) failure = r.error();
+      if (decided) {
         committed = true;
         m_stamp = receipt.revision;
         for (auto& a : receipt.apps) {
@@ -143,6 +142,13 @@ void SubmitStream::commit_loop() {
         }
         old = std::move(m_base);
         m_base = std::move(job.after);
+      } else if (r && !*r) {
+        failure = Diagnostics{Diagnostic{
+            {}, "", fmt::format("submission {} of the stream conflicted: the store changed since it was planned", job.index + 1),
+            "another writer committed meanwhile; load the state again and submit what was not committed",
+            "stream.conflict"}};
+      } else if (r) {
+        throw std::logic_error("SubmitStream: a commit went through without a revision");
       }
     } catch (...) {
       std::lock_guard lock(m_mutex);

@@ -34,7 +34,9 @@ namespace gaia {
 // What became of one submission.
 struct StreamCommit {
   size_t index = 0;         // Its position in the stream, from 0.
-  bool committed = false;   // Its batch is in the store.
+  // Its batch is in the store, or decided: a journaled commit that failed after its
+  // commit point is applied whole by the next reader of the store.
+  bool committed = false;
   double plan_ms = 0;       // Planning it (SubmitPlanner).
   double commit_ms = 0;     // Committing it, fsynced (State::commit); 0 if never tried.
   size_t placed = 0, pending = 0, events = 0;
@@ -65,7 +67,9 @@ class SubmitStream {
   struct Finished {
     std::vector<StreamCommit> commits;
     std::optional<Diagnostics> failure;  // Why the stream stopped, if it did.
-    ClusterState last;                  // The state the last committed submission left, stamped.
+    // The state the last committed submission left, stamped. After a journaled commit
+    // its `revision` is the commit point's, which the chunks applied after it exceed.
+    ClusterState last;
   };
   Finished finish();
 

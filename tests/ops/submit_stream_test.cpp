@@ -10,6 +10,7 @@
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
+#include "lib/journal.hpp"
 #include "ops/submit_stream.hpp"
 #include "tests/ops/ops_fixture.hpp"
 #include "tests/support/forwarding_store.hpp"
@@ -51,10 +52,21 @@ class StreamRacingStore final : public ForwardingStore {
  public:
   explicit StreamRacingStore(Store& inner) : ForwardingStore(inner) {}
   StoreResult<TxnResult> txn(const Txn& t) override {
+    if (fail_next) {
+      fail_next = false;
+      return std::unexpected(StoreError{StoreErrc::Unavailable, "the connection dropped", "", 0});
+    }
     auto r = inner().txn(t);
     if (r && r->succeeded && after_commit && --countdown == 0) std::exchange(after_commit, nullptr)();
+    // Armed: the transaction after the n-th journal commit point fails, as a writer whose
+    // connection drops while it applies the chunks.
+    if (r && r->succeeded && points_left > 0)
+      for (const auto& p : t.puts)
+        if (p.key == k_journal_key && --points_left == 0) fail_next = true;
     return r;
   }
+  int points_left = 0;
+  bool fail_next = false;
   TxnLimits txn_limits() const override { return limits; }
   std::function<void()> after_commit;
   int countdown = 0;
@@ -195,6 +207,32 @@ TEST_CASE("submit stream: another writer's commit stops the stream, and nothing 
   REQUIRE(retried);
   CHECK(retried->placed == 3);
   CHECK_FALSE(fresh.finish().failure);
+}
+
+TEST_CASE("submit stream: a journaled commit that fails after its commit point counts as committed and stops the stream",
+          "[ops][submit-stream]") {
+  OpsFixture f;
+  f.add_nodes(4);
+  StreamRacingStore store(f.store());
+  store.limits.max_ops = 8;
+  store.points_left = 2;  // The second submission's commit point goes through, then the connection drops.
+  State state(store, f.clock());
+  auto subs = stream_submissions(4);
+  SubmitStream stream(state, f.load(), [](size_t k) { return fmt::format("op-stream-{}", k); });
+  for (const auto& apps : subs)
+    if (!stream.submit(apps)) break;
+  auto finished = stream.finish();
+  REQUIRE(finished.failure);
+  REQUIRE(finished.commits.size() >= 2);
+  CHECK(finished.commits[0].committed);
+  CHECK(finished.commits[1].committed);
+  for (size_t k = 2; k < finished.commits.size(); ++k) CHECK_FALSE(finished.commits[k].committed);
+  // The next reader applies the rest of the decided commit: the store then holds the two
+  // submissions, as the state the stream hands back does.
+  ClusterState loaded = f.load();
+  CHECK(loaded.find_app("default", "a1") != nullptr);
+  CHECK(loaded.find_app("default", "a2") == nullptr);
+  CHECK(stream_instance_records(finished.last) == stream_instance_records(loaded));
 }
 
 }  // namespace gaia::test
