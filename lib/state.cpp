@@ -15,6 +15,7 @@
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
+#include "lib/record_encode.hpp"
 #include "lib/journal.hpp"
 #include "lib/state_apply.hpp"
 #include "lib/threads.hpp"
@@ -536,7 +537,7 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
   for (const auto& hash : bundles.dropped) txn.deletes.push_back({keys::bundle(hash)});
   for (const auto& [hash, content] : batch.put_bundles)
     if (bundles.live.count(hash)) txn.puts.push_back({keys::bundle(hash), content});
-  for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), nlohmann::json(i).dump()});
+  for (const auto& i : batch.put_instances) txn.puts.push_back({keys::instance(i), encode_instance(i)});
   for (const auto& k : batch.delete_instances) txn.deletes.push_back({"instances/" + k});
   if (batch.profile) txn.puts.push_back({keys::k_profile, nlohmann::json(*batch.profile).dump()});
   for (const auto& [name, value] : batch.put_settings) txn.puts.push_back({keys::setting(name), value.dump()});
@@ -551,7 +552,7 @@ Result<bool> State::commit(const ClusterState& base, Batch batch, const std::str
     e.seq = ++seq;
     if (e.time.empty()) e.time = now;
     if (e.op.empty()) e.op = op;
-    if (e.seq >= oldest_kept) txn.puts.push_back({keys::event(e.seq), nlohmann::json(e).dump()});
+    if (e.seq >= oldest_kept) txn.puts.push_back({keys::event(e.seq), encode_event(e)});
     const int64_t retired = e.seq - retention;
     if (retired > 0 && retired <= base.seq) txn.deletes.push_back({keys::event(retired)});
   }

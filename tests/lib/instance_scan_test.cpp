@@ -15,6 +15,7 @@
 
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
+#include "lib/record_encode.hpp"
 #include "lib/state_apply.hpp"
 
 using namespace gaia;
@@ -377,4 +378,61 @@ TEST_CASE("node labels scan: mutated records are never taken where the slow path
   }
   CHECK(taken > 0);
   CHECK(taken < total);
+}
+
+// The writer of the records a commit puts (lib/record_encode.hpp) against nlohmann's
+// dump, the definition: every byte the same, control characters, quotes and non-ASCII
+// text included; text that is not UTF-8 is refused by both alike.
+TEST_CASE("encode_instance and encode_event write what nlohmann::json(x).dump() writes", "[codec][encode]") {
+  std::mt19937 rng(20261129);
+  static const std::vector<std::string> controls = {"\x01", "\x1f", "\b", "\f", "\r", "\n", "\t", "\"", "\\", "\x7f"};
+  auto spice = [&](std::string s) {
+    if (rng() % 4 == 0) s.insert(rng() % (s.size() + 1), controls[rng() % controls.size()]);
+    return s;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    Instance i = random_instance(rng, round % 2 == 1);
+    i.pending_reason = spice(i.pending_reason);
+    i.address = spice(i.address);
+    if (rng() % 4 == 0) i.ports[spice("p")] = static_cast<int>(rng() % 65536);
+    if (rng() % 4 == 0) i.labels.set(spice("k"), spice("v"));
+    // (Spice inside a multibyte character makes text that is not UTF-8.)
+    std::string want;
+    try {
+      want = nlohmann::json(i).dump();
+    } catch (const nlohmann::json::type_error&) {
+      REQUIRE_THROWS_AS(encode_instance(i), nlohmann::json::type_error);
+      continue;
+    }
+    INFO(want);
+    REQUIRE(encode_instance(i) == want);
+
+    TimelineEvent e;
+    e.seq = random_int(rng);
+    e.time = random_name(rng, false);
+    e.type = rng() % 2 ? "Normal" : "Warning";
+    e.reason = random_name(rng, false);
+    e.message = spice(random_name(rng, round % 2 == 1));
+    e.op = random_name(rng, false);
+    for (std::string* f : {&e.tenant, &e.app, &e.role, &e.instance, &e.node})
+      if (rng() % 2) *f = random_name(rng, round % 3 == 1);
+    try {
+      want = nlohmann::json(e).dump();
+    } catch (const nlohmann::json::type_error&) {
+      REQUIRE_THROWS_AS(encode_event(e), nlohmann::json::type_error);
+      continue;
+    }
+    REQUIRE(encode_event(e) == want);
+  }
+  // Not UTF-8: refused the same way (nlohmann's type_error 316).
+  Instance bad = random_instance(rng, false);
+  bad.pending_reason = "caf\xe9";
+  CHECK_THROWS_AS(encode_instance(bad), nlohmann::json::type_error);
+  TimelineEvent bad_event;
+  bad_event.message = "\xff";
+  CHECK_THROWS_AS(encode_event(bad_event), nlohmann::json::type_error);
+  // A state no name is given for writes what the enum's serializer writes.
+  Instance odd = random_instance(rng, false);
+  odd.state = static_cast<InstanceState>(17);
+  CHECK(encode_instance(odd) == nlohmann::json(odd).dump());
 }
