@@ -190,7 +190,9 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     // a command at 50,000 instances). Both commits come before anything is actuated,
     // so the intent is still durable first, and a crash between them leaves news that
     // the next cycle decides on (every step is level-triggered).
+    int64_t loaded_revision = 0;
     auto seen = state.update_shared(op, [&](const ClusterState& s, Batch& b) -> Result<void> {
+      loaded_revision = s.revision;
       obs = backend.observe(now);
       if (!*obs) return {};
       inventory_wake = 0;
@@ -214,8 +216,13 @@ Result<CycleResult> run_cycle(State& state, Backend& backend, const Clock& clock
     // The store's revision once the observation was applied: that of its commit, or of
     // the state it was taken on when it changed nothing. Any write since (another
     // process's commit, a copy it started, even a heartbeat) moves it; an unknown one
-    // (0: a journaled commit) never matches.
-    const int64_t seen_revision = observed.empty() ? (*seen)->revision : state.last_commit_revision();
+    // (0: a journaled commit) never matches. The commit must also follow the load
+    // directly (every store moves one revision per transaction): a write between them
+    // that the commit's compare does not cover (a copy another runner started after the
+    // observation) would otherwise pass for part of what was observed.
+    const int64_t committed = state.last_commit_revision();
+    const int64_t seen_revision =
+        observed.empty() ? (*seen)->revision : (committed == loaded_revision + 1 ? committed : 0);
     seen->reset();  // Not held while the controllers' load takes the commit in place.
     ReconcileOutcome outcome;
     Batch again;  // Observed anew, when the state moved on since the observation.

@@ -27,6 +27,17 @@ class RacingStore final : public ForwardingStore {
   std::function<void()> after_commit;
 };
 
+// Runs `before_commit` once, right before the first transaction.
+class EarlyRacingStore final : public ForwardingStore {
+ public:
+  explicit EarlyRacingStore(Store& inner) : ForwardingStore(inner) {}
+  StoreResult<TxnResult> txn(const Txn& t) override {
+    if (before_commit) std::exchange(before_commit, nullptr)();
+    return inner().txn(t);
+  }
+  std::function<void()> before_commit;
+};
+
 const Instance& only_instance(const ClusterState& st, const std::string& app) {
   for (const auto& i : st.snapshot.instances)
     if (i.app == app) return i;
@@ -107,6 +118,70 @@ TEST_CASE("cycle: a commit by another process between a round's two commits is o
   for (const auto& [key, why] : r->held)
     held |= key == db.key() && why.find("waiting for its copy on " + first_node) != std::string::npos;
   CHECK(held);
+}
+
+// Found by a review: a write that does not move the timeline's sequence (another
+// process's runner starting a copy) between the round's observation and its first
+// commit was in neither the observation nor any conflict, and the revision check let the
+// controllers decide on that observation.
+TEST_CASE("cycle: a copy another process starts between the observation and the round's commit is observed before "
+          "anything starts",
+          "[ops][cycle]") {
+  OpsFixture f;
+  f.add_nodes(2);
+  auto deployed = f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
+    b = plan_submit(st, {fixture_app("web", {fixture_role("fe", 1, res(100, 1))}),
+                         fixture_app("db", {fixture_role("data", 1, res(100, 1))})})
+            .batch;
+    return {};
+  });
+  REQUIRE(deployed);
+  // db is stateful (a volume on its node) and was moved to the other node since another
+  // process's runner decided to start it where it was.
+  Instance db = only_instance(f.load(), "db");
+  REQUIRE(db.state == InstanceState::Placed);
+  const std::string first_node = db.node, second_node = db.node == "n1" ? "n2" : "n1";
+  db.volumes = {VolumeBinding{"data", first_node, "vg0", 1 << 30, 0}};
+  Instance moved = db;
+  moved.node = second_node;
+  moved.generation = db.generation + 1;
+  moved.volumes = {VolumeBinding{"data", second_node, "vg0", 1 << 30, 0}};
+  REQUIRE(f.state().update("op-move", [&](const ClusterState&, Batch& b) -> Result<void> {
+    b.put_instances.push_back(moved);
+    return {};
+  }));
+  const int64_t kT0 = to_millis(f.clock().now());
+  SimBackend other(&f.store());
+  // web's copy runs already, so the round has news to commit first.
+  REQUIRE(other.start({start_of(only_instance(f.load(), "web"))}, kT0));
+
+  EarlyRacingStore racing(f.store());
+  State mine(racing, f.clock());
+  SimBackend sim(&racing);
+  racing.before_commit = [&] {
+    // That runner's start lands now, on the first node: a write to the backend's
+    // records, not to the timeline, so the round's commit does not conflict with it.
+    REQUIRE(other.start({start_of(db)}, kT0));
+  };
+  ops::CycleOptions one_round;
+  one_round.max_rounds = 1;
+  auto r = ops::run_cycle(mine, sim, f.clock(), "op-cycle", one_round);
+  REQUIRE(r);
+  CHECK_FALSE(racing.before_commit);  // The other runner did start it in between.
+
+  // Never two live copies of db: the round saw the copy on the first node and started
+  // nothing on the second while it runs.
+  SimBackend fresh(&f.store());
+  auto obs = fresh.observe(kT0);
+  REQUIRE(obs);
+  int live = 0, live_on_second = 0;
+  for (const auto& c : obs->copies)
+    if (c.instance == db.key() && c.live()) {
+      ++live;
+      live_on_second += c.node == second_node;
+    }
+  CHECK(live <= 1);
+  CHECK(live_on_second == 0);
 }
 
 }  // namespace gaia::test
