@@ -184,4 +184,52 @@ TEST_CASE("cycle: a copy another process starts between the observation and the 
   CHECK(live_on_second == 0);
 }
 
+namespace {
+
+// The sim backend, counting observations.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(Store* store) : m_sim(store) {}
+  std::string_view name() const override { return "counting"; }
+  bool synchronous() const override { return true; }
+  bool wait(std::chrono::milliseconds timeout) override { return m_sim.wait(timeout); }
+  BackendResult<Observation> observe(int64_t now_ms) override {
+    ++observed;
+    return m_sim.observe(now_ms);
+  }
+  BackendResult<std::vector<ActionResult>> start(const std::vector<StartSpec>& s, int64_t now_ms) override {
+    return m_sim.start(s, now_ms);
+  }
+  BackendResult<std::vector<ActionResult>> stop(const std::vector<StopSpec>& s, int64_t now_ms) override {
+    return m_sim.stop(s, now_ms);
+  }
+  int observed = 0;
+
+ private:
+  SimBackend m_sim;
+};
+
+}  // namespace
+
+// The other side of the checks above: with nobody else writing, a round observes once
+// (a check that always failed would be safe, and would observe every round twice).
+TEST_CASE("cycle: a round nobody writes beside observes once", "[ops][cycle]") {
+  OpsFixture f;
+  f.add_nodes(2);
+  REQUIRE(f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
+    b = plan_submit(st, {fixture_app("web", {fixture_role("fe", 2, res(100, 1))})}).batch;
+    return {};
+  }));
+  const int64_t kT0 = to_millis(f.clock().now());
+  // A copy runs already, so the round has news to commit first (the path with two commits).
+  SimBackend other(&f.store());
+  REQUIRE(other.start({start_of(only_instance(f.load(), "web"))}, kT0));
+  CountingBackend backend(&f.store());
+  ops::CycleOptions one_round;
+  one_round.max_rounds = 1;
+  auto r = ops::run_cycle(f.state(), backend, f.clock(), "op-cycle", one_round);
+  REQUIRE(r);
+  CHECK(backend.observed == 1);
+}
+
 }  // namespace gaia::test
