@@ -105,16 +105,9 @@ class Writer {
 };
 
 std::string_view state_name(InstanceState s) {
-  switch (s) {
-    case InstanceState::Pending: return "Pending";
-    case InstanceState::Placed: return "Placed";
-    case InstanceState::Running: return "Running";
-    case InstanceState::Failed: return "Failed";
-    case InstanceState::Succeeded: return "Succeeded";
-    case InstanceState::Terminating: return "Terminating";
-  }
   // What NLOHMANN_JSON_SERIALIZE_ENUM writes for a value it does not list: the first.
-  return "Pending";
+  std::string_view name = instance_state_name(s);
+  return name == "?" ? "Pending" : name;
 }
 
 }  // namespace

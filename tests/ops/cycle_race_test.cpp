@@ -51,11 +51,17 @@ StartSpec start_of(const Instance& i) {
   return s;
 }
 
-}  // namespace
+// `db` moved to `node` by another process: a new generation, its volume there.
+Instance moved_to(const Instance& db, const std::string& node) {
+  Instance moved = db;
+  moved.node = node;
+  moved.generation = db.generation + 1;
+  moved.volumes = {VolumeBinding{"data", node, "vg0", 1 << 30, 0}};
+  return moved;
+}
 
-TEST_CASE("cycle: a commit by another process between a round's two commits is observed before anything starts",
-          "[ops][cycle]") {
-  OpsFixture f;
+// Two nodes; web and db placed, one instance each.
+void deploy_web_and_db(OpsFixture& f) {
   f.add_nodes(2);
   auto deployed = f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
     b = plan_submit(st, {fixture_app("web", {fixture_role("fe", 1, res(100, 1))}),
@@ -64,6 +70,28 @@ TEST_CASE("cycle: a commit by another process between a round's two commits is o
     return {};
   });
   REQUIRE(deployed);
+}
+
+// Live copies of `key` as a fresh observer sees them: in all, and on `node`.
+std::pair<int, int> live_copies(OpsFixture& f, const std::string& key, const std::string& node, int64_t now_ms) {
+  SimBackend fresh(&f.store());
+  auto obs = fresh.observe(now_ms);
+  REQUIRE(obs);
+  int live = 0, on_node = 0;
+  for (const auto& c : obs->copies)
+    if (c.instance == key && c.live()) {
+      ++live;
+      on_node += c.node == node;
+    }
+  return {live, on_node};
+}
+
+}  // namespace
+
+TEST_CASE("cycle: a commit by another process between a round's two commits is observed before anything starts",
+          "[ops][cycle]") {
+  OpsFixture f;
+  deploy_web_and_db(f);
   // db's instance holds a volume on its node: stateful, never two live copies.
   Instance db = only_instance(f.load(), "db");
   REQUIRE(db.state == InstanceState::Placed);
@@ -85,10 +113,7 @@ TEST_CASE("cycle: a commit by another process between a round's two commits is o
     // Another process starts db's copy where it is bound, then moves db to the other
     // node (a new generation, its volume there): its copy on the first node still runs.
     REQUIRE(other.start({start_of(db)}, kT0));
-    Instance moved = db;
-    moved.node = second_node;
-    moved.generation = db.generation + 1;
-    moved.volumes = {VolumeBinding{"data", second_node, "vg0", 1 << 30, 0}};
+    Instance moved = moved_to(db, second_node);
     REQUIRE(f.state().update("op-other", [&](const ClusterState&, Batch& b) -> Result<void> {
       b.put_instances.push_back(moved);
       return {};
@@ -103,15 +128,7 @@ TEST_CASE("cycle: a commit by another process between a round's two commits is o
 
   // Never two live copies of db: the round saw the copy on the first node, stops it,
   // and starts nothing on the second until it is gone.
-  SimBackend fresh(&f.store());
-  auto obs = fresh.observe(kT0);
-  REQUIRE(obs);
-  int live = 0, live_on_second = 0;
-  for (const auto& c : obs->copies)
-    if (c.instance == db.key() && c.live()) {
-      ++live;
-      live_on_second += c.node == second_node;
-    }
+  auto [live, live_on_second] = live_copies(f, db.key(), second_node, kT0);
   CHECK(live <= 1);
   CHECK(live_on_second == 0);
   bool held = false;
@@ -128,24 +145,14 @@ TEST_CASE("cycle: a copy another process starts between the observation and the 
           "anything starts",
           "[ops][cycle]") {
   OpsFixture f;
-  f.add_nodes(2);
-  auto deployed = f.state().update("op-deploy", [&](const ClusterState& st, Batch& b) -> Result<void> {
-    b = plan_submit(st, {fixture_app("web", {fixture_role("fe", 1, res(100, 1))}),
-                         fixture_app("db", {fixture_role("data", 1, res(100, 1))})})
-            .batch;
-    return {};
-  });
-  REQUIRE(deployed);
+  deploy_web_and_db(f);
   // db is stateful (a volume on its node) and was moved to the other node since another
   // process's runner decided to start it where it was.
   Instance db = only_instance(f.load(), "db");
   REQUIRE(db.state == InstanceState::Placed);
   const std::string first_node = db.node, second_node = db.node == "n1" ? "n2" : "n1";
   db.volumes = {VolumeBinding{"data", first_node, "vg0", 1 << 30, 0}};
-  Instance moved = db;
-  moved.node = second_node;
-  moved.generation = db.generation + 1;
-  moved.volumes = {VolumeBinding{"data", second_node, "vg0", 1 << 30, 0}};
+  Instance moved = moved_to(db, second_node);
   REQUIRE(f.state().update("op-move", [&](const ClusterState&, Batch& b) -> Result<void> {
     b.put_instances.push_back(moved);
     return {};
@@ -171,15 +178,7 @@ TEST_CASE("cycle: a copy another process starts between the observation and the 
 
   // Never two live copies of db: the round saw the copy on the first node and started
   // nothing on the second while it runs.
-  SimBackend fresh(&f.store());
-  auto obs = fresh.observe(kT0);
-  REQUIRE(obs);
-  int live = 0, live_on_second = 0;
-  for (const auto& c : obs->copies)
-    if (c.instance == db.key() && c.live()) {
-      ++live;
-      live_on_second += c.node == second_node;
-    }
+  auto [live, live_on_second] = live_copies(f, db.key(), second_node, kT0);
   CHECK(live <= 1);
   CHECK(live_on_second == 0);
 }
