@@ -202,9 +202,20 @@ BackendResult<SimBackend::World*> SimBackend::load_world() {
   // it (ops::ReadAhead).
   const size_t preferred = m_store->read_page_size();
   RangeRequest request = RangeRequest::prefix(k_copies, 0, preferred ? preferred : k_sim_page);
+  // A later page's revision may be compacted meanwhile (or, after a restore, be ahead of
+  // the store): the read starts over at the current revision, a few times at most.
+  int restarts = 0;
   for (;;) {
     auto read = m_store->read(request);
     if (!read) {
+      const auto code = read.error().code;
+      if (request.revision != 0 && restarts < 5 &&
+          (code == StoreErrc::Compacted || code == StoreErrc::FutureRevision)) {
+        ++restarts;
+        m_world.clear();
+        request = RangeRequest::prefix(k_copies, 0, preferred ? preferred : k_sim_page);
+        continue;
+      }
       m_world.clear();
       return std::unexpected(from_store(read.error()));
     }

@@ -308,7 +308,9 @@ Result<ClusterState> State::load_all() {
       // and the command's own thread reads meanwhile (the config center, the apps to
       // resolve against), which waited 40 ms behind one read of 60,000 records.
       auto kvs = read_all(m_store, prefix, at, prefix == "instances/" ? k_instance_page : 0);
-      if (!kvs && kvs.error().code == StoreErrc::Compacted) {
+      // History gone meanwhile, or (a store restored from a backup) a revision the
+      // store has not reached: read it all again from the current revision.
+      if (!kvs && (kvs.error().code == StoreErrc::Compacted || kvs.error().code == StoreErrc::FutureRevision)) {
         again = true;
         break;
       }

@@ -132,3 +132,82 @@ TEST_CASE("paged load: the sim backend's world is read at one revision across it
   REQUIRE(second);
   CHECK(second->copies.size() == static_cast<size_t>(k_count + 1));
 }
+
+// Found by a review: the pages after the first are read at its revision, which the
+// store may compact meanwhile (etcd's auto-compaction, a SQLite store that writes lean on
+// a full disk); the read then starts over at the current revision, as a full load does,
+// instead of failing the observation.
+TEST_CASE("paged load: the sim backend starts its read over when the store compacts between two pages",
+          "[state][paged][sim]") {
+  test::TempDir dir("gaia-paged-sim-compact");
+  auto store = SqliteStore::open(dir.path() / "gaia.db");
+  REQUIRE(store);
+  SimBackend sim(store->get());
+  std::vector<StartSpec> starts;
+  for (int k = 0; k < k_count; ++k) {
+    StartSpec s;
+    s.instance = make_instance(k, "n1");
+    starts.push_back(s);
+  }
+  REQUIRE(sim.start(starts, 1000));
+
+  PagingWriter paging(**store, "sim/copies/");
+  bool compacted = false;
+  paging.between = [&] {
+    SimBackend other(store->get());
+    StartSpec s;
+    s.instance = make_instance(k_count, "n2");
+    REQUIRE(other.start({s}, 2000));
+    auto now = (*store)->revision();
+    REQUIRE(now);
+    compacted = (*store)->compact(*now).has_value();
+  };
+  SimBackend reader(&paging);
+  auto first = reader.observe(3000);
+  REQUIRE(compacted);
+  REQUIRE(first);
+  CHECK(first->copies.size() == static_cast<size_t>(k_count + 1));
+}
+
+namespace {
+
+// Answers the second page of a range past `prefix` once with `code`, as a store
+// compacted or restored from a backup between two pages would.
+class FailingPage final : public test::ForwardingStore {
+ public:
+  FailingPage(Store& inner, std::string prefix, StoreErrc code)
+      : ForwardingStore(inner), m_prefix(std::move(prefix)), m_code(code) {}
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    if (r.key.starts_with(m_prefix) && ++reads == 2)
+      return std::unexpected(StoreError{m_code, "the page's revision is not there", "", 0});
+    return inner().read(r);
+  }
+  int reads = 0;
+
+ private:
+  std::string m_prefix;
+  StoreErrc m_code;
+};
+
+}  // namespace
+
+TEST_CASE("paged load: a page whose revision is gone or not yet there starts the load over", "[state][paged]") {
+  test::TempDir dir("gaia-paged-retry");
+  auto store = SqliteStore::open(dir.path() / "gaia.db");
+  REQUIRE(store);
+  ManualClock clock;
+  State writer(**store, clock);
+  REQUIRE(writer.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
+    for (int k = 0; k < k_count; ++k) b.put_instances.push_back(make_instance(k, "n1"));
+    return {};
+  }));
+  for (StoreErrc code : {StoreErrc::Compacted, StoreErrc::FutureRevision}) {
+    FailingPage failing(**store, "instances/", code);
+    State reader(failing, clock);
+    auto loaded = reader.load();
+    INFO((loaded ? std::string() : format_diagnostics(loaded.error())));
+    REQUIRE(loaded);
+    CHECK(failing.reads > 2);  // Read again after the failed page.
+    CHECK(loaded->snapshot.instances.size() == static_cast<size_t>(k_count));
+  }
+}
