@@ -55,6 +55,26 @@ Instance make_instance(int ordinal, const std::string& node) {
 
 constexpr int k_count = 20000;  // More than two pages of 8,192.
 
+// k_count instances in the store, all on n1.
+void fill_instances(State& writer) {
+  REQUIRE(writer.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
+    for (int k = 0; k < k_count; ++k) b.put_instances.push_back(make_instance(k, "n1"));
+    return {};
+  }));
+}
+
+// k_count copies running in the sim backend's records of `store`, all on n1.
+void start_copies(Store& store) {
+  SimBackend sim(&store);
+  std::vector<StartSpec> starts;
+  for (int k = 0; k < k_count; ++k) {
+    StartSpec s;
+    s.instance = make_instance(k, "n1");
+    starts.push_back(s);
+  }
+  REQUIRE(sim.start(starts, 1000));
+}
+
 }  // namespace
 
 TEST_CASE("paged load: a write between two pages of the instances is not in the load that began before it",
@@ -64,10 +84,7 @@ TEST_CASE("paged load: a write between two pages of the instances is not in the 
   REQUIRE(store);
   ManualClock clock;
   State writer(**store, clock);
-  REQUIRE(writer.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
-    for (int k = 0; k < k_count; ++k) b.put_instances.push_back(make_instance(k, "n1"));
-    return {};
-  }));
+  fill_instances(writer);
   auto before = writer.load();
   REQUIRE(before);
 
@@ -105,14 +122,7 @@ TEST_CASE("paged load: the sim backend's world is read at one revision across it
   test::TempDir dir("gaia-paged-sim");
   auto store = SqliteStore::open(dir.path() / "gaia.db");
   REQUIRE(store);
-  SimBackend sim(store->get());
-  std::vector<StartSpec> starts;
-  for (int k = 0; k < k_count; ++k) {
-    StartSpec s;
-    s.instance = make_instance(k, "n1");
-    starts.push_back(s);
-  }
-  REQUIRE(sim.start(starts, 1000));
+  start_copies(**store);
 
   PagingWriter paging(**store, "sim/copies/");
   paging.between = [&] {
@@ -142,14 +152,7 @@ TEST_CASE("paged load: the sim backend starts its read over when the store compa
   test::TempDir dir("gaia-paged-sim-compact");
   auto store = SqliteStore::open(dir.path() / "gaia.db");
   REQUIRE(store);
-  SimBackend sim(store->get());
-  std::vector<StartSpec> starts;
-  for (int k = 0; k < k_count; ++k) {
-    StartSpec s;
-    s.instance = make_instance(k, "n1");
-    starts.push_back(s);
-  }
-  REQUIRE(sim.start(starts, 1000));
+  start_copies(**store);
 
   PagingWriter paging(**store, "sim/copies/");
   bool compacted = false;
@@ -197,10 +200,7 @@ TEST_CASE("paged load: a page whose revision is gone or not yet there starts the
   REQUIRE(store);
   ManualClock clock;
   State writer(**store, clock);
-  REQUIRE(writer.update("op-fill", [&](const ClusterState&, Batch& b) -> Result<void> {
-    for (int k = 0; k < k_count; ++k) b.put_instances.push_back(make_instance(k, "n1"));
-    return {};
-  }));
+  fill_instances(writer);
   for (StoreErrc code : {StoreErrc::Compacted, StoreErrc::FutureRevision}) {
     FailingPage failing(**store, "instances/", code);
     State reader(failing, clock);
