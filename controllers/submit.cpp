@@ -927,8 +927,8 @@ SubmitOutcome SubmitPlanner::plan_next(const ClusterState& last_after, const std
 }
 
 void SubmitPlanner::give_back(ClusterState&& spare) {
-  // Only the lists worth keeping: their elements' strings keep their room too, which a
-  // copy assigned over them reuses.
+  // Kept whole: the next working copy is assigned over it, and its lists and their
+  // elements' strings keep their room, which that assignment reuses.
   m_spare = std::move(spare);
 }
 

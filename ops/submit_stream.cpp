@@ -83,9 +83,16 @@ Result<SubmitOutcome> SubmitStream::submit(const std::vector<AppToDeploy>& apps)
   ClusterState* planned = job.after.get();
   {
     std::lock_guard lock(m_mutex);
-    m_commits.reserve(m_commits.size() + 1);
-    m_queue.push_back(std::move(job));
+    // The entry first, as the committer looks a job's entry up: a job queued without one
+    // must never be, so a failed queueing takes the entry back.
     m_commits.push_back(std::move(c));
+    try {
+      m_queue.push_back(std::move(job));
+    } catch (...) {
+      m_commits.pop_back();
+      m_first = true;  // The planned state is gone with the job: plan afresh next time.
+      throw;
+    }
     m_planned_from = planned;
   }
   m_wake.notify_one();
