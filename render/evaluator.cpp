@@ -19,6 +19,7 @@ extern "C" {
 #include "lib/hash.hpp"
 #include "render/embedded.hpp"
 #include "render/import_scan.hpp"
+#include "render/jsonnet_std.hpp"
 #include "render/json_fields.hpp"
 #include "render/overrides.hpp"
 #include "render/sandbox.hpp"
@@ -139,6 +140,7 @@ struct VmContext {
   // import callback would have been called, so it records the same outside files.
   std::vector<std::pair<std::string, std::string>> fold_sites;
   std::vector<bool> fold_resolved;
+  int std_natives_taken = 0;
 };
 
 char* dup_for_vm(JsonnetVm* vm, std::string_view s) {
@@ -336,6 +338,63 @@ JsonnetJsonValue* native_phase(void* ctx, const JsonnetJsonValue* const*, int* s
   return jsonnet_json_make_bool(c->vm, 1);
 }
 
+// Reads a string argument given with its Jsonnet length; nothing unless it is ASCII
+// without NUL (the C API cuts a string at a NUL, and the length counts code points).
+std::optional<std::string> ascii_arg(const JsonnetJsonValue* const* argv, JsonnetVm* vm, int at) {
+  const char* s = jsonnet_json_extract_string(vm, argv[at]);
+  double len = -1;
+  if (!s || !jsonnet_json_extract_number(vm, argv[at + 1], &len)) return std::nullopt;
+  std::string_view text{s};
+  if (static_cast<double>(text.size()) != len || !is_plain_ascii(text)) return std::nullopt;
+  return std::string(text);
+}
+
+// std.format of the folded render's `std` (render/jsonnet_std.hpp): (str, len, n, then
+// n pairs of value and length, -1 for what is not a string). Null means "not taken".
+JsonnetJsonValue* native_format(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  *success = 1;
+  auto fmt_text = ascii_arg(argv, c->vm, 0);
+  double n = 0;
+  if (!fmt_text || !jsonnet_json_extract_number(c->vm, argv[2], &n) || n < 0 || n > k_format_native_values)
+    return jsonnet_json_make_null(c->vm);
+  std::vector<FormatValue> vals;
+  for (int i = 0; i < static_cast<int>(n); ++i) {
+    const int at = 3 + 2 * i;
+    double len = -1;
+    jsonnet_json_extract_number(c->vm, argv[at + 1], &len);
+    double d = 0;
+    if (len >= 0) {
+      auto s = ascii_arg(argv, c->vm, at);
+      if (!s) return jsonnet_json_make_null(c->vm);
+      vals.emplace_back(std::move(*s));
+    } else if (jsonnet_json_extract_number(c->vm, argv[at], &d)) {
+      vals.emplace_back(d);
+    } else if (int b = jsonnet_json_extract_bool(c->vm, argv[at]); b != 2) {
+      vals.emplace_back(b == 1);
+    } else if (jsonnet_json_extract_null(c->vm, argv[at])) {
+      vals.emplace_back(std::monostate{});
+    } else {
+      return jsonnet_json_make_null(c->vm);
+    }
+  }
+  auto out = jsonnet_format(*fmt_text, vals);
+  if (!out) return jsonnet_json_make_null(c->vm);
+  ++c->std_natives_taken;
+  return jsonnet_json_make_string(c->vm, out->c_str());
+}
+
+// std.escapeStringJson of the folded render's `std`: (str, len); null means "not taken".
+JsonnetJsonValue* native_escape_json(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  *success = 1;
+  auto s = ascii_arg(argv, c->vm, 0);
+  auto out = s ? jsonnet_escape_string_json(*s) : std::nullopt;
+  if (!out) return jsonnet_json_make_null(c->vm);
+  ++c->std_natives_taken;
+  return jsonnet_json_make_string(c->vm, out->c_str());
+}
+
 // Where a folded file had `import 'path'`: the file that path resolves to is needed now.
 JsonnetJsonValue* native_import(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
   auto* c = static_cast<VmContext*>(ctx);
@@ -419,7 +478,8 @@ std::optional<Folded> fold_render(ImportResolver& resolver, const std::string& c
     body.append(text, at, std::string::npos);
     bodies.push_back(std::move(body));
   }
-  out.bindings = "local ";
+  // The faster std.format and std.escapeStringJson come first, so every file sees them.
+  out.bindings = std::string(k_std_shim) + "local ";
   for (size_t k = 0; k < bodies.size(); ++k)
     out.bindings += fmt::format("{}{} = (\n{}\n)", k ? ",\n" : "", fold_binding(k), bodies[k]);
   for (size_t k = 0; k < site_files.size(); ++k)
@@ -455,6 +515,11 @@ struct Evaluation {
     if (folded) {
       jsonnet_native_callback(vm.get(), "gaia_phase", native_phase, &ctx, no_params);
       jsonnet_native_callback(vm.get(), "gaia_import", native_import, &ctx, site_params);
+      static const char* const format_params[] = {"str", "len", "n", "v0", "l0", "v1", "l1", "v2", "l2",
+                                                  "v3", "l3", "v4", "l4", "v5", "l5", nullptr};
+      static const char* const escape_params[] = {"str", "len", nullptr};
+      jsonnet_native_callback(vm.get(), "gaia_format", native_format, &ctx, format_params);
+      jsonnet_native_callback(vm.get(), "gaia_escape_json", native_escape_json, &ctx, escape_params);
     }
   }
 };
@@ -493,6 +558,15 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
         "local deps = {};\n"
         "local app = {};\n"
         "local config0 = {};\n"
+        // Plain data as parseJson(manifestJsonMinified(...)) would give, without
+        // printing and parsing (that was a third of a small render): every field
+        // evaluated against the config's own self, hidden fields dropped, a function
+        // refused with the library's own message.
+        "local plain(v, path) =\n"
+        "  if std.isFunction(v) then error 'Tried to manifest function at ' + path\n"
+        "  else if std.isObject(v) then {{ [k]: plain(v[k], path + [k]) for k in std.objectFields(v) }}\n"
+        "  else if std.isArray(v) then std.mapWithIndex(function(i, x) plain(x, path + [i]), v)\n"
+        "  else v;\n"
         "local merge(a, b) =\n"
         "  if std.isObject(a) && std.isObject(b) then\n"
         "    a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
@@ -501,7 +575,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
         "else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
         "  {{ config_keys: std.objectFields(config0) }}\n"
         "else\n"
-        "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
+        "  local config = merge(plain(config0, []), overrides);\n"
         "  {{\n"
         "    config: config,\n"
         "    main: {}"
@@ -595,6 +669,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
   out.raw.reads = std::move(ctx.reads);
   out.external = resolver.external();
   out.folded = folded;
+  out.std_natives_taken = ctx.std_natives_taken;
   return out;
 }
 

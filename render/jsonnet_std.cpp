@@ -1,0 +1,230 @@
+#include "render/jsonnet_std.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gaia::render {
+
+namespace {
+
+// Integers of a double are exact below 2^53; beyond, the library's digit loop works on
+// rounded values, which is not worth mirroring.
+constexpr double k_exact = 9007199254740992.0;
+
+struct Code {
+  bool alt = false, zero = false, left = false, blank = false, plus = false;
+  long fw = 0;
+  std::optional<long> prec;
+  char ctype = 0;  // d o x s %
+  bool caps = false;
+};
+
+// Parses the code after a '%' as the library does (mapping key, flags, width, precision,
+// length modifier, type); nothing for what it would refuse or what is not mirrored.
+std::optional<Code> parse_code(std::string_view s, size_t& i) {
+  Code c;
+  if (i >= s.size() || s[i] == '(') return std::nullopt;  // Truncated, or a mapping key.
+  for (;; ++i) {
+    if (i >= s.size()) return std::nullopt;
+    const char ch = s[i];
+    if (ch == '#') c.alt = true;
+    else if (ch == '0') c.zero = true;
+    else if (ch == '-') c.left = true;
+    else if (ch == ' ') c.blank = true;
+    else if (ch == '+') c.plus = true;
+    else break;
+  }
+  // Digits after the flags; the library asserts there is a character after each.
+  auto number = [&](long& out) {
+    if (i < s.size() && s[i] == '*') return false;
+    out = 0;
+    for (;; ++i) {
+      if (i >= s.size()) return false;
+      if (s[i] < '0' || s[i] > '9') return true;
+      if (out > 100000) return false;  // The library would build this many spaces.
+      out = out * 10 + (s[i] - '0');
+    }
+  };
+  if (!number(c.fw)) return std::nullopt;
+  if (i >= s.size()) return std::nullopt;
+  if (s[i] == '.') {
+    ++i;
+    long p = 0;
+    if (!number(p)) return std::nullopt;
+    c.prec = p;
+  }
+  if (i >= s.size()) return std::nullopt;
+  if (s[i] == 'h' || s[i] == 'l' || s[i] == 'L') ++i;
+  if (i >= s.size()) return std::nullopt;
+  switch (s[i]) {
+    case 'd': case 'i': case 'u': c.ctype = 'd'; break;
+    case 'o': c.ctype = 'o'; break;
+    case 'x': c.ctype = 'x'; break;
+    case 'X': c.ctype = 'x'; c.caps = true; break;
+    case 's': c.ctype = 's'; break;
+    case '%': c.ctype = '%'; break;
+    default: return std::nullopt;  // e f g c (not mirrored) or an unknown type (an error).
+  }
+  ++i;
+  return c;
+}
+
+void pad_left(std::string& s, long w, char with) {
+  if (w > static_cast<long>(s.size())) s.insert(0, static_cast<size_t>(w) - s.size(), with);
+}
+
+// render_int of std.format: sign and magnitude, zero-padded to min_chars / min_digits.
+std::string render_int(bool neg, double mag, long min_chars, long min_digits, bool blank, bool plus, int radix,
+                       std::string_view zero_prefix) {
+  std::string dec;
+  if (mag == 0) {
+    dec = "0";
+  } else {
+    auto m = static_cast<unsigned long long>(mag);
+    while (m) {
+      dec.insert(dec.begin(), static_cast<char>('0' + m % radix));
+      m /= radix;
+    }
+    dec.insert(0, zero_prefix);
+  }
+  const long zp = min_chars - ((neg || blank || plus) ? 1 : 0);
+  pad_left(dec, std::max(zp, min_digits), '0');
+  return (neg ? "-" : plus ? "+" : blank ? " " : "") + dec;
+}
+
+std::string render_hex(double n, long min_chars, long min_digits, bool blank, bool plus, bool alt, bool caps) {
+  const char* numerals = caps ? "0123456789ABCDEF" : "0123456789abcdef";
+  auto m = static_cast<unsigned long long>(std::floor(std::fabs(n)));
+  std::string hex;
+  if (m == 0) hex = "0";
+  while (m) {
+    hex.insert(hex.begin(), numerals[m % 16]);
+    m /= 16;
+  }
+  const bool neg = n < 0;
+  const long zp = min_chars - ((neg || blank || plus) ? 1 : 0) - (alt ? 2 : 0);
+  pad_left(hex, std::max(zp, min_digits), '0');
+  return (neg ? "-" : plus ? "+" : blank ? " " : "") + std::string(alt ? (caps ? "0X" : "0x") : "") + hex;
+}
+
+// std.toString of a scalar, where the text is certain.
+std::optional<std::string> to_string(const FormatValue& v) {
+  if (std::holds_alternative<std::monostate>(v)) return "null";
+  if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (auto* s = std::get_if<std::string>(&v)) return *s;
+  const double d = std::get<double>(v);
+  // Whole numbers print without a fraction; any other is printed with 17 digits by the
+  // library, which is not mirrored here.
+  if (std::floor(d) != d || std::fabs(d) >= 1e15) return std::nullopt;
+  return fmt::format("{:.0f}", d);
+}
+
+std::optional<std::string> format_code(const FormatValue& val, const Code& c) {
+  const long zp = (c.zero && !c.left) ? c.fw : 0;
+  const long iprec = c.prec.value_or(0);
+  if (c.ctype == 's') return to_string(val);
+  const double* d = std::get_if<double>(&val);
+  if (!d || !(std::fabs(*d) < k_exact)) return std::nullopt;  // "Format required number", or huge.
+  switch (c.ctype) {
+    case 'd': return render_int(*d <= -1, std::floor(std::fabs(*d)), zp, iprec, c.blank, c.plus, 10, "");
+    case 'o': return render_int(*d <= -1, std::floor(std::fabs(*d)), zp, iprec, c.blank, c.plus, 8, c.alt ? "0" : "");
+    case 'x': return render_hex(std::floor(*d), zp, iprec, c.blank, c.plus, c.alt, c.caps);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_plain_ascii(std::string_view s) {
+  for (unsigned char ch : s)
+    if (ch == 0 || ch >= 0x80) return false;
+  return true;
+}
+
+std::optional<std::string> jsonnet_format(std::string_view fmt, const std::vector<FormatValue>& vals) {
+  if (!is_plain_ascii(fmt)) return std::nullopt;
+  for (const auto& v : vals)
+    if (auto* s = std::get_if<std::string>(&v); s && !is_plain_ascii(*s)) return std::nullopt;
+  std::string out;
+  out.reserve(fmt.size() + 16);
+  size_t j = 0;  // The next value.
+  for (size_t i = 0; i < fmt.size();) {
+    if (fmt[i] != '%') {
+      out += fmt[i++];
+      continue;
+    }
+    ++i;
+    auto code = parse_code(fmt, i);
+    if (!code) return std::nullopt;
+    std::string s;
+    if (code->ctype == '%') {
+      s = "%";  // Takes no value.
+    } else {
+      if (j >= vals.size()) return std::nullopt;  // "Not enough values to format".
+      auto r = format_code(vals[j++], *code);
+      if (!r) return std::nullopt;
+      s = std::move(*r);
+    }
+    if (code->left) {
+      if (code->fw > static_cast<long>(s.size())) s.append(static_cast<size_t>(code->fw) - s.size(), ' ');
+    } else {
+      pad_left(s, code->fw, ' ');
+    }
+    out += s;
+  }
+  if (j < vals.size()) return std::nullopt;  // "Too many values to format".
+  return out;
+}
+
+std::optional<std::string> jsonnet_escape_string_json(std::string_view s) {
+  if (!is_plain_ascii(s)) return std::nullopt;
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 32 || ch == 127) out += fmt::format("\\u{:04x}", static_cast<int>(ch));
+        else out += ch;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// Shadows `std` for the files of a folded render. Inside, the library's functions reach
+// each other through `std` bound to self, so std.mod (the `%` operator) and the
+// std.manifestJson* family find these too. Values are checked to be plain before they
+// reach a native, which takes no objects or arrays; the natives answer null for what they
+// do not take, and the library's code then runs as it always did.
+const char* const k_std_shim = R"(local __gaia_istd = std;
+local std = __gaia_istd + {
+  format(str, vals)::
+    local s = __gaia_istd;
+    local a = if s.isArray(vals) then vals else [vals];
+    local n = s.length(a);
+    local v(i) = if i < n then a[i] else null;
+    local plain(i) = i >= n || !(s.isObject(a[i]) || s.isArray(a[i]) || s.isFunction(a[i]));
+    local len(x) = if s.isString(x) then s.length(x) else -1;
+    local fast =
+      if !s.isString(str) || s.isObject(vals) || n > 6 ||
+         !(plain(0) && plain(1) && plain(2) && plain(3) && plain(4) && plain(5)) then null
+      else s.native('gaia_format')(str, s.length(str), n, v(0), len(v(0)), v(1), len(v(1)), v(2), len(v(2)),
+                                   v(3), len(v(3)), v(4), len(v(4)), v(5), len(v(5)));
+    if s.isString(fast) then fast else super.format(str, vals),
+  escapeStringJson(str_)::
+    local s = __gaia_istd;
+    local fast = if s.isString(str_) then s.native('gaia_escape_json')(str_, s.length(str_)) else null;
+    if s.isString(fast) then fast else super.escapeStringJson(str_),
+};
+)";
+
+}  // namespace gaia::render

@@ -1,0 +1,186 @@
+// The faster std.format and std.escapeStringJson of a folded render
+// (render/jsonnet_std.hpp): on random inputs, what they take comes out byte for byte as
+// libjsonnet's own code gives it, both called directly and through the folded render's
+// natives; what they do not take still renders as before.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "render/evaluator.hpp"
+#include "render/jsonnet_std.hpp"
+#include "tests/render/render_test_util.hpp"
+
+using namespace gaia;
+using namespace gaia::render;
+using gaia::test::TempApp;
+using nlohmann::json;
+
+namespace {
+
+// Evaluates `main_body` (a Jsonnet expression; main.jsonnet's value when called) folded
+// (the faster std) and file by file (libjsonnet's own), and returns both values.
+// `natives`: how many calls the faster natives answered in the folded one.
+std::pair<json, json> std_both_ways(const std::string& main_body, int* natives = nullptr) {
+  TempApp app("{}", "function(config, deps, app)\n" + main_body + "\n");
+  EvalInput in;
+  in.app_dir = app.dir();
+  in.app_name = "demo";
+  EvalInput own = in;
+  own.fold = false;
+  auto folded = evaluate_jsonnet(in);
+  auto plain = evaluate_jsonnet(own);
+  if (!folded) FAIL(folded.error().front().message);
+  if (!plain) FAIL(plain.error().front().message);
+  CHECK(folded->folded);
+  CHECK_FALSE(plain->folded);
+  CHECK(plain->std_natives_taken == 0);
+  if (natives) *natives = folded->std_natives_taken;
+  return {folded->raw.main, plain->raw.main};
+}
+
+json to_json_value(const FormatValue& v) {
+  if (std::holds_alternative<std::monostate>(v)) return nullptr;
+  if (auto* b = std::get_if<bool>(&v)) return *b;
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  return std::get<std::string>(v);
+}
+
+// Text with what format strings and escapes find hard: quotes, backslashes, control
+// characters, DEL and a lone '%'.
+std::string random_text(std::mt19937& rng, size_t max_len) {
+  static const std::string alphabet = "abcXYZ019 .:/-_\"\\\b\f\n\r\t\x01\x1f\x7f'{}";
+  std::uniform_int_distribution<size_t> len(0, max_len);
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+  std::string s;
+  for (size_t n = len(rng); n > 0; --n) s += alphabet[pick(rng)];
+  return s;
+}
+
+FormatValue random_value(std::mt19937& rng) {
+  static const std::vector<double> numbers = {0, 1, -1, 7, 42, -42, 255, 4096, 1e9, -1e9, 123456789012, 0.5, -0.5,
+                                              -0.0, 2.5, -2.5, 1.999, 1e14, 1e15, 9007199254740992.0, 1e300};
+  switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
+    case 0: return std::monostate{};
+    case 1: return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    case 2:
+    case 3: return random_text(rng, 6);
+    default: return numbers[std::uniform_int_distribution<size_t>(0, numbers.size() - 1)(rng)];
+  }
+}
+
+// A format string of literal text and codes (flags, width, precision, length modifier,
+// type; now and then one it does not take or that is wrong), and values for it (now and
+// then one too many or too few).
+std::pair<std::string, std::vector<FormatValue>> random_case(std::mt19937& rng) {
+  auto chance = [&](int percent) { return std::uniform_int_distribution<int>(0, 99)(rng) < percent; };
+  static const std::string types = "diuoxXs%diss";
+  static const std::string odd_types = "fegcq*(";
+  std::string f;
+  int consumed = 0;
+  for (int parts = std::uniform_int_distribution<int>(1, 4)(rng); parts > 0; --parts) {
+    if (chance(60)) {
+      std::string t = random_text(rng, 5);
+      std::erase(t, '%');
+      f += t;
+    }
+    f += '%';
+    for (int k = std::uniform_int_distribution<int>(0, 3)(rng); k > 0; --k) f += "#0- +"[rng() % 5];
+    if (chance(40)) f += std::to_string(rng() % 12);
+    if (chance(25)) f += "." + (chance(80) ? std::to_string(rng() % 8) : std::string());
+    if (chance(10)) f += "hlL"[rng() % 3];
+    const char t = chance(95) ? types[rng() % types.size()] : odd_types[rng() % odd_types.size()];
+    f += t;
+    if (t != '%') ++consumed;
+  }
+  if (chance(3)) f += '%';  // Truncated.
+  int n = consumed;
+  if (chance(5)) n += chance(50) ? 1 : -1;
+  std::vector<FormatValue> vals;
+  for (int i = 0; i < std::max(n, 0); ++i) vals.push_back(random_value(rng));
+  return {f, vals};
+}
+
+}  // namespace
+
+TEST_CASE("jsonnet std: format takes what it mirrors, the same as libjsonnet's own", "[render][jsonnet-std]") {
+  std::mt19937 rng(20261129);
+  json cases = json::array();
+  std::vector<std::string> expected;
+  int taken = 0, total = 0;
+  for (; total < 3000; ++total) {
+    auto [f, vals] = random_case(rng);
+    auto out = jsonnet_format(f, vals);
+    if (!out) continue;
+    ++taken;
+    json v = json::array();
+    for (const auto& x : vals) v.push_back(to_json_value(x));
+    // A lone value is given bare half the time, as `'%d' % n` does.
+    cases.push_back(json::array({f, v.size() == 1 && (taken % 2) ? v[0] : v}));
+    expected.push_back(*out);
+  }
+  INFO(fmt::format("{} of {} random cases taken", taken, total));
+  // Many are taken; the rest are mostly numeric codes given text, or values too few.
+  CHECK(taken > total / 4);
+  int natives = 0;
+  auto [folded, own] = std_both_ways(fmt::format("[std.format(c[0], c[1]) for c in {}]", cases.dump()), &natives);
+  CHECK(natives == taken);  // Every one went through the natives, none the library's way.
+  REQUIRE(own.size() == expected.size());
+  REQUIRE(folded.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO(cases[i].dump());
+    CHECK(own[i] == expected[i]);
+    CHECK(folded[i] == expected[i]);
+  }
+}
+
+TEST_CASE("jsonnet std: what format does not take is left to libjsonnet's code", "[render][jsonnet-std]") {
+  // Declined by the mirror (nothing is returned), and the folded render still gives what
+  // libjsonnet gives, through the library's code.
+  CHECK_FALSE(jsonnet_format("%f", {1.5}));
+  CHECK_FALSE(jsonnet_format("%c", {65.0}));
+  CHECK_FALSE(jsonnet_format("%*d", {3.0, 1.0}));
+  CHECK_FALSE(jsonnet_format("%(a)s", {}));
+  CHECK_FALSE(jsonnet_format("%s", {std::string("caf\xc3\xa9")}));
+  CHECK_FALSE(jsonnet_format("%s", {0.1}));
+  CHECK_FALSE(jsonnet_format("%d", {std::string("x")}));  // An error: the library says which.
+  CHECK_FALSE(jsonnet_format("%d %d", {1.0}));             // Not enough values.
+  CHECK_FALSE(jsonnet_format("%d", {1.0, 2.0}));           // Too many.
+  CHECK_FALSE(jsonnet_format("%", {}));                    // Truncated.
+  CHECK(jsonnet_format("%05.3d|%-4s|%+x|%#o|%%", {7.0, std::string("ab"), 255.0, 8.0}) == "00007|ab  |+ff|010|%");
+  int natives = 0;
+  auto [folded, own] = std_both_ways(
+      "[ '%f|%.2e|%g' % [1.5, 12345.678, 0.0001], '%c%c' % [65, 'b'], '%*d' % [5, 42], '%(a)s-%(b)03d' % { a: 'x', b: 7 },"
+      "  '%s' % 'caf\\u00e9', '%s' % [[1, 2]], '%s' % [{ a: 1 }], '%s' % 0.1, '%d' % 1e300,"
+      "  '%d %d %d %d %d %d %d' % [1, 2, 3, 4, 5, 6, 7], 'nul %s!' % 'a\\u0000b' ]",
+      &natives);
+  CHECK(folded == own);
+  CHECK(natives == 0);  // All of them ran the library's code.
+  CHECK(own[0] == "1.500000|1.23e+04|0.0001");
+  CHECK(own[4] == "caf\xc3\xa9");
+}
+
+TEST_CASE("jsonnet std: escapeStringJson and the manifests built on it are the same", "[render][jsonnet-std]") {
+  std::mt19937 rng(7);
+  json strings = json::array();
+  for (int i = 0; i < 400; ++i) {
+    std::string s = random_text(rng, 12);
+    auto out = jsonnet_escape_string_json(s);
+    REQUIRE(out);
+    CHECK(json::parse(*out) == s);
+    strings.push_back(s);
+  }
+  strings.push_back("caf\xc3\xa9 \xe2\x82\xac");  // Not taken: the library's code.
+  auto [folded, own] = std_both_ways(fmt::format(
+      "local s = {}; [[std.escapeStringJson(x), std.manifestJsonMinified({{ [x]: [x, 1, null] }}),"
+      " std.manifestJson({{ k: x }}), std.manifestYamlDoc({{ k: x }})] for x in s]",
+      strings.dump()));
+  REQUIRE(own.size() == strings.size());
+  CHECK(folded == own);
+  for (size_t i = 0; i + 1 < strings.size(); ++i) {
+    INFO(strings[i].dump());
+    CHECK(own[i][0] == *jsonnet_escape_string_json(strings[i].get<std::string>()));
+  }
+}
