@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <random>
 
 #include "render/evaluator.hpp"
@@ -183,4 +184,33 @@ TEST_CASE("jsonnet std: escapeStringJson and the manifests built on it are the s
     INFO(strings[i].dump());
     CHECK(own[i][0] == *jsonnet_escape_string_json(strings[i].get<std::string>()));
   }
+}
+
+TEST_CASE("jsonnet std: the config becomes plain data before the overrides", "[render][jsonnet-std]") {
+  // Fields that refer to others keep the values they had (an override of `a` does not
+  // change `b`), hidden fields are dropped, and numbers and text come through whole.
+  TempApp app("{ a: 1, b: self.a + 1, h:: 5, n: { x: [0.1, 1e300, -0.0, 'caf\\u00e9'], y: $.a } }",
+              "function(config, deps, app) config");
+  for (bool fold : {true, false}) {
+    EvalInput in;
+    in.app_dir = app.dir();
+    in.app_name = "demo";
+    in.fold = fold;
+    in.overrides = json{{"a", 10}};
+    auto out = evaluate_jsonnet(in);
+    REQUIRE(out);
+    CHECK(out->folded == fold);
+    const json want = json::parse(R"({"a": 10, "b": 2, "n": {"x": [0.1, 1e300, -0.0, "café"], "y": 1}})");
+    CHECK(out->raw.config == want);
+    CHECK(out->raw.main == want);
+  }
+  // A function in the config is refused with the path to it, as printing it would be.
+  TempApp bad("{ a: { f: function(x) x } }", "function(config, deps, app) config");
+  EvalInput in;
+  in.app_dir = bad.dir();
+  in.app_name = "demo";
+  auto out = evaluate_jsonnet(in);
+  REQUIRE_FALSE(out);
+  CHECK_THAT(out.error().front().message, Catch::Contains("Tried to manifest function at [\"a\", \"f\"]"));
+  CHECK(out.error().front().location.file == "config.jsonnet");
 }
