@@ -224,6 +224,24 @@ local std = __gaia_istd + {
     local s = __gaia_istd;
     local fast = if s.isString(str_) then s.native('gaia_escape_json')(str_, s.length(str_)) else null;
     if s.isString(fast) then fast else super.escapeStringJson(str_),
+  // The library joins each element's parts with std.deepJoin and slices its children,
+  // both written in Jsonnet; this builds the same text with the native std.join. Any
+  // element it does not expect (no tag, a tag that is not a string, a child that is
+  // neither a string nor an element) makes the whole value go the library's way.
+  manifestXmlJsonml(value)::
+    local s = __gaia_istd;
+    local aux(v) =
+      if s.isString(v) then v
+      else if !s.isArray(v) || s.length(v) == 0 || !s.isString(v[0]) then null
+      else
+        local has_attrs = s.length(v) > 1 && s.isObject(v[1]);
+        local attrs = if has_attrs then v[1] else {};
+        local kids = [aux(v[i]) for i in s.range(if has_attrs then 2 else 1, s.length(v) - 1)];
+        if s.length(s.filter(function(k) !s.isString(k), kids)) > 0 then null
+        else s.join('', ['<', v[0]] + [' ' + k + '="' + s.toString(attrs[k]) + '"' for k in s.objectFields(attrs)]
+                        + ['>'] + kids + ['</', v[0], '>']);
+    local fast = if s.isArray(value) then aux(value) else null;
+    if s.isString(fast) then fast else super.manifestXmlJsonml(value),
 };
 )";
 
