@@ -558,15 +558,6 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
         "local deps = {};\n"
         "local app = {};\n"
         "local config0 = {};\n"
-        // Plain data as parseJson(manifestJsonMinified(...)) would give, without
-        // printing and parsing (that was a third of a small render): every field
-        // evaluated against the config's own self, hidden fields dropped, a function
-        // refused with the library's own message.
-        "local plain(v, path) =\n"
-        "  if std.isFunction(v) then error 'Tried to manifest function at ' + path\n"
-        "  else if std.isObject(v) then {{ [k]: plain(v[k], path + [k]) for k in std.objectFields(v) }}\n"
-        "  else if std.isArray(v) then std.mapWithIndex(function(i, x) plain(x, path + [i]), v)\n"
-        "  else v;\n"
         "local merge(a, b) =\n"
         "  if std.isObject(a) && std.isObject(b) then\n"
         "    a + {{ [k]: if std.objectHas(a, k) then merge(a[k], b[k]) else b[k] for k in std.objectFields(b) }}\n"
@@ -575,7 +566,7 @@ Result<EvalOutput> evaluate_jsonnet(const EvalInput& in, const std::function<voi
         "else if std.length([k for k in std.objectFields(overrides) if !std.objectHas(config0, k)]) > 0 then\n"
         "  {{ config_keys: std.objectFields(config0) }}\n"
         "else\n"
-        "  local config = merge(plain(config0, []), overrides);\n"
+        "  local config = merge(std.parseJson(std.manifestJsonMinified(config0)), overrides);\n"
         "  {{\n"
         "    config: config,\n"
         "    main: {}"

@@ -12,6 +12,14 @@ namespace {
 // rounded values, which is not worth mirroring.
 constexpr double k_exact = 9007199254740992.0;
 
+// The library reads each flag and digit, and pads each character, one stack frame at a
+// time: a width of about 250 exceeds libjsonnet's default 500 frames, and then it fails
+// where a native would not. Codes beyond these bounds are the library's to render (or
+// refuse); within them it stays far from the limit unless the template itself recurses
+// hundreds of levels deep (docs/spec.md section 7).
+constexpr long k_max_width = 64;
+constexpr size_t k_max_code_chars = 4;  // Flags, or the digits of a width or precision.
+
 struct Code {
   bool alt = false, zero = false, left = false, blank = false, plus = false;
   long fw = 0;
@@ -25,8 +33,8 @@ struct Code {
 std::optional<Code> parse_code(std::string_view s, size_t& i) {
   Code c;
   if (i >= s.size() || s[i] == '(') return std::nullopt;  // Truncated, or a mapping key.
-  for (;; ++i) {
-    if (i >= s.size()) return std::nullopt;
+  for (const size_t flags = i;; ++i) {
+    if (i >= s.size() || i - flags > k_max_code_chars) return std::nullopt;
     const char ch = s[i];
     if (ch == '#') c.alt = true;
     else if (ch == '0') c.zero = true;
@@ -39,10 +47,9 @@ std::optional<Code> parse_code(std::string_view s, size_t& i) {
   auto number = [&](long& out) {
     if (i < s.size() && s[i] == '*') return false;
     out = 0;
-    for (;; ++i) {
-      if (i >= s.size()) return false;
-      if (s[i] < '0' || s[i] > '9') return true;
-      if (out > 100000) return false;  // The library would build this many spaces.
+    for (const size_t first = i;; ++i) {
+      if (i >= s.size() || i - first > k_max_code_chars) return false;
+      if (s[i] < '0' || s[i] > '9') return out <= k_max_width;
       out = out * 10 + (s[i] - '0');
     }
   };
@@ -202,7 +209,9 @@ std::optional<std::string> jsonnet_escape_string_json(std::string_view s) {
 
 // Shadows `std` for the files of a folded render. Inside, the library's functions reach
 // each other through `std` bound to self, so std.mod (the `%` operator) and the
-// std.manifestJson* family find these too. Values are checked to be plain before they
+// std.manifestJson* family find these too. The shim itself calls the library as it is
+// (`__gaia_istd`), not `self`: a file that derives its own `std` is not folded
+// (render/import_scan.hpp allows `std` only by a plain field name). Values are checked to be plain before they
 // reach a native, which takes no objects or arrays; the natives answer null for what they
 // do not take, and the library's code then runs as it always did.
 const char* const k_std_shim = R"(local __gaia_istd = std;
@@ -228,19 +237,20 @@ local std = __gaia_istd + {
   // both written in Jsonnet; this builds the same text with the native std.join. Any
   // element it does not expect (no tag, a tag that is not a string, a child that is
   // neither a string nor an element) makes the whole value go the library's way.
+  // Nesting deeper than 16 goes the library's way too, which uses more stack per level.
   manifestXmlJsonml(value)::
     local s = __gaia_istd;
-    local aux(v) =
+    local aux(v, depth) =
       if s.isString(v) then v
-      else if !s.isArray(v) || s.length(v) == 0 || !s.isString(v[0]) then null
+      else if depth > 16 || !s.isArray(v) || s.length(v) == 0 || !s.isString(v[0]) then null
       else
         local has_attrs = s.length(v) > 1 && s.isObject(v[1]);
         local attrs = if has_attrs then v[1] else {};
-        local kids = [aux(v[i]) for i in s.range(if has_attrs then 2 else 1, s.length(v) - 1)];
+        local kids = [aux(v[i], depth + 1) for i in s.range(if has_attrs then 2 else 1, s.length(v) - 1)];
         if s.length(s.filter(function(k) !s.isString(k), kids)) > 0 then null
         else s.join('', ['<', v[0]] + [' ' + k + '="' + s.toString(attrs[k]) + '"' for k in s.objectFields(attrs)]
                         + ['>'] + kids + ['</', v[0], '>']);
-    local fast = if s.isArray(value) then aux(value) else null;
+    local fast = if s.isArray(value) then aux(value, 0) else null;
     if s.isString(fast) then fast else super.manifestXmlJsonml(value),
 };
 )";

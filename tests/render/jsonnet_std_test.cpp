@@ -89,9 +89,15 @@ std::pair<std::string, std::vector<FormatValue>> random_case(std::mt19937& rng) 
       f += t;
     }
     f += '%';
-    for (int k = std::uniform_int_distribution<int>(0, 3)(rng); k > 0; --k) f += "#0- +"[rng() % 5];
-    if (chance(40)) f += std::to_string(rng() % 12);
-    if (chance(25)) f += "." + (chance(80) ? std::to_string(rng() % 8) : std::string());
+    // Mostly small; now and then past what the natives take (the library then pads one
+    // stack frame per character), with leading zeros, or more flags than they read.
+    auto digits = [&]() {
+      std::string d = chance(10) ? std::string(rng() % 4, '0') : std::string();
+      return d + std::to_string(chance(85) ? rng() % 12 : chance(70) ? rng() % 80 : rng() % 300);
+    };
+    for (int k = std::uniform_int_distribution<int>(0, chance(5) ? 8 : 3)(rng); k > 0; --k) f += "#0- +"[rng() % 5];
+    if (chance(40)) f += digits();
+    if (chance(25)) f += "." + (chance(80) ? digits() : std::string());
     if (chance(10)) f += "hlL"[rng() % 3];
     const char t = chance(95) ? types[rng() % types.size()] : odd_types[rng() % odd_types.size()];
     f += t;
@@ -152,6 +158,16 @@ TEST_CASE("jsonnet std: what format does not take is left to libjsonnet's code",
   CHECK_FALSE(jsonnet_format("%d", {1.0, 2.0}));           // Too many.
   CHECK_FALSE(jsonnet_format("%", {}));                    // Truncated.
   CHECK(jsonnet_format("%05.3d|%-4s|%+x|%#o|%%", {7.0, std::string("ab"), 255.0, 8.0}) == "00007|ab  |+ff|010|%");
+  // Widths the library pads one stack frame per character: past 64, or written with more
+  // digits or flags than the natives read, they are the library's (which may exceed its
+  // stack where a native would not).
+  CHECK(jsonnet_format("%64d", {1.0}));
+  CHECK_FALSE(jsonnet_format("%65d", {1.0}));
+  CHECK_FALSE(jsonnet_format("%.300d", {1.0}));
+  CHECK(jsonnet_format("%00005d", {1.0}) == "00001");  // Four zero flags, width 5.
+  CHECK_FALSE(jsonnet_format("%1.00005d", {1.0}));
+  CHECK_FALSE(jsonnet_format("%00000d", {1.0}));
+  CHECK_FALSE(jsonnet_format("%99999%", {}));
   int natives = 0;
   auto [folded, own] = std_both_ways(
       "[ '%f|%.2e|%g' % [1.5, 12345.678, 0.0001], '%c%c' % [65, 'b'], '%*d' % [5, 42], '%(a)s-%(b)03d' % { a: 'x', b: 7 },"
@@ -189,7 +205,8 @@ TEST_CASE("jsonnet std: escapeStringJson and the manifests built on it are the s
 
 TEST_CASE("jsonnet std: the config becomes plain data before the overrides", "[render][jsonnet-std]") {
   // Fields that refer to others keep the values they had (an override of `a` does not
-  // change `b`), hidden fields are dropped, and numbers and text come through whole.
+  // change `b`), hidden fields are dropped, and numbers and text come through whole
+  // (through the natives' escapes, folded).
   TempApp app("{ a: 1, b: self.a + 1, h:: 5, n: { x: [0.1, 1e300, -0.0, 'caf\\u00e9'], y: $.a } }",
               "function(config, deps, app) config");
   for (bool fold : {true, false}) {
@@ -205,6 +222,15 @@ TEST_CASE("jsonnet std: the config becomes plain data before the overrides", "[r
     CHECK(out->raw.config == want);
     CHECK(out->raw.main == want);
   }
+  // Printed and parsed back, as always: a negative zero comes out as 0.
+  TempApp zero("{ base: 0, neg: -self.base }", "function(config, deps, app) { s: 'offset=' + config.neg }");
+  EvalInput zin;
+  zin.app_dir = zero.dir();
+  zin.app_name = "demo";
+  auto zout = evaluate_jsonnet(zin);
+  REQUIRE(zout);
+  CHECK(zout->folded);
+  CHECK(zout->raw.main["s"] == "offset=0");
   // A function in the config is refused with the path to it, as printing it would be.
   TempApp bad("{ a: { f: function(x) x } }", "function(config, deps, app) config");
   EvalInput in;
@@ -242,7 +268,11 @@ TEST_CASE("jsonnet std: manifestXmlJsonml gives the library's text", "[render][j
   json docs = json::array();
   for (int i = 0; i < 60; ++i) docs.push_back(element(3));
   // An element whose tag is an array of strings (deepJoin flattens it), and an empty
-  // attribute object: both the library's way.
+  // attribute object: both the library's way; and nesting 20 deep, also the library's.
+  docs.push_back(json::parse(R"([["a", "b"], {"x": "1"}, ["c", {}, "text"]])"));
+  json deep = "leaf";
+  for (int i = 0; i < 20; ++i) deep = json::array({"d", deep});
+  docs.push_back(deep);
   docs.push_back(json::parse(R"([["a", "b"], {"x": "1"}, ["c", {}, "text"]])"));
   auto [folded, own] = std_both_ways(fmt::format("[std.manifestXmlJsonml(d) for d in {}]", docs.dump()));
   REQUIRE(own.size() == docs.size());
