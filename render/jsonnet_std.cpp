@@ -215,24 +215,35 @@ std::optional<std::string> jsonnet_escape_string_json(std::string_view s) {
 // reach a native, which takes no objects or arrays; the natives answer null for what they
 // do not take, and the library's code then runs as it always did.
 const char* const k_std_shim = R"(local __gaia_istd = std;
+local __gaia_is(v, t) = __gaia_istd.primitiveEquals(__gaia_istd.type(v), t);
 local std = __gaia_istd + {
+  // The library's std.isString and the like compare std.type(v) with `==`, which is
+  // std.equals, a function written in Jsonnet: about 8 us a call, and the library calls
+  // them everywhere. The same answer from the two builtins.
+  isString(v):: __gaia_is(v, 'string'),
+  isNumber(v):: __gaia_is(v, 'number'),
+  isBoolean(v):: __gaia_is(v, 'boolean'),
+  isObject(v):: __gaia_is(v, 'object'),
+  isArray(v):: __gaia_is(v, 'array'),
+  isFunction(v):: __gaia_is(v, 'function'),
+  toString(a):: if __gaia_is(a, 'string') then a else '' + a,
   format(str, vals)::
     local s = __gaia_istd;
-    local a = if s.isArray(vals) then vals else [vals];
+    local a = if __gaia_is(vals, 'array') then vals else [vals];
     local n = s.length(a);
     local v(i) = if i < n then a[i] else null;
-    local plain(i) = i >= n || !(s.isObject(a[i]) || s.isArray(a[i]) || s.isFunction(a[i]));
-    local len(x) = if s.isString(x) then s.length(x) else -1;
+    local plain(i) = i >= n || !(__gaia_is(a[i], 'object') || __gaia_is(a[i], 'array') || __gaia_is(a[i], 'function'));
+    local len(x) = if __gaia_is(x, 'string') then s.length(x) else -1;
     local fast =
-      if !s.isString(str) || s.isObject(vals) || n > 6 ||
+      if !__gaia_is(str, 'string') || __gaia_is(vals, 'object') || n > 6 ||
          !(plain(0) && plain(1) && plain(2) && plain(3) && plain(4) && plain(5)) then null
       else s.native('gaia_format')(str, s.length(str), n, v(0), len(v(0)), v(1), len(v(1)), v(2), len(v(2)),
                                    v(3), len(v(3)), v(4), len(v(4)), v(5), len(v(5)));
-    if s.isString(fast) then fast else super.format(str, vals),
+    if __gaia_is(fast, 'string') then fast else super.format(str, vals),
   escapeStringJson(str_)::
     local s = __gaia_istd;
-    local fast = if s.isString(str_) then s.native('gaia_escape_json')(str_, s.length(str_)) else null;
-    if s.isString(fast) then fast else super.escapeStringJson(str_),
+    local fast = if __gaia_is(str_, 'string') then s.native('gaia_escape_json')(str_, s.length(str_)) else null;
+    if __gaia_is(fast, 'string') then fast else super.escapeStringJson(str_),
   // The library joins each element's parts with std.deepJoin and slices its children,
   // both written in Jsonnet; this builds the same text with the native std.join. Any
   // element it does not expect (no tag, a tag that is not a string, a child that is
@@ -241,17 +252,78 @@ local std = __gaia_istd + {
   manifestXmlJsonml(value)::
     local s = __gaia_istd;
     local aux(v, depth) =
-      if s.isString(v) then v
-      else if depth > 16 || !s.isArray(v) || s.length(v) == 0 || !s.isString(v[0]) then null
+      if __gaia_is(v, 'string') then v
+      else if depth > 16 || !__gaia_is(v, 'array') || s.length(v) == 0 || !__gaia_is(v[0], 'string') then null
       else
-        local has_attrs = s.length(v) > 1 && s.isObject(v[1]);
+        local has_attrs = s.length(v) > 1 && __gaia_is(v[1], 'object');
         local attrs = if has_attrs then v[1] else {};
         local kids = [aux(v[i], depth + 1) for i in s.range(if has_attrs then 2 else 1, s.length(v) - 1)];
-        if s.length(s.filter(function(k) !s.isString(k), kids)) > 0 then null
+        if s.length(s.filter(function(k) !__gaia_is(k, 'string'), kids)) > 0 then null
         else s.join('', ['<', v[0]] + [' ' + k + '="' + s.toString(attrs[k]) + '"' for k in s.objectFields(attrs)]
                         + ['>'] + kids + ['</', v[0], '>']);
-    local fast = if s.isArray(value) then aux(value, 0) else null;
-    if s.isString(fast) then fast else super.manifestXmlJsonml(value),
+    local fast = if __gaia_is(value, 'array') then aux(value, 0) else null;
+    if __gaia_is(fast, 'string') then fast else super.manifestXmlJsonml(value),
+  // The library tells a value's type by comparing it with true, false and null through
+  // std.equals (Jsonnet, three calls per value) and builds lists of lists to join; these
+  // ask the type directly and join strings natively. The text is the library's, byte for
+  // byte (odd forms included: an empty array is '[' + newline + newline + indent + ']').
+  manifestJsonEx(value, indent, newline='\n', key_val_sep=': ')::
+    local s = __gaia_istd;
+    local aux(v, path, cindent) =
+      if __gaia_is(v, 'boolean') then (if v then 'true' else 'false')
+      else if __gaia_is(v, 'number') then '' + v
+      else if __gaia_is(v, 'string') then std.escapeStringJson(v)
+      else if __gaia_is(v, 'function') then error 'Tried to manifest function at ' + path
+      else if __gaia_is(v, 'array') then
+        local new_indent = cindent + indent;
+        '[' + newline
+        + s.join(',' + newline, [new_indent + aux(v[i], path + [i], new_indent) for i in s.range(0, s.length(v) - 1)])
+        + newline + cindent + ']'
+      else if __gaia_is(v, 'object') then
+        '{' + newline
+        + s.join(',' + newline, [cindent + indent + std.escapeStringJson(k) + key_val_sep + aux(v[k], path + [k], cindent + indent)
+                                 for k in s.objectFields(v)])
+        + newline + cindent + '}'
+      else 'null';
+    aux(value, [], ''),
+  // Keys quoted (the default): the same text as the library's; unquoted keys take the
+  // library's own way, as its checks of which keys need quotes are long.
+  manifestYamlDoc(value, indent_array_in_object=false, quote_keys=true)::
+    local s = __gaia_istd;
+    local aux(v, path, cindent) =
+      if __gaia_is(v, 'boolean') then (if v then 'true' else 'false')
+      else if __gaia_is(v, 'number') then '' + v
+      else if __gaia_is(v, 'string') then
+        local len = s.length(v);
+        if len == 0 then '""'
+        else if s.primitiveEquals(v[len - 1], '\n') then
+          local split = s.split(v, '\n');
+          s.join('\n' + cindent + '  ', ['|'] + [split[i] for i in s.range(0, s.length(split) - 2)])
+        else std.escapeStringJson(v)
+      else if __gaia_is(v, 'function') then error 'Tried to manifest function at ' + path
+      else if __gaia_is(v, 'array') then
+        if s.length(v) == 0 then '[]'
+        else s.join('\n' + cindent, [
+          local e = v[i];
+          local nested = __gaia_is(e, 'array') && s.length(e) > 0;
+          local ni = if nested || (__gaia_is(e, 'object') && s.length(e) > 0) then cindent + '  ' else cindent;
+          '-' + (if nested then '\n' + ni else ' ') + aux(e, path + [i], ni)
+          for i in s.range(0, s.length(v) - 1)
+        ])
+      else if __gaia_is(v, 'object') then
+        if s.length(v) == 0 then '{}'
+        else s.join('\n' + cindent, [
+          local e = v[k];
+          local arr = __gaia_is(e, 'array') && s.length(e) > 0;
+          local obj = __gaia_is(e, 'object') && s.length(e) > 0;
+          local ni = if arr then (if indent_array_in_object then cindent + '  ' else cindent)
+                     else if obj then cindent + '  ' else cindent;
+          std.escapeStringJson(k) + ':' + (if arr || obj then '\n' + ni else ' ') + aux(e, path + [k], ni)
+          for k in s.objectFields(v)
+        ])
+      else 'null';
+    if __gaia_is(quote_keys, 'boolean') && quote_keys && __gaia_is(indent_array_in_object, 'boolean') then aux(value, [], '')
+    else super.manifestYamlDoc(value, indent_array_in_object, quote_keys),
 };
 )";
 

@@ -6,7 +6,8 @@
 // 1.6 ms per `'%d.%s' % [i, name]`, and those two made up most of an example's render.
 //
 // The folded render shadows `std` with an object whose `format` and `escapeStringJson`
-// (and `manifestXmlJsonml`, rewritten in Jsonnet on the native std.join) ask these functions first (as natives) and fall back to the library's own code for
+// ask these functions first (beside leaner Jsonnet for the type tests, toString and the
+// JSON, YAML and XML manifests, built on the library's native parts) (as natives) and fall back to the library's own code for
 // anything they do not take: a value they cannot see (objects, arrays, text outside
 // printable-and-control ASCII), a conversion they do not mirror (%c, %f, %e, %g, `*`,
 // `%(key)`), and every input on which the library's code would fail, so an error reads

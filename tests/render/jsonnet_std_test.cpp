@@ -279,3 +279,49 @@ TEST_CASE("jsonnet std: manifestXmlJsonml gives the library's text", "[render][j
   CHECK(folded == own);
   CHECK(own.back() == "<ab x=\"1\"><c>text</c></ab>");
 }
+
+TEST_CASE("jsonnet std: the JSON and YAML manifests and the type tests give the library's answers",
+          "[render][jsonnet-std]") {
+  // Random values of every JSON type: text with what JSON and YAML quote (and trailing
+  // newlines, which YAML writes as a block), empty and nested arrays and objects, and
+  // keys YAML would leave bare or not.
+  std::mt19937 rng(5);
+  std::function<json(int)> value = [&](int depth) -> json {
+    switch (rng() % (depth > 0 ? 9 : 6)) {
+      case 0: return nullptr;
+      case 1: return (rng() % 2) == 1;
+      case 2: return static_cast<int>(rng() % 2000) - 1000;
+      case 3: return 0.5 * (static_cast<int>(rng() % 100) - 50);
+      case 4: return random_text(rng, 8) + ((rng() % 3) == 0 ? "\n" : "");
+      case 5: return std::string();
+      case 6: {
+        json a = json::array();
+        for (int k = rng() % 4; k > 0; --k) a.push_back(value(depth - 1));
+        return a;
+      }
+      default: {
+        json o = json::object();
+        static const std::vector<std::string> keys = {"a", "b-c", "1", "true", "x y", "0x1f", "2026-11-29", ""};
+        for (int k = rng() % 4; k > 0; --k) o[keys[rng() % keys.size()] + (rng() % 2 ? "" : random_text(rng, 3))] = value(depth - 1);
+        return o;
+      }
+    }
+  };
+  json values = json::array();
+  for (int i = 0; i < 150; ++i) values.push_back(value(3));
+  auto [folded, own] = std_both_ways(fmt::format(
+      "local vs = {}; [[std.manifestJson(v), std.manifestJsonMinified(v), std.manifestJsonEx(v, '  ', '\\n', ' = '),"
+      " std.manifestYamlDoc(v), std.manifestYamlDoc(v, true), std.manifestYamlDoc(v, quote_keys=false),"
+      " std.manifestYamlStream([v, v]), std.toString(v),"
+      " [std.isString(v), std.isNumber(v), std.isBoolean(v), std.isObject(v), std.isArray(v), std.isFunction(v)]]"
+      " for v in vs] + [[std.isFunction(std.length), std.toString('x'), std.manifestJson([]), std.manifestJson({{}}),"
+      " std.manifestYamlDoc([[]]), std.manifestYamlDoc({{ a: [], b: {{}}, c: [[1]] }})]]",
+      values.dump()));
+  REQUIRE(own.size() == values.size() + 1);
+  for (size_t i = 0; i < own.size(); ++i) {
+    INFO((i < values.size() ? values[i] : json("(fixed cases)")).dump());
+    CHECK(folded[i] == own[i]);
+  }
+  // The manifests agree with what gaia's own JSON reader makes of them.
+  for (size_t i = 0; i < values.size(); ++i) CHECK(json::parse(own[i][1].get<std::string>()) == values[i]);
+}
