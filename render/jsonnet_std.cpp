@@ -227,6 +227,32 @@ local std = __gaia_istd + {
   isArray(v):: __gaia_is(v, 'array'),
   isFunction(v):: __gaia_is(v, 'function'),
   toString(a):: if __gaia_is(a, 'string') then a else '' + a,
+  // `a[i:j:k]` is std.slice, which the library builds one element (or character) at a
+  // time, each step a new array or string: quadratic. Whole-number bounds and a positive
+  // step take the natives (makeArray, substr, join); anything else, every error
+  // included, the library's way.
+  slice(indexable, index, end, step)::
+    local s = __gaia_istd;
+    local whole(x) = x == null || (__gaia_is(x, 'number') && x >= 0 && s.primitiveEquals(s.floor(x), x));
+    local str = __gaia_is(indexable, 'string');
+    if (str || __gaia_is(indexable, 'array')) && whole(index) && whole(end) && whole(step) && step != 0 then
+      local from = if index == null then 0 else index;
+      local by = if step == null then 1 else step;
+      local len = s.length(indexable);
+      local lim = if end == null || end > len then len else end;
+      local count = if from >= lim then 0 else s.floor((lim - from - 1) / by) + 1;
+      if str && by == 1 then s.substr(indexable, from, count)
+      else
+        local items = s.makeArray(count, function(i) indexable[from + i * by]);
+        if str then s.join('', items) else items
+    else super.slice(indexable, index, end, step),
+  // A fold of `+` over the arrays, which copies the result so far at each step; the
+  // native join makes it once. Only when every element is an array (join would skip a
+  // null that `+` refuses).
+  flattenArrays(arrs)::
+    local s = __gaia_istd;
+    if __gaia_is(arrs, 'array') && s.length(s.filter(function(a) !__gaia_is(a, 'array'), arrs)) == 0 then s.join([], arrs)
+    else super.flattenArrays(arrs),
   format(str, vals)::
     local s = __gaia_istd;
     local a = if __gaia_is(vals, 'array') then vals else [vals];

@@ -325,3 +325,33 @@ TEST_CASE("jsonnet std: the JSON and YAML manifests and the type tests give the 
   // The manifests agree with what gaia's own JSON reader makes of them.
   for (size_t i = 0; i < values.size(); ++i) CHECK(json::parse(own[i][1].get<std::string>()) == values[i]);
 }
+
+TEST_CASE("jsonnet std: slices and flattened arrays are the library's", "[render][jsonnet-std]") {
+  // Every bound from absent to past the end, steps 1 to 4, on strings and arrays; the
+  // odd ones (fractions, negatives, a zero step, other types) go the library's way and
+  // are tried where they do not fail there.
+  std::string cases = "[";
+  for (const char* subject : {"'abcdefghij'", "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "''", "[]", "'x'"})
+    for (const char* from : {"", "0", "1", "3", "9", "10", "12"})
+      for (const char* to : {"", "0", "2", "5", "10", "15"})
+        for (const char* by : {"", ":1", ":2", ":3", ":4"})
+          cases += fmt::format("{}[{}:{}{}], std.slice({}, {}, {}, {}),", subject, from, to, by, subject,
+                               *from ? from : "null", *to ? to : "null", *by ? by + 1 : "null");
+  cases += "std.flattenArrays([[1, 2], [], [[3]], ['a']]), std.flattenArrays([]),"
+           "std.flattenArrays([[null], [{ a: 1 }]]), std.slice([1, 2, 3], 0.0, 2.0, 1.0)]";
+  auto [folded, own] = std_both_ways(cases);
+  REQUIRE(own.size() > 2000);
+  CHECK(folded == own);
+  CHECK(own[own.size() - 4] == json::parse(R"([1, 2, [3], "a"])"));
+  // Refused alike: a fractional bound, a zero step, a null among the arrays.
+  for (const char* bad : {"[1, 2, 3][0.5:]", "std.slice([1, 2], 0, 2, 0)", "std.flattenArrays([[1], null])",
+                          "std.slice(5, 0, 1, 1)"}) {
+    TempApp app("{}", fmt::format("function(config, deps, app) {}\n", bad));
+    EvalInput in;
+    in.app_dir = app.dir();
+    in.app_name = "demo";
+    auto out = evaluate_jsonnet(in);
+    INFO(bad);
+    CHECK_FALSE(out);
+  }
+}
