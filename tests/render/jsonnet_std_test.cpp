@@ -43,6 +43,16 @@ std::pair<json, json> std_both_ways(const std::string& main_body, int* natives =
   return {folded->raw.main, plain->raw.main};
 }
 
+// One evaluation of the app, folded unless told otherwise.
+Result<EvalOutput> evaluate_app(const TempApp& app, bool fold = true, json overrides = json::object()) {
+  EvalInput in;
+  in.app_dir = app.dir();
+  in.app_name = "demo";
+  in.fold = fold;
+  in.overrides = std::move(overrides);
+  return evaluate_jsonnet(in);
+}
+
 json to_json_value(const FormatValue& v) {
   if (std::holds_alternative<std::monostate>(v)) return nullptr;
   if (auto* b = std::get_if<bool>(&v)) return *b;
@@ -210,12 +220,7 @@ TEST_CASE("jsonnet std: the config becomes plain data before the overrides", "[r
   TempApp app("{ a: 1, b: self.a + 1, h:: 5, n: { x: [0.1, 1e300, -0.0, 'caf\\u00e9'], y: $.a } }",
               "function(config, deps, app) config");
   for (bool fold : {true, false}) {
-    EvalInput in;
-    in.app_dir = app.dir();
-    in.app_name = "demo";
-    in.fold = fold;
-    in.overrides = json{{"a", 10}};
-    auto out = evaluate_jsonnet(in);
+    auto out = evaluate_app(app, fold, json{{"a", 10}});
     REQUIRE(out);
     CHECK(out->folded == fold);
     const json want = json::parse(R"({"a": 10, "b": 2, "n": {"x": [0.1, 1e300, -0.0, "café"], "y": 1}})");
@@ -224,19 +229,13 @@ TEST_CASE("jsonnet std: the config becomes plain data before the overrides", "[r
   }
   // Printed and parsed back, as always: a negative zero comes out as 0.
   TempApp zero("{ base: 0, neg: -self.base }", "function(config, deps, app) { s: 'offset=' + config.neg }");
-  EvalInput zin;
-  zin.app_dir = zero.dir();
-  zin.app_name = "demo";
-  auto zout = evaluate_jsonnet(zin);
+  auto zout = evaluate_app(zero);
   REQUIRE(zout);
   CHECK(zout->folded);
   CHECK(zout->raw.main["s"] == "offset=0");
   // A function in the config is refused with the path to it, as printing it would be.
   TempApp bad("{ a: { f: function(x) x } }", "function(config, deps, app) config");
-  EvalInput in;
-  in.app_dir = bad.dir();
-  in.app_name = "demo";
-  auto out = evaluate_jsonnet(in);
+  auto out = evaluate_app(bad);
   REQUIRE_FALSE(out);
   CHECK_THAT(out.error().front().message, Catch::Contains("Tried to manifest function at [\"a\", \"f\"]"));
   CHECK(out.error().front().location.file == "config.jsonnet");
@@ -347,11 +346,7 @@ TEST_CASE("jsonnet std: slices and flattened arrays are the library's", "[render
   for (const char* bad : {"[1, 2, 3][0.5:]", "std.slice([1, 2], 0, 2, 0)", "std.flattenArrays([[1], null])",
                           "std.slice(5, 0, 1, 1)"}) {
     TempApp app("{}", fmt::format("function(config, deps, app) {}\n", bad));
-    EvalInput in;
-    in.app_dir = app.dir();
-    in.app_name = "demo";
-    auto out = evaluate_jsonnet(in);
     INFO(bad);
-    CHECK_FALSE(out);
+    CHECK_FALSE(evaluate_app(app));
   }
 }
