@@ -229,8 +229,8 @@ local std = __gaia_istd + {
   toString(a):: if __gaia_is(a, 'string') then a else '' + a,
   // `a[i:j:k]` is std.slice, which the library builds one element (or character) at a
   // time, each step a new array or string: quadratic. Whole-number bounds and a positive
-  // step take the natives (makeArray, substr, join); anything else, every error
-  // included, the library's way.
+  // step take the natives (makeArray, join); anything else, every error included, the
+  // library's way.
   slice(indexable, index, end, step)::
     local s = __gaia_istd;
     local whole(x) = x == null || (__gaia_is(x, 'number') && x >= 0 && s.primitiveEquals(s.floor(x), x));
@@ -241,10 +241,10 @@ local std = __gaia_istd + {
       local len = s.length(indexable);
       local lim = if end == null || end > len then len else end;
       local count = if from >= lim then 0 else s.floor((lim - from - 1) / by) + 1;
-      if str && by == 1 then s.substr(indexable, from, count)
-      else
-        local items = s.makeArray(count, function(i) indexable[from + i * by]);
-        if str then s.join('', items) else items
+      // Strings too by index, not substr: in libjsonnet 0.18 a NUL character indexes to
+      // '', so the library's slice drops it, and substr would not.
+      local items = s.makeArray(count, function(i) indexable[from + i * by]);
+      if str then s.join('', items) else items
     else super.slice(indexable, index, end, step),
   // A fold of `+` over the arrays, which copies the result so far at each step; the
   // native join makes it once. Only when every element is an array (join would skip a
@@ -312,8 +312,10 @@ local std = __gaia_istd + {
         + newline + cindent + '}'
       else 'null';
     aux(value, [], ''),
-  // Keys quoted (the default): the same text as the library's; unquoted keys take the
-  // library's own way, as its checks of which keys need quotes are long.
+  // The flags are read where the library reads them (quote_keys at each key of an
+  // object, indent_array_in_object at each non-empty array in one), so a flag that is
+  // never needed may be anything, as there. An unquoted key is written by the library
+  // itself (its checks of which keys need quotes are long), as a one-key document.
   manifestYamlDoc(value, indent_array_in_object=false, quote_keys=true)::
     local s = __gaia_istd;
     local aux(v, path, cindent) =
@@ -344,12 +346,13 @@ local std = __gaia_istd + {
           local obj = __gaia_is(e, 'object') && s.length(e) > 0;
           local ni = if arr then (if indent_array_in_object then cindent + '  ' else cindent)
                      else if obj then cindent + '  ' else cindent;
-          std.escapeStringJson(k) + ':' + (if arr || obj then '\n' + ni else ' ') + aux(e, path + [k], ni)
+          local key = if quote_keys then std.escapeStringJson(k)
+                      else local one = super.manifestYamlDoc({ [k]: null }, false, false); s.substr(one, 0, s.length(one) - 6);
+          key + ':' + (if arr || obj then '\n' + ni else ' ') + aux(e, path + [k], ni)
           for k in s.objectFields(v)
         ])
       else 'null';
-    if __gaia_is(quote_keys, 'boolean') && quote_keys && __gaia_is(indent_array_in_object, 'boolean') then aux(value, [], '')
-    else super.manifestYamlDoc(value, indent_array_in_object, quote_keys),
+    aux(value, [], ''),
 };
 )";
 

@@ -314,7 +314,10 @@ TEST_CASE("jsonnet std: the JSON and YAML manifests and the type tests give the 
       " std.manifestYamlStream([v, v]), std.toString(v),"
       " [std.isString(v), std.isNumber(v), std.isBoolean(v), std.isObject(v), std.isArray(v), std.isFunction(v)]]"
       " for v in vs] + [[std.isFunction(std.length), std.toString('x'), std.manifestJson([]), std.manifestJson({{}}),"
-      " std.manifestYamlDoc([[]]), std.manifestYamlDoc({{ a: [], b: {{}}, c: [[1]] }})]]",
+      " std.manifestYamlDoc([[]]), std.manifestYamlDoc({{ a: [], b: {{}}, c: [[1]] }}),"
+      // The flags are read only where the library reads them.
+      " std.manifestYamlDoc([1, [2], 'x\n'], quote_keys=error 'q', indent_array_in_object=error 'i'),"
+      " std.manifestYamlDoc({{ a: 1, b: [] }}, indent_array_in_object=error 'i')]]",
       values.dump()));
   REQUIRE(own.size() == values.size() + 1);
   for (size_t i = 0; i < own.size(); ++i) {
@@ -336,6 +339,9 @@ TEST_CASE("jsonnet std: slices and flattened arrays are the library's", "[render
         for (const char* by : {"", ":1", ":2", ":3", ":4"})
           cases += fmt::format("{}[{}:{}{}], std.slice({}, {}, {}, {}),", subject, from, to, by, subject,
                                *from ? from : "null", *to ? to : "null", *by ? by + 1 : "null");
+  // A NUL character indexes to '' in libjsonnet 0.18, so the library's slice drops it;
+  // a start past any length is empty.
+  cases += "'a\\u0000b\\u0000c'[0:4], 'a\\u0000b'[1:], 'abc'[1e19:], [1, 2][1e19:],";
   cases += "std.flattenArrays([[1, 2], [], [[3]], ['a']]), std.flattenArrays([]),"
            "std.flattenArrays([[null], [{ a: 1 }]]), std.slice([1, 2, 3], 0.0, 2.0, 1.0)]";
   auto [folded, own] = std_both_ways(cases);
@@ -344,7 +350,8 @@ TEST_CASE("jsonnet std: slices and flattened arrays are the library's", "[render
   CHECK(own[own.size() - 4] == json::parse(R"([1, 2, [3], "a"])"));
   // Refused alike: a fractional bound, a zero step, a null among the arrays.
   for (const char* bad : {"[1, 2, 3][0.5:]", "std.slice([1, 2], 0, 2, 0)", "std.flattenArrays([[1], null])",
-                          "std.slice(5, 0, 1, 1)"}) {
+                          "std.slice(5, 0, 1, 1)", "std.manifestYamlDoc({ a: [1] }, indent_array_in_object='x')",
+                          "std.manifestYamlDoc({ a: 1 }, quote_keys=null)"}) {
     TempApp app("{}", fmt::format("function(config, deps, app) {}\n", bad));
     INFO(bad);
     CHECK_FALSE(evaluate_app(app));
