@@ -395,6 +395,19 @@ JsonnetJsonValue* native_escape_json(void* ctx, const JsonnetJsonValue* const* a
   return jsonnet_json_make_string(c->vm, out->c_str());
 }
 
+// std.sort of the folded render's `std`: (the keys printed as JSON) -> the order, or null.
+JsonnetJsonValue* native_sort_order(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
+  auto* c = static_cast<VmContext*>(ctx);
+  *success = 1;
+  const char* keys = jsonnet_json_extract_string(c->vm, argv[0]);
+  auto order = keys ? jsonnet_sort_order(keys) : std::nullopt;
+  if (!order) return jsonnet_json_make_null(c->vm);
+  ++c->std_natives_taken;
+  JsonnetJsonValue* out = jsonnet_json_make_array(c->vm);
+  for (size_t i : *order) jsonnet_json_array_append(c->vm, out, jsonnet_json_make_number(c->vm, static_cast<double>(i)));
+  return out;
+}
+
 // Where a folded file had `import 'path'`: the file that path resolves to is needed now.
 JsonnetJsonValue* native_import(void* ctx, const JsonnetJsonValue* const* argv, int* success) {
   auto* c = static_cast<VmContext*>(ctx);
@@ -520,6 +533,8 @@ struct Evaluation {
       static const char* const escape_params[] = {"str", "len", nullptr};
       jsonnet_native_callback(vm.get(), "gaia_format", native_format, &ctx, format_params);
       jsonnet_native_callback(vm.get(), "gaia_escape_json", native_escape_json, &ctx, escape_params);
+      static const char* const sort_params[] = {"keys_json", nullptr};
+      jsonnet_native_callback(vm.get(), "gaia_sort_order", native_sort_order, &ctx, sort_params);
     }
   }
 };

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace gaia::render {
 
@@ -143,6 +145,30 @@ std::optional<std::string> format_code(const FormatValue& val, const Code& c) {
 
 }  // namespace
 
+std::optional<std::vector<size_t>> jsonnet_sort_order(std::string_view keys_json) {
+  nlohmann::json keys;
+  try {
+    keys = nlohmann::json::parse(keys_json);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // Text that is not valid UTF-8 (a lone surrogate), say.
+  }
+  if (!keys.is_array() || keys.empty()) return std::nullopt;
+  const bool strings = keys.front().is_string();
+  for (const auto& k : keys)
+    if (strings ? !k.is_string() : !k.is_number()) return std::nullopt;
+  std::vector<size_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // UTF-8 in byte order is code point order, which is how Jsonnet compares strings.
+  if (strings)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return keys[a].get_ref<const std::string&>() < keys[b].get_ref<const std::string&>();
+    });
+  else
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return keys[a].get<double>() < keys[b].get<double>(); });
+  return order;
+}
+
 bool is_plain_ascii(std::string_view s) {
   for (unsigned char ch : s)
     if (ch == 0 || ch >= 0x80) return false;
@@ -253,6 +279,27 @@ local std = __gaia_istd + {
     local s = __gaia_istd;
     if __gaia_is(arrs, 'array') && s.length(s.filter(function(a) !__gaia_is(a, 'array'), arrs)) == 0 then s.join([], arrs)
     else super.flattenArrays(arrs),
+  // The library sorts by a quicksort and a merge written in Jsonnet, calling keyF again
+  // at every comparison (about 100 us per element). When every key is ASCII text, or
+  // every key a number, the native 'gaia_sort_order' sorts their printed list and gives
+  // the order back; both sorts are stable, so equal keys keep their places. Anything else
+  // (arrays as keys, mixed types: the library's error) the library's way.
+  sort(arr, keyF=function(x) x)::
+    local s = __gaia_istd;
+    if !__gaia_is(arr, 'array') || s.length(arr) <= 1 then super.sort(arr, keyF)
+    else
+      local keys = s.makeArray(s.length(arr), function(i) keyF(arr[i]));
+      local strings = s.length(s.filter(function(k) !__gaia_is(k, 'string'), keys)) == 0;
+      local numbers = !strings && s.length(s.filter(function(k) !__gaia_is(k, 'number'), keys)) == 0;
+      // Printed by the natives, not by a manifest: the library cannot print a NUL (its
+      // escape indexes characters, and 0.18 indexes a NUL to ''); a key they do not take
+      // (not ASCII) sends the whole sort the library's way.
+      local printed = if strings then [s.native('gaia_escape_json')(k, s.length(k)) for k in keys]
+                      else if numbers then ['' + k for k in keys] else [];
+      local order =
+        if (strings || numbers) && s.length(s.filter(function(p) !__gaia_is(p, 'string'), printed)) == 0
+        then s.native('gaia_sort_order')('[' + s.join(',', printed) + ']') else null;
+      if __gaia_is(order, 'array') then [arr[i] for i in order] else super.sort(arr, keyF),
   format(str, vals)::
     local s = __gaia_istd;
     local a = if __gaia_is(vals, 'array') then vals else [vals];

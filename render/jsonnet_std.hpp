@@ -32,6 +32,10 @@ std::optional<std::string> jsonnet_format(std::string_view fmt, const std::vecto
 // std.escapeStringJson(s) for ASCII text, or nothing.
 std::optional<std::string> jsonnet_escape_string_json(std::string_view s);
 
+// The stable order of a JSON list of keys, all strings or all numbers, as Jsonnet's `<`
+// orders them; nothing for anything else (or text that is not JSON).
+std::optional<std::vector<size_t>> jsonnet_sort_order(std::string_view keys_json);
+
 // Whether the text holds only ASCII without NUL, as the natives require: the C API
 // passes strings NUL-terminated, and a Jsonnet length counts code points.
 bool is_plain_ascii(std::string_view s);

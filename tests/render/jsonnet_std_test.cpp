@@ -357,3 +357,44 @@ TEST_CASE("jsonnet std: slices and flattened arrays are the library's", "[render
     CHECK_FALSE(evaluate_app(app));
   }
 }
+
+TEST_CASE("jsonnet std: sorts, sets and uniq give the library's order", "[render][jsonnet-std]") {
+  // Random lists of text (duplicates, quotes, control characters, a NUL, non-ASCII) and
+  // of numbers (duplicates, -0 beside 0, fractions), sorted by themselves and by key
+  // functions; objects by a field; and lists the library refuses to sort.
+  std::mt19937 rng(3);
+  json lists = json::array();
+  for (int i = 0; i < 60; ++i) {
+    json l = json::array();
+    const int n = static_cast<int>(rng() % 70);
+    for (int k = 0; k < n; ++k) {
+      if (i % 2) l.push_back(random_text(rng, 3) + (rng() % 20 == 0 ? "\xc3\xa9" : ""));
+      else l.push_back(static_cast<double>(static_cast<int>(rng() % 20) - 10) / ((rng() % 3) + 1));
+    }
+    lists.push_back(l);
+  }
+  int natives = 0;
+  auto [folded, own] = std_both_ways(fmt::format(
+      "local ls = {}; [[std.sort(l), std.set(l), std.uniq(std.sort(l)), std.sort(l, keyF=function(x) std.toString(x)),"
+      " std.sort([{{ k: x, i: i }} for i in std.range(0, std.length(l) - 1) for x in [l[i]]], function(o) o.k)]"
+      " for l in ls] + [std.sort([0, -0, 1, -0, 0]), std.sort(['b', 'a\\u0000', 'a', '']), std.sort([[2], [1]]),"
+      " std.sort([3], keyF=null), std.sort([])]",
+      lists.dump()), &natives);
+  REQUIRE(own.size() == lists.size() + 5);
+  for (size_t i = 0; i < own.size(); ++i) {
+    INFO(i << (i < lists.size() ? " " + lists[i].dump() : std::string(" (fixed cases)")));
+    CHECK(folded[i] == own[i]);
+  }
+  CHECK(natives > 100);  // The natives took most sorts.
+  // The order the native gives: stable, by code point or by value.
+  using Order = std::vector<size_t>;
+  CHECK(jsonnet_sort_order(R"(["b", "a", "b", "a", "B"])") == Order{4, 1, 3, 0, 2});
+  CHECK(jsonnet_sort_order(R"([2, -0, 0, 1.5, -3])") == Order{4, 1, 2, 3, 0});
+  CHECK_FALSE(jsonnet_sort_order(R"([1, "a"])"));
+  CHECK_FALSE(jsonnet_sort_order(R"([[1], [0]])"));
+  CHECK_FALSE(jsonnet_sort_order("[\"\xed\xa0\x80\"]"));  // A lone surrogate: not UTF-8.
+  CHECK(own[lists.size() + 1] == json::parse(R"(["", "a", "a\u0000", "b"])"));
+  // Mixed keys are refused alike.
+  TempApp mixed("{}", "function(config, deps, app) std.sort([1, 'a'])\n");
+  CHECK_FALSE(evaluate_app(mixed));
+}
