@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "lib/clock.hpp"
@@ -75,20 +76,29 @@ void start_copies(Store& store) {
   REQUIRE(sim.start(starts, 1000));
 }
 
+// A fresh SQLite store in a temp dir, and the clock of the States that use it.
+struct TestStore {
+  explicit TestStore(const std::string& name) : dir(name) {
+    auto opened = SqliteStore::open(dir.path() / "gaia.db");
+    REQUIRE(opened);
+    store = std::move(*opened);
+  }
+  test::TempDir dir;
+  std::unique_ptr<SqliteStore> store;
+  ManualClock clock;
+};
+
 }  // namespace
 
 TEST_CASE("paged load: a write between two pages of the instances is not in the load that began before it",
           "[state][paged]") {
-  test::TempDir dir("gaia-paged-load");
-  auto store = SqliteStore::open(dir.path() / "gaia.db");
-  REQUIRE(store);
-  ManualClock clock;
-  State writer(**store, clock);
+  TestStore t("gaia-paged-load");
+  State writer(*t.store, t.clock);
   fill_instances(writer);
   auto before = writer.load();
   REQUIRE(before);
 
-  PagingWriter paging(**store, "instances/");
+  PagingWriter paging(*t.store, "instances/");
   paging.between = [&] {
     // Moves an instance of every page and adds one: all of it, or none of it.
     REQUIRE(writer.update("op-between", [&](const ClusterState&, Batch& b) -> Result<void> {
@@ -97,7 +107,7 @@ TEST_CASE("paged load: a write between two pages of the instances is not in the 
       return {};
     }));
   };
-  State reader(paging, clock);
+  State reader(paging, t.clock);
   auto loaded = reader.load();
   REQUIRE(loaded);
   CHECK(paging.reads >= 3);  // It did read in pages, and the write came between two.
@@ -109,7 +119,7 @@ TEST_CASE("paged load: a write between two pages of the instances is not in the 
   CHECK(loaded->revision == before->revision);
 
   // The next load sees the write whole.
-  State again(**store, clock);
+  State again(*t.store, t.clock);
   auto after = again.load();
   REQUIRE(after);
   CHECK(after->snapshot.instances.size() == static_cast<size_t>(k_count + 1));
@@ -119,15 +129,13 @@ TEST_CASE("paged load: a write between two pages of the instances is not in the 
 }
 
 TEST_CASE("paged load: the sim backend's world is read at one revision across its pages", "[state][paged][sim]") {
-  test::TempDir dir("gaia-paged-sim");
-  auto store = SqliteStore::open(dir.path() / "gaia.db");
-  REQUIRE(store);
-  start_copies(**store);
+  TestStore t("gaia-paged-sim");
+  start_copies(*t.store);
 
-  PagingWriter paging(**store, "sim/copies/");
+  PagingWriter paging(*t.store, "sim/copies/");
   paging.between = [&] {
     // Another process starts one more copy meanwhile.
-    SimBackend other(store->get());
+    SimBackend other(t.store.get());
     StartSpec s;
     s.instance = make_instance(k_count, "n2");
     REQUIRE(other.start({s}, 2000));
@@ -149,21 +157,19 @@ TEST_CASE("paged load: the sim backend's world is read at one revision across it
 // instead of failing the observation.
 TEST_CASE("paged load: the sim backend starts its read over when the store compacts between two pages",
           "[state][paged][sim]") {
-  test::TempDir dir("gaia-paged-sim-compact");
-  auto store = SqliteStore::open(dir.path() / "gaia.db");
-  REQUIRE(store);
-  start_copies(**store);
+  TestStore t("gaia-paged-sim-compact");
+  start_copies(*t.store);
 
-  PagingWriter paging(**store, "sim/copies/");
+  PagingWriter paging(*t.store, "sim/copies/");
   bool compacted = false;
   paging.between = [&] {
-    SimBackend other(store->get());
+    SimBackend other(t.store.get());
     StartSpec s;
     s.instance = make_instance(k_count, "n2");
     REQUIRE(other.start({s}, 2000));
-    auto now = (*store)->revision();
+    auto now = t.store->revision();
     REQUIRE(now);
-    compacted = (*store)->compact(*now).has_value();
+    compacted = t.store->compact(*now).has_value();
   };
   SimBackend reader(&paging);
   auto first = reader.observe(3000);
@@ -195,15 +201,12 @@ class FailingPage final : public test::ForwardingStore {
 }  // namespace
 
 TEST_CASE("paged load: a page whose revision is gone or not yet there starts the load over", "[state][paged]") {
-  test::TempDir dir("gaia-paged-retry");
-  auto store = SqliteStore::open(dir.path() / "gaia.db");
-  REQUIRE(store);
-  ManualClock clock;
-  State writer(**store, clock);
+  TestStore t("gaia-paged-retry");
+  State writer(*t.store, t.clock);
   fill_instances(writer);
   for (StoreErrc code : {StoreErrc::Compacted, StoreErrc::FutureRevision}) {
-    FailingPage failing(**store, "instances/", code);
-    State reader(failing, clock);
+    FailingPage failing(*t.store, "instances/", code);
+    State reader(failing, t.clock);
     auto loaded = reader.load();
     INFO((loaded ? std::string() : format_diagnostics(loaded.error())));
     REQUIRE(loaded);
