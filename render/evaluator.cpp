@@ -10,6 +10,7 @@ extern "C" {
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
@@ -530,6 +531,8 @@ struct Evaluation {
       jsonnet_native_callback(vm.get(), "gaia_import", native_import, &ctx, site_params);
       static const char* const format_params[] = {"str", "len", "n", "v0", "l0", "v1", "l1", "v2", "l2",
                                                   "v3", "l3", "v4", "l4", "v5", "l5", nullptr};
+      // The shim (render/jsonnet_std.cpp) passes exactly this many values, or none.
+      static_assert(std::size(format_params) == 3 + 2 * k_format_native_values + 1);
       static const char* const escape_params[] = {"str", "len", nullptr};
       jsonnet_native_callback(vm.get(), "gaia_format", native_format, &ctx, format_params);
       jsonnet_native_callback(vm.get(), "gaia_escape_json", native_escape_json, &ctx, escape_params);

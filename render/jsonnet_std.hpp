@@ -43,7 +43,9 @@ bool is_plain_ascii(std::string_view s);
 // The Jsonnet text that shadows `std` for a folded render: `local std = ...;`. It uses
 // the natives 'gaia_format' (params k_format_params) and 'gaia_escape_json' (str, len).
 extern const char* const k_std_shim;
-// Values std.format hands to the native at most; more go the library's way.
+// Values std.format hands to the native at most; more go the library's way. The shim's
+// text (`n > 6`, v0..v5) and the native's parameter list (render/evaluator.cpp, checked
+// there) are written for this number.
 inline constexpr int k_format_native_values = 6;
 
 }  // namespace gaia::render
