@@ -384,6 +384,12 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
   // command's load, commit and load again reads the store once, and long-running loops
   // follow changes instead of re-reading everything each pass.
   options.follow_changes = true;
+  // And the first load starts from the state the last command on this store left in the
+  // user's cache folder, reading only what changed since (lib/state_file.hpp).
+  if (auto dir = state_cache_dir(); !dir.empty()) {
+    options.state_file = dir / (content_hash(s->context.store) + ".state");
+    options.store_id = s->context.store;
+  }
   auto retention = load_event_retention(*s->store);
   if (!retention) return fail(retention.error());
   if (*retention) options.event_retention = **retention;
@@ -415,7 +421,14 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
     po.shim_command = {self_executable().string(), "__shim"};
     s->backend = std::make_unique<ProcessBackend>(run_dir_of(s->context.store), po);
   } else {
-    s->backend = std::make_unique<SimBackend>(s->store.get());
+    // Its world, like the state, is kept for the next command on this store.
+    SimWorldFileOptions file;
+    if (!options.state_file.empty()) {
+      file.path = options.state_file;
+      file.path.replace_extension(".world");
+      file.store_id = options.store_id;
+    }
+    s->backend = std::make_unique<SimBackend>(s->store.get(), std::move(file));
   }
   s->op = new_operation_id(s->clock);
   log_verbose(g, 1, fmt::format("operation {}", s->op));

@@ -45,4 +45,10 @@ fs::path render_cache_dir() {
   return {};
 }
 
+fs::path state_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "gaia" / "state";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "gaia" / "state";
+  return {};
+}
+
 }  // namespace gaia::cli

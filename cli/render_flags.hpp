@@ -34,5 +34,9 @@ struct RenderFlags {
 // The render cache folder: $XDG_CACHE_HOME/gaia/render, else ~/.cache/gaia/render;
 // empty when neither is known (renders are then not cached).
 std::filesystem::path render_cache_dir();
+// Where a command keeps the state it read for the next command on the same store
+// (lib/state_file.hpp): $XDG_CACHE_HOME/gaia/state, else ~/.cache/gaia/state; empty
+// when neither is set.
+std::filesystem::path state_cache_dir();
 
 }  // namespace gaia::cli

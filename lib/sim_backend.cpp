@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <thread>
 
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
 #include "lib/json_scan.hpp"
+#include "lib/kept_file.hpp"
+#include "lib/sim_world_file.hpp"
+#include "lib/threads.hpp"
 
 namespace gaia {
 
@@ -79,12 +83,20 @@ void from_json(const nlohmann::json& j, SimCopy& c) {
   c.internal = j.value("internal", false);
 }
 
-SimBackend::SimBackend(Store* store) : m_store(store) {}
+SimBackend::SimBackend(Store* store, SimWorldFileOptions file) : m_store(store), m_file(std::move(file)) {}
+
+SimBackend::~SimBackend() {
+  if (m_file_writer.valid()) m_file_writer.wait();
+}
 
 namespace {
 
 // More changes than this since the kept world are read afresh rather than replayed.
 constexpr size_t k_sim_max_replay = 100000;
+// More revisions than this since the world file, and a fresh read costs less.
+constexpr int64_t k_world_max_revisions = 20000;
+// Changes replayed after the world file's revision past which it is written again.
+constexpr size_t k_world_rewrite_after = 4096;
 
 BackendError corrupt_copy(const std::string& key, const std::exception& e) {
   return BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", key, e.what())};
@@ -163,8 +175,57 @@ std::shared_ptr<const void> SimBackend::release_world() {
 // Copy records per read of a full read of the world, for a store without a page size.
 constexpr size_t k_sim_page = 8192;
 
+bool SimBackend::load_world_file() {
+  auto bytes = read_kept_file(m_file.path);
+  if (!bytes) return false;
+  // The file's bulk decodes beside the store's answer to whether it may be used.
+  auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
+                            [&] { return decode_sim_world(*bytes, m_file.store_id); });
+  std::optional<ChangesAfter> after;
+  if (auto head = peek_sim_world(*bytes))
+    after = changes_after(*m_store, head->revision, head->fingerprint, std::span(&k_copies, 1), k_world_max_revisions);
+  auto file = decoded.get();
+  if (!file || !after || after->changes.size() > k_sim_max_replay) return false;
+  World world = std::move(file->world);
+  for (const auto& e : after->changes) {
+    std::string key = e.kv.key.substr(k_copies.size());
+    if (e.type == EventType::Delete) {
+      world.erase(key);
+      continue;
+    }
+    try {
+      world[key] = decode_sim_copies(e.kv.value);
+    } catch (const std::exception&) {
+      return false;  // A full read reports it.
+    }
+  }
+  m_world = std::move(world);
+  m_world_revision = after->revision;
+  // Brought forward when it is far behind (each change replayed costs about what a full
+  // read's decoding of it does), not after every command.
+  if (after->changes.size() > k_world_rewrite_after) save_world_file(std::nullopt);
+  return true;
+}
+
+void SimBackend::save_world_file(std::optional<uint64_t> fingerprint) {
+  m_file_saved = true;
+  size_t copies = 0;
+  for (const auto& [key, list] : m_world) copies += list.size();
+  if (copies < m_file.min_copies || m_world_revision <= 0) return;
+  if (!fingerprint) fingerprint = fingerprint_at(*m_store, m_world_revision);
+  if (!fingerprint) return;
+  // Encoded here, as the kept world changes under m_mutex once this returns.
+  auto bytes = std::make_shared<std::string>(encode_sim_world(m_file.store_id, {m_world_revision, *fingerprint}, m_world));
+  if (m_file_writer.valid()) m_file_writer.wait();
+  m_file_writer = std::async(std::launch::async, [path = m_file.path, bytes] { write_kept_file(path, *bytes); });
+}
+
 BackendResult<SimBackend::World*> SimBackend::load_world() {
   if (!m_store) return &m_world;
+  if (m_world_revision == 0 && !m_file_tried && !m_file.path.empty()) {
+    m_file_tried = true;
+    if (load_world_file()) return &m_world;
+  }
   if (m_world_revision > 0) {
     auto current = m_store->revision();
     if (!current) return std::unexpected(from_store(current.error()));
@@ -232,6 +293,7 @@ BackendResult<SimBackend::World*> SimBackend::load_world() {
     request.key = read->kvs.back().key + std::string(1, '\0');
   }
   m_world_revision = request.revision;
+  if (!m_file.path.empty() && !m_file_saved) save_world_file(std::nullopt);
   return &m_world;
 }
 

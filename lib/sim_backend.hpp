@@ -10,6 +10,8 @@
 // same simulated cluster; without a store it lives in memory, for what-if plans and
 // tests.
 
+#include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,11 +41,22 @@ struct SimCopy {
   bool operator==(const SimCopy&) const = default;
 };
 
+// A file that keeps the world a process read for the next process on the same store
+// (lib/sim_world_file.hpp): `path` (empty: none), the store's address as `store_id`, and
+// the least number of copies worth a file (a smaller world reads faster from the store).
+struct SimWorldFileOptions {
+  std::filesystem::path path;
+  std::string store_id;
+  size_t min_copies = 2000;
+};
+
 class SimBackend final : public Backend {
  public:
   // `store` keeps the world across processes (keys sim/copies/<instance>, sim/usage);
   // nullptr keeps it in this object.
-  explicit SimBackend(Store* store = nullptr);
+  explicit SimBackend(Store* store = nullptr, SimWorldFileOptions file = {});
+  // Waits for the world file being written, if any.
+  ~SimBackend() override;
 
   std::string_view name() const override { return "sim"; }
   BackendResult<Observation> observe(int64_t now_ms) override;
@@ -85,6 +98,11 @@ class SimBackend final : public Backend {
   // When the store refuses, the kept world is dropped: it holds changes the store
   // does not.
   BackendResult<void> save(const World& world, const std::vector<std::string>& changed);
+  // The world file: starts the kept world from it when the store still has the history
+  // from there to now (false, nothing kept, otherwise); writes the kept world to it
+  // (encoded here, written on a thread of its own). Under m_mutex.
+  bool load_world_file();
+  void save_world_file(std::optional<uint64_t> fingerprint);
 
   Store* m_store;
   std::mutex m_mutex;
@@ -93,6 +111,10 @@ class SimBackend final : public Backend {
   // 0: nothing kept, read it all.
   int64_t m_world_revision = 0;
   SimUsageModel m_usage;
+  SimWorldFileOptions m_file;
+  bool m_file_tried = false;
+  bool m_file_saved = false;
+  std::future<void> m_file_writer;
 };
 
 void to_json(nlohmann::json& j, const SimCopy& c);

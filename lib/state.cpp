@@ -203,7 +203,11 @@ void Batch::put_instance(const Instance& i) {
 }
 
 State::State(Store& store, const Clock& clock, StateOptions options)
-    : m_store(store), m_clock(clock), m_options(options) {}
+    : m_store(store), m_clock(clock), m_options(std::move(options)) {}
+
+State::~State() {
+  if (m_state_file_writer.valid()) m_state_file_writer.wait();
+}
 
 namespace {
 
@@ -233,15 +237,6 @@ StoreResult<std::pair<std::vector<KeyValue>, int64_t>> read_all(Store& store, st
 // Instance records per read of a full load, for a store without a page size of its own.
 constexpr size_t k_instance_page = 8192;
 
-// More revisions than this since the cached state, and a fresh read is cheaper than
-// replaying them (each revision is at least one change, many are whole submits).
-constexpr int64_t k_max_replay = 20000;
-
-// The prefixes a ClusterState is made of, in the order they are read: the instances
-// first, so they are decoded on other threads while the rest is read and applied; then
-// the others in the order they are applied (an app's record before its status).
-constexpr std::array<std::string_view, 8> k_state_prefixes = {
-    "instances/", "meta/", "nodes/", "tenants/", "apps/", "status/apps/", "settings/", "heartbeats/"};
 
 }  // namespace
 
@@ -259,14 +254,20 @@ Result<std::shared_ptr<const ClusterState>> State::load_shared() {
     return std::make_shared<const ClusterState>(std::move(*st));
   }
   std::lock_guard lock(m_cache_mutex);
+  // The first load of a process with a state file starts from the file, if it is good.
+  const bool first = !m_state_file_tried && !m_options.state_file.empty();
+  m_state_file_tried = true;
+  if (first && !m_cache && load_state_file()) return std::shared_ptr<const ClusterState>(m_cache);
   if (m_cache) {
     auto fresh = refresh_cache();
     if (!fresh) return fail(fresh.error());
     if (*fresh) return std::shared_ptr<const ClusterState>(m_cache);
   }
-  auto st = load_all();
+  m_records.clear();
+  auto st = load_all(m_options.state_file.empty() ? nullptr : &m_records);
   if (!st) return fail(st.error());
   m_cache = std::make_shared<ClusterState>(std::move(*st));
+  if (first) save_state_file();
   return std::shared_ptr<const ClusterState>(m_cache);
 }
 
@@ -274,7 +275,7 @@ void State::prefetch() {
   if (m_options.follow_changes) (void)load_shared();
 }
 
-Result<ClusterState> State::load_all() {
+Result<ClusterState> State::load_all(std::map<std::string, KeyValue>* records) {
   // One revision for every read: the first fixes it, the others read the store as it
   // was then, so they agree however many writers commit meanwhile. Only a compaction
   // of that very revision, or a half-applied journal commit, makes it start over.
@@ -303,6 +304,7 @@ Result<ClusterState> State::load_all() {
       if (auto first = join()) return fail(std::move(*first));
       return fail(std::move(errors));
     };
+    if (records) records->clear();
     for (auto prefix : k_state_prefixes) {
       // The instances in pages: a store with one connection serves one read at a time,
       // and the command's own thread reads meanwhile (the config center, the apps to
@@ -328,6 +330,8 @@ Result<ClusterState> State::load_all() {
         else if (auto r = decode(); !r) return failed(r.error());
         continue;
       }
+      if (records && prefix != "instances/" && prefix != "nodes/")
+        for (const auto& kv : kvs->first) records->emplace_hint(records->end(), kv.key, kv);
       if (prefix == "nodes/") {
         nodes = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                            [rows = std::move(kvs->first)] { return decode_nodes(rows); });
@@ -378,7 +382,7 @@ Result<bool> State::refresh_cache() {
     m_cache.reset();
     return fail(store_diag(current.error()));
   }
-  if (*current < cached.revision || *current - cached.revision > k_max_replay) {
+  if (*current < cached.revision || *current - cached.revision > k_max_replay_revisions) {
     m_cache.reset();
     return false;
   }
@@ -402,6 +406,8 @@ Result<bool> State::refresh_cache() {
       return false;
     }
   }
+  // The state file's writer holds the kept state only while it encodes it.
+  if (m_state_file_encoded.valid()) m_state_file_encoded.wait();
   // A holder of the kept state (load_shared) sees it unchanged: the changes go to a copy.
   if (m_cache.use_count() > 1) m_cache = std::make_shared<ClusterState>(*m_cache);
   ClusterState& st = *m_cache;
@@ -410,6 +416,7 @@ Result<bool> State::refresh_cache() {
     return fail(r.error());
   }
   st.revision = changes->empty() ? *current : changes->back().revision();
+  if (!m_options.state_file.empty()) apply_to_records(m_records, *changes);
   return true;
 }
 

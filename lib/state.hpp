@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <filesystem>
+#include <future>
 #include <map>
 #include <atomic>
 #include <memory>
@@ -195,11 +197,23 @@ struct StateOptions {
   // the history it needs was compacted. For long-running loops (controller run, the
   // agent, events -f) and commands that load more than once.
   bool follow_changes = false;
+  // With follow_changes: a file that keeps the state the first load read, decoded, for
+  // the next process on the same store, which then reads only the changes since
+  // (lib/state_file.hpp); empty for none. `store_id` names the store in it (its address),
+  // and the file is written only for a state of at least `state_file_min_records`
+  // records, as a smaller one reads from the store faster than the file is written.
+  std::filesystem::path state_file;
+  std::string store_id;
+  size_t state_file_min_records = 2000;
 };
 
 class State final : public RunningApps {
  public:
   State(Store& store, const Clock& clock, StateOptions options = {});
+  // Waits for the state file being written, if any.
+  ~State();
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
 
   Result<ClusterState> load();
   // The same state, shared rather than copied: with follow_changes, the kept state
@@ -276,11 +290,20 @@ class State final : public RunningApps {
 
  private:
   // A full read of the state at one revision.
-  Result<ClusterState> load_all();
+  // `records`, when given, receives every record read but the instances and nodes (for
+  // the state file), by key.
+  Result<ClusterState> load_all(std::map<std::string, KeyValue>* records = nullptr);
   // Brings the kept state up to date from the changes since its revision; false (and
   // the kept state dropped) when those changes are no longer kept, so the caller reads
   // everything. Called with m_cache_mutex held.
   Result<bool> refresh_cache();
+  // The state file (StateOptions::state_file, lib/state_kept.cpp), with m_cache_mutex
+  // held. Starts the kept state from the file when the store still has the history that
+  // leads from it to now; false (nothing kept) when it does not, or there is no usable
+  // file.
+  bool load_state_file();
+  // Writes the kept state to the file, on a thread of its own.
+  void save_state_file();
 
   Store& m_store;
   const Clock& m_clock;
@@ -291,6 +314,13 @@ class State final : public RunningApps {
   // Shared with the holders of load_shared()'s result; changed in place only when no
   // one else holds it.
   std::shared_ptr<ClusterState> m_cache;
+  // With a state file: every record of the kept state but the instances and nodes, as
+  // the store holds them at its revision (what the file keeps beside those, decoded).
+  std::map<std::string, KeyValue> m_records;
+  bool m_state_file_tried = false;
+  std::future<void> m_state_file_writer;
+  // Ready once the writer has encoded the kept state and let go of it.
+  std::shared_future<void> m_state_file_encoded;
   std::atomic<int64_t> m_last_commit_revision{0};
   // The watch behind wait_for_change, and the prefix it follows.
   std::unique_ptr<Watch> m_watch;

@@ -15,6 +15,7 @@
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
+#include "lib/journal.hpp"
 
 namespace gaia {
 
@@ -363,6 +364,21 @@ Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) 
   merge_changes(st.snapshot.instances, instances, instance_name);
   merge_changes(st.snapshot.nodes, nodes, node_name);
   return {};
+}
+
+bool is_state_record(std::string_view key) {
+  if (key.starts_with("instances/") || key.starts_with("nodes/") || key == k_journal_key) return false;
+  for (auto prefix : k_state_prefixes)
+    if (key.starts_with(prefix)) return true;
+  return false;
+}
+
+void apply_to_records(std::map<std::string, KeyValue>& records, const std::vector<Event>& changes) {
+  for (const auto& e : changes) {
+    if (!is_state_record(e.kv.key)) continue;
+    if (e.type == EventType::Delete) records.erase(e.kv.key);
+    else records.insert_or_assign(e.kv.key, e.kv);
+  }
 }
 
 }  // namespace gaia

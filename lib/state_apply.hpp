@@ -5,6 +5,8 @@
 // is the same, field for field, as one read afresh at the same revision: every list
 // stays sorted by key, as a range read returns it.
 
+#include <array>
+#include <map>
 #include <string_view>
 
 #include "lib/error.hpp"
@@ -12,6 +14,24 @@
 #include "lib/store.hpp"
 
 namespace gaia {
+
+// The prefixes a ClusterState is made of, in the order a full load reads them: the
+// instances first, so they are decoded on other threads while the rest is read and
+// applied; then the others in the order they are applied (an app's record before its
+// status).
+inline constexpr std::array<std::string_view, 8> k_state_prefixes = {
+    "instances/", "meta/", "nodes/", "tenants/", "apps/", "status/apps/", "settings/", "heartbeats/"};
+
+// More revisions than this since a kept state, and a fresh read is cheaper than
+// replaying them (each revision is at least one change, many are whole submits).
+inline constexpr int64_t k_max_replay_revisions = 20000;
+
+// Whether `key` is a record of the state other than an instance or a node (those a
+// state file keeps as the store holds them; it keeps those two decoded).
+bool is_state_record(std::string_view key);
+
+// Applies changes to such records (by key), ignoring every other key.
+void apply_to_records(std::map<std::string, KeyValue>& records, const std::vector<Event>& changes);
 
 // Puts one key's value into `st`: a node, tenant, app (with its roles), app status,
 // instance, setting, heartbeat, the sequence key or the scheduler profile. Keys of no

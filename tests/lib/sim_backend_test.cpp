@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <random>
 
 #include "lib/sim_backend.hpp"
+#include "lib/sim_world_file.hpp"
 #include "store/sqlite_store.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -201,5 +203,127 @@ TEST_CASE("sim backend: copy records decode as from_json does, mutated ones too"
                            R"([{"node":"n1","ordinal":1.5}])", R"([{"generation":1}])", R"({"node":"n1"})"}) {
     INFO(text);
     CHECK(fast_copies(text) == slow_copies(text));
+  }
+}
+
+namespace {
+
+// Counts the reads of copy records: a backend that starts from a good world file reads
+// none.
+class CopyReadCounter final : public Store {
+ public:
+  explicit CopyReadCounter(Store& inner) : m_inner(inner) {}
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    if (r.key.starts_with("sim/copies/")) ++copy_reads;
+    return m_inner.read(r);
+  }
+  StoreResult<int64_t> revision() override { return m_inner.revision(); }
+  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner.txn(t); }
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    return m_inner.changes_since(from, prefix, limit);
+  }
+  StoreResult<void> compact(int64_t revision) override { return m_inner.compact(revision); }
+  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner.grant(ttl); }
+  StoreResult<void> keep_alive(int64_t lease) override { return m_inner.keep_alive(lease); }
+  StoreResult<void> revoke(int64_t lease) override { return m_inner.revoke(lease); }
+  int copy_reads = 0;
+
+ private:
+  Store& m_inner;
+};
+
+// Everything an observation tells of each copy.
+std::vector<std::string> seen_all(SimBackend& sim) {
+  auto obs = sim.observe(1000);
+  REQUIRE(obs);
+  std::vector<std::string> out;
+  for (const auto& c : obs->copies)
+    out.push_back(fmt::format("{}@{}#{} {} {} {} {} {}", c.instance, c.node, c.generation, copy_phase_name(c.phase),
+                              c.exit_code, c.reason, c.started_ms, c.internal));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+
+}  // namespace
+
+TEST_CASE("sim backend: the world file reads back every copy, and refuses a damaged or foreign file",
+          "[lib][sim_backend][state-file]") {
+  std::mt19937 rng(29);
+  SimWorld world;
+  for (int k = 0; k < 200; ++k) {
+    auto& copies = world[fmt::format("{}.r.a.t", k)];
+    for (size_t n = rng() % 3; n > 0; --n) copies.push_back(random_copy(rng));
+  }
+  const std::string bytes = encode_sim_world("store-a", {12, 34}, world);
+  auto back = decode_sim_world(bytes, "store-a");
+  REQUIRE(back);
+  CHECK(back->head.revision == 12);
+  CHECK(back->head.fingerprint == 34);
+  CHECK(back->world == world);
+  CHECK_FALSE(decode_sim_world(bytes, "store-b"));
+  for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 200) CHECK_FALSE(decode_sim_world(bytes.substr(0, cut), "store-a"));
+  for (int k = 0; k < 200; ++k) {
+    std::string bad = bytes;
+    size_t at = rng() % bad.size();
+    bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
+    CHECK_FALSE(decode_sim_world(bad, "store-a"));
+  }
+}
+
+TEST_CASE("sim backend: a new process starts from the world file and sees what a fresh read sees",
+          "[lib][sim_backend][state-file]") {
+  TempDir dir;
+  auto store = open_sim_store(dir);
+  SimWorldFileOptions file{dir.path() / "s.world", "the-store", 0};
+  SimBackend writer(store.get());
+  std::mt19937 rng(20261129);
+  std::map<int, int64_t> generation;
+  int from_file = 0;
+  for (int step = 0; step < 200; ++step) {
+    int n = static_cast<int>(rng() % 30);
+    std::string key = sim_instance(n, "", 0).key();
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        REQUIRE(writer.start({start_of(sim_instance(n, fmt::format("n{}", rng() % 4), ++generation[n]))}, step));
+        break;
+      case 2:
+        (void)writer.end_copy(key, static_cast<int>(rng() % 3), rng() % 2 ? "" : "crashed", rng() % 2);
+        break;
+      default:
+        (void)writer.lose_copy(key);
+        break;
+    }
+    if (rng() % 3 != 0) continue;
+    const bool had_file = std::filesystem::exists(file.path);
+    CopyReadCounter counted(*store);
+    std::vector<std::string> got;
+    {
+      SimBackend process(&counted, file);
+      got = seen_all(process);
+    }
+    SimBackend fresh(store.get());
+    INFO("step " << step);
+    REQUIRE(got == seen_all(fresh));
+    if (had_file) {
+      CHECK(counted.copy_reads == 0);
+      ++from_file;
+    }
+  }
+  CHECK(from_file > 30);
+
+  // Under another store's name, or after the history it needs was compacted, the file
+  // is not used.
+  REQUIRE(writer.start({start_of(sim_instance(99, "n1", 1))}, 500));
+  auto rev = store->revision();
+  REQUIRE(rev);
+  REQUIRE(store->compact(*rev));
+  for (const auto& options : {SimWorldFileOptions{file.path, "another-store", 0}, file}) {
+    CopyReadCounter counted(*store);
+    SimBackend process(&counted, options);
+    SimBackend fresh(store.get());
+    CHECK(seen_all(process) == seen_all(fresh));
+    CHECK(counted.copy_reads > 0);
   }
 }

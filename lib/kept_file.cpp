@@ -1,0 +1,181 @@
+#include "lib/kept_file.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+
+#include "lib/binary_io.hpp"
+
+namespace gaia {
+
+uint64_t changes_fingerprint(std::span<const Event> changes) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  auto add = [&](std::string_view s) {
+    uint64_t n = s.size();
+    XXH3_64bits_update(state, &n, sizeof n);
+    XXH3_64bits_update(state, s.data(), s.size());
+  };
+  for (const auto& e : changes) {
+    add(e.type == EventType::Put ? "put" : "delete");
+    add(e.kv.key);
+    add(e.kv.value);
+    int64_t rev[2] = {e.kv.mod_revision, e.kv.create_revision};
+    XXH3_64bits_update(state, rev, sizeof rev);
+  }
+  uint64_t out = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return out;
+}
+
+std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision) {
+  if (revision <= 0) return std::nullopt;
+  // A limit of one still returns the whole revision: a revision is never split.
+  auto changes = store.changes_since(revision, "", 1);
+  if (!changes) return std::nullopt;
+  auto end = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() != revision; });
+  if (end == changes->begin()) return std::nullopt;
+  return changes_fingerprint(std::span<const Event>(changes->data(), static_cast<size_t>(end - changes->begin())));
+}
+
+std::optional<ChangesAfter> changes_after(Store& store, int64_t revision, uint64_t fingerprint,
+                                          std::span<const std::string_view> prefixes, int64_t max_revisions) {
+  auto current = store.revision();
+  // A store behind the file was re-created or restored.
+  if (!current || *current < revision || *current - revision > max_revisions) return std::nullopt;
+  if (fingerprint_at(store, revision) != fingerprint) return std::nullopt;
+  ChangesAfter out;
+  out.revision = *current;
+  if (*current == revision) return out;
+  for (auto prefix : prefixes) {
+    auto changes = store.changes_since(revision + 1, prefix);
+    if (!changes) return std::nullopt;
+    // What was written after the first question is left for the next refresh.
+    auto end = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > *current; });
+    out.changes.insert(out.changes.end(), std::make_move_iterator(changes->begin()), std::make_move_iterator(end));
+  }
+  // In revision order; inside one revision the prefixes' keys differ, so their order
+  // among each other does not matter, and each prefix's own order is kept.
+  std::stable_sort(out.changes.begin(), out.changes.end(),
+                   [](const Event& a, const Event& b) { return a.revision() < b.revision(); });
+  return out;
+}
+
+namespace {
+
+constexpr size_t k_magic_size = 8;
+constexpr size_t k_head_size = k_magic_size + 4 + 4 + 8 + 8 + 8 + 8;
+
+struct Frame {
+  KeptFileHead head;
+  uint64_t size = 0, hash = 0;
+};
+
+std::optional<Frame> read_frame(std::string_view bytes, std::string_view magic, uint32_t format, uint32_t layout) {
+  if (magic.size() != k_magic_size || bytes.size() < k_head_size || !bytes.starts_with(magic)) return std::nullopt;
+  BinaryReader r(bytes.substr(k_magic_size, k_head_size - k_magic_size));
+  if (r.u32() != format || r.u32() != layout) return std::nullopt;
+  Frame f;
+  f.head.revision = r.i64();
+  f.head.fingerprint = r.u64();
+  f.size = r.u64();
+  f.hash = r.u64();
+  return f;
+}
+
+}  // namespace
+
+std::string frame_kept_file(std::string_view magic, uint32_t format, uint32_t layout, KeptFileHead head,
+                            std::string payload) {
+  BinaryWriter w;
+  w.out().append(magic.substr(0, k_magic_size));
+  w.u32(format);
+  w.u32(layout);
+  w.i64(head.revision);
+  w.u64(head.fingerprint);
+  w.u64(payload.size());
+  w.u64(XXH3_64bits(payload.data(), payload.size()));
+  std::string out = std::move(w.out());
+  out += payload;
+  return out;
+}
+
+std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, std::string_view magic, uint32_t format,
+                                           uint32_t layout) {
+  auto f = read_frame(bytes, magic, format, layout);
+  if (!f) return std::nullopt;
+  return f->head;
+}
+
+std::optional<std::string_view> kept_payload(std::string_view bytes, std::string_view magic, uint32_t format,
+                                             uint32_t layout, KeptFileHead* head) {
+  auto f = read_frame(bytes, magic, format, layout);
+  if (!f) return std::nullopt;
+  std::string_view payload = bytes.substr(k_head_size);
+  if (payload.size() != f->size || XXH3_64bits(payload.data(), payload.size()) != f->hash) return std::nullopt;
+  *head = f->head;
+  return payload;
+}
+
+std::optional<std::string> read_kept_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  auto size = in.tellg();
+  if (size <= 0) return std::nullopt;
+  std::string out(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(out.data(), size)) return std::nullopt;
+  return out;
+}
+
+void write_kept_file(const std::filesystem::path& path, const std::string& bytes) {
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  const auto dir = path.parent_path();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return;
+  // The state holds every app's rendered documents: the folder and files are the
+  // owner's alone.
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  // A file of this process's own first, renamed over the old one: a reader never sees
+  // half a file, and of two writers one's file or the other's is left whole.
+  const std::string base = path.filename().string();
+  const auto tmp = dir / fmt::format(".{}.{}.{}", base, ::getpid(), counter++);
+  // A writer killed before its rename left its own file behind: gone with its process.
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string lead = "." + base + ".";
+    if (!name.starts_with(lead)) continue;
+    int pid = 0;
+    auto [end, err] = std::from_chars(name.data() + lead.size(), name.data() + name.size(), pid);
+    if (err == std::errc() && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      std::filesystem::remove(e.path(), ignored);
+    }
+  }
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bool ok = done == bytes.size();
+  ok = ::close(fd) == 0 && ok;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace gaia

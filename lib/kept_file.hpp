@@ -1,0 +1,63 @@
+#pragma once
+// Files that keep what a process read from the store for the next process on the same
+// store: the decoded state (lib/state_file.hpp) and the sim backend's world. Such a file
+// is only ever a shortcut: it records the revision it was read at and a fingerprint of
+// the changes the store made at that revision, and a reader uses it only when the store
+// still shows those very changes there and keeps the history since. A store re-created,
+// or restored from a backup and written to since, made other changes at that revision.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/store.hpp"
+
+namespace gaia {
+
+// A fingerprint of the changes one revision made (kinds, keys, values, revisions).
+uint64_t changes_fingerprint(std::span<const Event> changes);
+
+// The fingerprint of the changes the store made at `revision`; nothing when it has
+// none there (or no longer has them), or cannot be read.
+std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision);
+
+// The changes under `prefixes` after `revision`, up to the store's revision when asked
+// (`revision` of the result), in revision order: when the store made the changes of
+// `fingerprint` at `revision`, keeps every change since, and is at most `max_revisions`
+// revisions ahead (beyond that a fresh read costs less); nothing otherwise. Each prefix
+// is one request, all cut at the same revision, so they agree.
+struct ChangesAfter {
+  std::vector<Event> changes;
+  int64_t revision = 0;
+};
+std::optional<ChangesAfter> changes_after(Store& store, int64_t revision, uint64_t fingerprint,
+                                          std::span<const std::string_view> prefixes, int64_t max_revisions);
+
+// A file's frame: an 8-byte magic naming its kind, the format and layout of its
+// payload (a reader of another build refuses them), the revision and fingerprint it was
+// read at, and the payload with its length and checksum (a damaged file is refused).
+struct KeptFileHead {
+  int64_t revision = 0;
+  uint64_t fingerprint = 0;
+};
+std::string frame_kept_file(std::string_view magic, uint32_t format, uint32_t layout, KeptFileHead head,
+                            std::string payload);
+// The head alone, without checking the payload: to ask the store about the file while
+// the payload decodes.
+std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, std::string_view magic, uint32_t format,
+                                           uint32_t layout);
+// The payload of a whole, undamaged file of this kind, format and layout, and its head.
+std::optional<std::string_view> kept_payload(std::string_view bytes, std::string_view magic, uint32_t format,
+                                             uint32_t layout, KeptFileHead* head);
+
+// The file's bytes; nothing when it is missing or unreadable.
+std::optional<std::string> read_kept_file(const std::filesystem::path& path);
+// Writes `bytes` to `path` whole or not at all, readable by its owner only; a failure
+// leaves the old file, if any, and is not reported (the file is a shortcut).
+void write_kept_file(const std::filesystem::path& path, const std::string& bytes);
+
+}  // namespace gaia

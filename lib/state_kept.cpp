@@ -1,0 +1,108 @@
+// State's state file (StateOptions::state_file): the kept state written for the next
+// process on the same store, and read back by it (lib/state_file.hpp holds the format,
+// lib/kept_file.hpp the checks against the store).
+#include <algorithm>
+#include <future>
+#include <iterator>
+
+#include "lib/journal.hpp"
+#include "lib/kept_file.hpp"
+#include "lib/state.hpp"
+#include "lib/state_apply.hpp"
+#include "lib/state_file.hpp"
+#include "lib/threads.hpp"
+
+namespace gaia {
+
+namespace {
+
+// Changes replayed after the file's revision past which a load writes the file again:
+// each replayed instance costs about what a full load's decoding of it does, so a file
+// many commands behind is brought forward, while one a command or two behind is not
+// written again after every command.
+constexpr size_t k_rewrite_after = 4096;
+
+// The records of a state file laid into `st` as a full load lays them (its prefixes in
+// order, each record through apply_put).
+Result<void> apply_records(ClusterState& st, const std::vector<KeyValue>& records) {
+  for (auto prefix : k_state_prefixes) {
+    if (prefix == "instances/" || prefix == "nodes/") continue;
+    auto first = std::lower_bound(records.begin(), records.end(), prefix,
+                                  [](const KeyValue& kv, std::string_view p) { return kv.key < p; });
+    auto last = std::find_if(first, records.end(), [&](const KeyValue& kv) { return !kv.key.starts_with(prefix); });
+    for (auto it = first; it != last; ++it)
+      if (auto r = apply_put(st, *it, /*in_order=*/true); !r) return fail(r.error());
+  }
+  return {};
+}
+
+}  // namespace
+
+bool State::load_state_file() {
+  auto bytes = read_kept_file(m_options.state_file);
+  if (!bytes) return false;
+  // The file's bulk decodes beside the store's answer to whether it may be used.
+  auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
+                            [&] { return decode_state_file(*bytes, m_options.store_id); });
+  std::optional<ChangesAfter> after;
+  if (auto head = peek_state_file(*bytes))
+    after = changes_after(m_store, head->revision, head->fingerprint, k_state_prefixes, k_max_replay_revisions);
+  auto contents = decoded.get();
+  if (!contents || !after) return false;
+  std::vector<Event>* since = &after->changes;
+  // Half a large commit: a full read finishes it (lib/journal.hpp).
+  for (const auto& e : *since)
+    if (e.kv.key == k_journal_key && e.type == EventType::Put) return false;
+
+  auto st = std::make_shared<ClusterState>();
+  st->snapshot.instances = std::move(contents->instances);
+  st->snapshot.nodes = std::move(contents->nodes);
+  if (!apply_records(*st, contents->records)) return false;
+  if (!apply_changes(*st, *since)) return false;
+  // Every change to the state's keys up to there is in it.
+  st->revision = after->revision;
+  m_records.clear();
+  for (auto& kv : contents->records) m_records.emplace_hint(m_records.end(), kv.key, std::move(kv));
+  apply_to_records(m_records, *since);
+  m_cache = std::move(st);
+  const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
+    return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
+  });
+  if (static_cast<size_t>(replayed) > k_rewrite_after) save_state_file();
+  return true;
+}
+
+void State::save_state_file() {
+  if (!m_cache || m_cache->revision <= 0) return;
+  const ClusterState& st = *m_cache;
+  if (st.snapshot.instances.size() + st.snapshot.nodes.size() + m_records.size() < m_options.state_file_min_records)
+    return;
+  // The changes the store made at the state's revision, which a reader checks the file
+  // against; a store that no longer has them gets no file.
+  auto fingerprint = fingerprint_at(m_store, st.revision);
+  if (!fingerprint) return;
+  std::vector<KeyValue> records;
+  records.reserve(m_records.size());
+  for (const auto& [key, kv] : m_records) records.push_back(kv);
+  // Encoded and written on a thread of its own, beside the command. It holds the kept
+  // state meanwhile, which a refresh therefore waits for (refresh_cache) rather than
+  // copy it; the State's destructor waits for the write.
+  if (m_state_file_writer.valid()) m_state_file_writer.wait();
+  std::promise<void> encoded;
+  m_state_file_encoded = encoded.get_future().share();
+  m_state_file_writer =
+      std::async(std::launch::async, [state = std::shared_ptr<const ClusterState>(m_cache), records = std::move(records),
+                                      encoded = std::move(encoded), path = m_options.state_file,
+                                      id = m_options.store_id, fingerprint = *fingerprint]() mutable {
+        std::vector<const KeyValue*> refs;
+        refs.reserve(records.size());
+        for (const auto& kv : records) refs.push_back(&kv);
+        std::string bytes = encode_state_file(id, state->revision, fingerprint, refs, state->snapshot.nodes,
+                                              state->snapshot.instances);
+        state.reset();
+        encoded.set_value();
+        write_kept_file(path, bytes);
+      });
+}
+
+}  // namespace gaia

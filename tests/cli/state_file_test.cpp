@@ -1,0 +1,92 @@
+// The state a command leaves in the user's cache folder for the next command on the same
+// store (lib/state_file.hpp): commands that start from it show what commands that read
+// the store afresh show, and a damaged file, or a store re-created under the same path,
+// changes nothing the user sees.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/cli/e2e_util.hpp"
+
+using namespace gaia::test;
+
+namespace {
+
+// The cluster is large enough to be worth a state file (2,000 records).
+void big_cluster(const Scratch& s) {
+  ok(s, {"cluster", "create", "--nodes", "2100", "--cpu", "8", "--memory", "32Gi", "--subnet", "10.0.0.0/8"});
+}
+
+std::vector<std::filesystem::path> state_files(const Scratch& s) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(s.dir() / "cache" / "gaia" / "state", ec))
+    out.push_back(e.path());
+  return out;
+}
+
+// What the user sees of the state: every instance and app, as JSON.
+std::string seen(const Scratch& s) {
+  return ok(s, {"get", "instances", "-o", "json"}).out + ok(s, {"get", "apps", "-o", "json"}).out;
+}
+
+// The same with no state file to start from.
+std::string seen_afresh(const Scratch& s) {
+  std::filesystem::remove_all(s.dir() / "cache" / "gaia" / "state");
+  return seen(s);
+}
+
+}  // namespace
+
+TEST_CASE("state file: commands start from the state the last one left and show what a fresh read shows",
+          "[e2e][state-file]") {
+  Scratch s;
+  big_cluster(s);
+  write_app(s, "web", "web", "1.0.0");
+  ok(s, {"submit", "web"});
+  auto files = state_files(s);
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].extension() == ".state");
+  using std::filesystem::perms;
+  CHECK((std::filesystem::status(files[0]).permissions() & (perms::group_all | perms::others_all)) == perms::none);
+
+  // Each command below starts from the file an earlier one left, replaying the changes
+  // since; what it shows must be what a command without a file shows.
+  ok(s, {"scale", "web", "--replicas", "4"});
+  std::string kept = seen(s);
+  CHECK_THAT(kept, Catch::Contains("3.web.web.default"));
+  CHECK(kept == seen_afresh(s));
+  ok(s, {"scale", "web", "--replicas", "2"});
+  kept = seen(s);
+  CHECK_THAT(kept, !Catch::Contains("3.web.web.default"));
+  CHECK(kept == seen_afresh(s));
+
+  SECTION("a damaged file is ignored, and written again") {
+    (void)seen(s);
+    files = state_files(s);
+    REQUIRE(files.size() == 1);
+    std::string good = Scratch::slurp(files[0]);
+    {
+      std::ofstream out(files[0], std::ios::binary | std::ios::trunc);
+      out << good.substr(0, good.size() / 3);  // A command killed while writing it.
+    }
+    ok(s, {"scale", "web", "--replicas", "3"});
+    kept = seen(s);
+    CHECK_THAT(kept, Catch::Contains("2.web.web.default"));
+    CHECK(kept == seen_afresh(s));
+  }
+
+  SECTION("a store re-created under the same path is not mistaken for the old one") {
+    (void)seen(s);
+    REQUIRE(state_files(s).size() == 1);
+    std::filesystem::remove_all(s.dir() / "state");
+    big_cluster(s);
+    write_app(s, "api", "api", "1.0.0");
+    ok(s, {"submit", "api"});
+    kept = seen(s);
+    CHECK_THAT(kept, Catch::Contains("0.web.api.default"));
+    CHECK_THAT(kept, !Catch::Contains("web.web.default"));
+    CHECK(kept == seen_afresh(s));
+  }
+}

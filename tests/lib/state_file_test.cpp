@@ -1,0 +1,373 @@
+// The state kept between processes (StateOptions::state_file, lib/state_file.hpp): a
+// process that starts from the file must hold, field for field, the state a fresh read
+// of the store gives, through random histories, a store re-created or restored from a
+// backup, compacted history, and a damaged or half-written file; and it must not read
+// the instances the file holds.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "lib/codec.hpp"
+#include "lib/kept_file.hpp"
+#include "lib/state.hpp"
+#include "lib/state_file.hpp"
+#include "store/sqlite_store.hpp"
+#include "tests/support/forwarding_store.hpp"
+#include "tests/support/state_history.hpp"
+#include "tests/temp_dir.hpp"
+
+using namespace gaia;
+using gaia::test::dump;
+using gaia::test::random_change;
+
+namespace {
+
+// Counts the reads of instance records: a process that starts from a good file reads
+// none.
+class InstanceReadCounter final : public gaia::test::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    if (r.key.starts_with("instances/")) ++instance_reads;
+    return ForwardingStore::read(r);
+  }
+  int instance_reads = 0;
+};
+
+StateOptions with_file(const std::filesystem::path& file, const std::string& store_id = "the-store") {
+  StateOptions o;
+  o.follow_changes = true;
+  o.state_file = file;
+  o.store_id = store_id;
+  o.state_file_min_records = 0;  // The small states of these tests get a file too.
+  return o;
+}
+
+// What a new process on `store` loads first, and how many instance reads that took.
+std::pair<nlohmann::json, int> load_as_new_process(Store& store, const Clock& clock, const StateOptions& options) {
+  InstanceReadCounter counted(store);
+  State process(counted, clock, options);
+  auto st = process.load();
+  REQUIRE(st);
+  return {dump(*st), counted.instance_reads};
+}
+
+nlohmann::json fresh(Store& store, const Clock& clock) {
+  auto st = State(store, clock).load();
+  REQUIRE(st);
+  return dump(*st);
+}
+
+std::string random_text(std::mt19937& rng) {
+  static const std::string chars = "abcxyz019-./ \"\\\n\t\x01\xc3\xa9";
+  std::string s;
+  for (size_t n = rng() % 12; n > 0; --n) s += chars[rng() % chars.size()];
+  return s;
+}
+
+Resources random_resources(std::mt19937& rng) {
+  return Resources{static_cast<int64_t>(rng()) - 1000, static_cast<int64_t>(rng()) << 20, static_cast<int64_t>(rng() % 8),
+                   static_cast<int64_t>(rng() % 3) * -1};
+}
+
+// An instance with every field set at random.
+Instance random_instance(std::mt19937& rng, const std::vector<Labels>& label_sets, int k) {
+  Instance i;
+  i.tenant = random_text(rng);
+  i.app = random_text(rng);
+  i.role = random_text(rng);
+  i.ordinal = k;
+  i.node = random_text(rng);
+  i.state = static_cast<InstanceState>(rng() % 6);
+  i.request = random_resources(rng);
+  if (rng() % 2) i.limit = random_resources(rng);
+  if (rng() % 2) i.reservation = random_resources(rng);
+  i.priority = Priority{static_cast<Band>(rng() % 3), static_cast<int>(rng() % 1001), rng() % 2 == 0};
+  i.labels = label_sets[rng() % label_sets.size()];
+  i.address = random_text(rng);
+  for (size_t n = rng() % 3; n > 0; --n) i.ports[random_text(rng)] = static_cast<int>(rng() % 65536);
+  for (size_t n = rng() % 3; n > 0; --n)
+    i.volumes.push_back({random_text(rng), random_text(rng), random_text(rng), static_cast<int64_t>(rng()),
+                         static_cast<int64_t>(rng() % 5000)});
+  i.pending_reason = random_text(rng);
+  i.restarts = static_cast<int>(rng() % 9);
+  i.migrations = static_cast<int>(rng() % 9);
+  i.started_ms = static_cast<int64_t>(rng()) << 8;
+  i.restart_at_ms = static_cast<int64_t>(rng());
+  i.failure = random_text(rng);
+  i.hash = random_text(rng);
+  if (rng() % 2) i.usage = random_resources(rng);
+  i.throttled = rng() % 2;
+  i.internal_failure = rng() % 2;
+  i.snapped_back_ms = static_cast<int64_t>(rng());
+  i.generation = static_cast<int64_t>(rng() % 100);
+  i.exit_code = static_cast<int>(rng() % 256) - 128;
+  return i;
+}
+
+Node random_node(std::mt19937& rng, int k) {
+  Node n;
+  n.name = fmt::format("n{:03d}", k);
+  n.address = random_text(rng);
+  n.instance_subnet = random_text(rng);
+  n.capacity = random_resources(rng);
+  n.port_min = static_cast<int>(rng() % 1000);
+  n.port_max = static_cast<int>(rng() % 100000);
+  for (size_t c = rng() % 4; c > 0; --c) n.labels[random_text(rng)] = random_text(rng);
+  for (size_t c = rng() % 3; c > 0; --c)
+    n.volume_groups.push_back({random_text(rng), random_text(rng), static_cast<int64_t>(rng()), static_cast<int64_t>(rng())});
+  for (size_t c = rng() % 3; c > 0; --c)
+    n.kept_volumes.push_back({random_text(rng), random_text(rng), random_text(rng), static_cast<int>(rng() % 9),
+                              random_text(rng), random_text(rng), static_cast<int64_t>(rng()), static_cast<int64_t>(rng())});
+  for (size_t c = rng() % 3; c > 0; --c) n.cached_images.push_back(random_text(rng));
+  n.state = static_cast<NodeState>(rng() % 3);
+  n.draining = rng() % 2;
+  n.down_reason = random_text(rng);
+  n.cordon_reason = random_text(rng);
+  n.zone = random_text(rng);
+  n.rack = random_text(rng);
+  n.switch_ = random_text(rng);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("state file: every field of the instances and nodes reads back, labels shared again", "[state][state-file]") {
+  std::mt19937 rng(20261129);
+  std::vector<Labels> label_sets = {Labels{}, Labels{{"a", "1"}}, Labels{{"gaia.io/app", "web"}, {"x", "\"y\""}}};
+  std::vector<Instance> instances;
+  for (int k = 0; k < 300; ++k) instances.push_back(random_instance(rng, label_sets, k));
+  std::vector<Node> nodes;
+  for (int k = 0; k < 40; ++k) nodes.push_back(random_node(rng, k));
+  KeyValue seq{"meta/event_seq", "17", 3, 9, 4, 0};
+  KeyValue app{"apps/default/web", "{\"name\":\"web\"}", 2, 8, 3, 77};
+  std::vector<const KeyValue*> records = {&app, &seq};
+
+  std::string bytes = encode_state_file("store-a", 42, 0xfeedULL, records, nodes, instances);
+  auto head = peek_state_file(bytes);
+  REQUIRE(head);
+  CHECK(head->revision == 42);
+  CHECK(head->fingerprint == 0xfeedULL);
+  auto back = decode_state_file(bytes, "store-a");
+  REQUIRE(back);
+  CHECK(back->revision == 42);
+  CHECK(back->fingerprint == 0xfeedULL);
+  REQUIRE(back->records.size() == 2);
+  CHECK(back->records[0] == app);
+  CHECK(back->records[1] == seq);
+  CHECK(nlohmann::json(back->nodes) == nlohmann::json(nodes));
+  CHECK(nlohmann::json(back->instances) == nlohmann::json(instances));
+  // Field by field too, where JSON leaves a default out.
+  for (size_t k = 0; k < instances.size(); ++k) {
+    CHECK(back->instances[k].reservation == instances[k].reservation);
+    CHECK(back->instances[k].limit == instances[k].limit);
+    CHECK(back->instances[k].usage == instances[k].usage);
+  }
+  // Instances that shared a set of labels share one again (the scheduler's index
+  // compares labels by pointer).
+  for (size_t a = 0; a < instances.size(); ++a)
+    for (size_t b = a + 1; b < std::min(instances.size(), a + 20); ++b)
+      CHECK(back->instances[a].labels.shares_with(back->instances[b].labels) ==
+            instances[a].labels.shares_with(instances[b].labels));
+}
+
+TEST_CASE("state file: a damaged, foreign or other file is refused whole", "[state][state-file]") {
+  std::mt19937 rng(7);
+  std::vector<Labels> label_sets = {Labels{{"k", "v"}}};
+  std::vector<Instance> instances;
+  for (int k = 0; k < 20; ++k) instances.push_back(random_instance(rng, label_sets, k));
+  std::vector<Node> nodes = {random_node(rng, 0)};
+  KeyValue seq{"meta/event_seq", "3", 1, 2, 1, 0};
+  std::vector<const KeyValue*> records = {&seq};
+  const std::string bytes = encode_state_file("store-a", 9, 1, records, nodes, instances);
+  REQUIRE(decode_state_file(bytes, "store-a"));
+  CHECK_FALSE(decode_state_file(bytes, "store-b"));
+  CHECK_FALSE(decode_state_file("", "store-a"));
+  CHECK_FALSE(decode_state_file("GAIASTF\n", "store-a"));
+  // Cut anywhere (a writer killed mid-write, a full disk).
+  for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 300) {
+    INFO("cut at " << cut);
+    CHECK_FALSE(decode_state_file(bytes.substr(0, cut), "store-a"));
+  }
+  // One bit flipped anywhere.
+  for (int k = 0; k < 300; ++k) {
+    std::string bad = bytes;
+    size_t at = rng() % bad.size();
+    bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
+    INFO("bit flipped at " << at);
+    CHECK_FALSE(decode_state_file(bad, "store-a"));
+  }
+  // Bytes after the end.
+  CHECK_FALSE(decode_state_file(bytes + "x", "store-a"));
+}
+
+TEST_CASE("state file: a new process starts from it, reads only the changes since, and holds what a fresh read holds",
+          "[state][state-file]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  const auto file = dir.path() / "cache" / "s.state";
+  const auto options = with_file(file);
+  State writer(**store, clock);
+  std::mt19937 rng(20261129);
+  int from_file = 0;
+  for (int step = 0; step < 300; ++step) {
+    random_change(writer, rng, step);
+    if (rng() % 4 != 0) continue;
+    const bool had_file = std::filesystem::exists(file);
+    auto [got, instance_reads] = load_as_new_process(**store, clock, options);
+    INFO("step " << step);
+    REQUIRE(got == fresh(**store, clock));
+    if (had_file) {
+      CHECK(instance_reads == 0);
+      ++from_file;
+    }
+  }
+  CHECK(from_file > 30);
+  // The folder and the file are the owner's alone: the state holds the apps' documents.
+  using std::filesystem::perms;
+  CHECK((std::filesystem::status(file).permissions() & (perms::group_all | perms::others_all)) == perms::none);
+  CHECK((std::filesystem::status(file.parent_path()).permissions() & (perms::group_all | perms::others_all)) ==
+        perms::none);
+}
+
+TEST_CASE("state file: a store re-created or restored from a backup is read afresh", "[state][state-file]") {
+  gaia::test::TempDir dir;
+  ManualClock clock;
+  const auto file = dir.path() / "s.state";
+  const auto options = with_file(file);
+  const auto path = dir.path() / "s.db";
+  std::mt19937 rng(11);
+  int64_t file_revision = 0;
+  {
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    State writer(**store, clock);
+    for (int step = 0; step < 10; ++step) random_change(writer, rng, step);
+  }
+  // The backup, taken here.
+  std::filesystem::copy_file(path, dir.path() / "backup.db");
+  {
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    State writer(**store, clock);
+    for (int step = 10; step < 20; ++step) random_change(writer, rng, step);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    REQUIRE(std::filesystem::exists(file));
+    file_revision = peek_state_file(*read_kept_file(file))->revision;
+  }
+
+  SECTION("re-created: another history up to and past the file's revision") {
+    std::filesystem::remove(path);
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    State writer(**store, clock);
+    std::mt19937 other(12);
+    for (int step = 0; (*store)->revision().value() < file_revision + 3; ++step) random_change(writer, other, step);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+  }
+  SECTION("restored from the backup, then written to past the file's revision") {
+    std::filesystem::remove(path);
+    std::filesystem::copy_file(dir.path() / "backup.db", path);
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    State writer(**store, clock);
+    std::mt19937 other(13);
+    for (int step = 100; (*store)->revision().value() < file_revision + 3; ++step) random_change(writer, other, step);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+  }
+  SECTION("restored from the backup, not yet back at the file's revision") {
+    std::filesystem::remove(path);
+    std::filesystem::copy_file(dir.path() / "backup.db", path);
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+  }
+  SECTION("another store under the same file name") {
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    auto [got, reads] = load_as_new_process(**store, clock, with_file(file, "another-store"));
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+  }
+}
+
+TEST_CASE("state file: history compacted past the file's revision is read afresh", "[state][state-file]") {
+  gaia::test::TempDir dir;
+  SqliteStoreOptions small;
+  small.history_revisions = 5;
+  auto store = SqliteStore::open(dir.path() / "s.db", small);
+  REQUIRE(store);
+  ManualClock clock;
+  const auto options = with_file(dir.path() / "s.state");
+  State writer(**store, clock);
+  std::mt19937 rng(5);
+  for (int step = 0; step < 5; ++step) random_change(writer, rng, step);
+  (void)load_as_new_process(**store, clock, options);
+  for (int step = 5; step < 30; ++step) random_change(writer, rng, step);
+  auto [got, reads] = load_as_new_process(**store, clock, options);
+  CHECK(got == fresh(**store, clock));
+  CHECK(reads > 0);
+}
+
+TEST_CASE("state file: a damaged or half-written file is ignored and written again", "[state][state-file]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  const auto file = dir.path() / "s.state";
+  const auto options = with_file(file);
+  State writer(**store, clock);
+  std::mt19937 rng(9);
+  for (int step = 0; step < 20; ++step) random_change(writer, rng, step);
+  (void)load_as_new_process(**store, clock, options);
+  auto good = read_kept_file(file);
+  REQUIRE(good);
+  for (int k = 0; k < 3; ++k) {
+    std::string bad = *good;
+    if (k == 0) bad.resize(bad.size() / 2);  // A writer killed mid-write (or a full disk).
+    if (k == 1) bad[bad.size() - 3] ^= 0x10;  // A flipped bit.
+    if (k == 2) bad = "not a state file";
+    {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out << bad;
+    }
+    random_change(writer, rng, 100 + k);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+    // Read afresh, the state was written again, whole.
+    auto again = read_kept_file(file);
+    REQUIRE(again);
+    CHECK(decode_state_file(*again, "the-store"));
+  }
+}
+
+TEST_CASE("state file: a file a killed writer left is removed by the next writer, a live one's is not",
+          "[state][state-file]") {
+  gaia::test::TempDir dir;
+  const auto file = dir.path() / "s.state";
+  // Above the kernel's largest pid (2^22): no such process.
+  const auto dead = dir.path() / ".s.state.4194305.0";
+  const auto live = dir.path() / fmt::format(".s.state.{}.7", ::getpid());
+  const auto other = dir.path() / ".t.state.4194305.0";
+  for (const auto& p : {dead, live, other}) std::ofstream(p) << "half a file";
+  write_kept_file(file, "whole");
+  CHECK(read_kept_file(file) == "whole");
+  CHECK_FALSE(std::filesystem::exists(dead));
+  CHECK(std::filesystem::exists(live));
+  CHECK(std::filesystem::exists(other));
+}
