@@ -143,7 +143,7 @@ Figures measure_sandbox_overhead() {
   in.app_dir = spec->dir;
   in.app_name = spec->name;
   in.app = {{"name", spec->name}, {"version", spec->version.to_string()}, {"tenant", req.options.tenant}};
-  in.config = &req.options.config;
+  in.config = req.options.config.get();
   auto render_in_process = [&] {
     auto out = render::evaluate_jsonnet(in);
     if (!out) fail_with("in-process evaluation of the trivial app failed", out.error());

@@ -71,6 +71,10 @@ StoreResult<std::vector<Event>> TimedStore::changes_since(int64_t from_revision,
   double ms = 0;
   auto r = timed(ms, [&] { return m_inner->changes_since(from_revision, prefix, limit); });
   count(1, 0, ms, 0, 0, 0);
+  log_verbose(m_g, 2,
+              fmt::format("store changes since revision {}{}: {} in {:.1f} ms", from_revision,
+                          prefix.empty() ? std::string() : fmt::format(" under {}", prefix),
+                          r ? fmt::format("{} change(s)", r->size()) : std::string("failed"), ms));
   return r;
 }
 

@@ -27,6 +27,9 @@ class TimedStore final : public Store {
   StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision) override {
     return m_inner->watch(prefix, from_revision);
   }
+  StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
+    return m_inner->changes_at(revision, limit);
+  }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
   StoreResult<void> compact(int64_t revision) override;

@@ -28,8 +28,7 @@ std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision);
 // The changes under `prefixes` after `revision`, up to the store's revision when asked
 // (`revision` of the result), in revision order: when the store made the changes of
 // `fingerprint` at `revision`, keeps every change since, and is at most `max_revisions`
-// revisions ahead (beyond that a fresh read costs less); nothing otherwise. Each prefix
-// is one request, all cut at the same revision, so they agree.
+// revisions ahead (beyond that a fresh read costs less); nothing otherwise.
 struct ChangesAfter {
   std::vector<Event> changes;
   int64_t revision = 0;

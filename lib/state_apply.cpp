@@ -275,15 +275,25 @@ namespace {
 // for a delete) to `list`, sorted by `name_of`, in one pass: replace or drop the changed
 // ones in place, then merge the new ones (already sorted, as map keys) behind them. One
 // by one, a commit of 100,000 nodes would insert each in the middle of the list.
-template <class T, class Name>
-void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>& changes, Name name_of) {
+template <class T, class NameInto>
+void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>& changes, NameInto name_into) {
   if (changes.empty()) return;
+  // Names are written into one buffer for the searches' comparisons: an instance's name
+  // is made from its fields, and a string per comparison cost more than the merge.
+  std::string buf;
+  auto before = [&](const T& x, const std::string& n) {
+    name_into(x, buf);
+    return buf < n;
+  };
   std::vector<T> added;
   std::vector<size_t> dropped;  // Positions, ascending (changes come in name order).
   for (auto& [name, value] : changes) {
-    auto it = std::lower_bound(list.begin(), list.end(), name,
-                               [&](const T& x, const std::string& n) { return name_of(x) < n; });
-    bool present = it != list.end() && name_of(*it) == name;
+    auto it = std::lower_bound(list.begin(), list.end(), name, before);
+    bool present = false;
+    if (it != list.end()) {
+      name_into(*it, buf);
+      present = buf == name;
+    }
     if (present && value) *it = std::move(*value);
     else if (present) dropped.push_back(static_cast<size_t>(it - list.begin()));
     else if (value) added.push_back(std::move(*value));
@@ -307,9 +317,10 @@ void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>
     std::vector<size_t> at;
     at.reserve(added.size());
     auto from = list.begin();
+    std::string name;
     for (const auto& a : added) {
-      const std::string name = name_of(a);
-      from = std::lower_bound(from, list.end(), name, [&](const T& x, const std::string& n) { return name_of(x) < n; });
+      name_into(a, name);
+      from = std::lower_bound(from, list.end(), name, before);
       at.push_back(static_cast<size_t>(from - list.begin()));
     }
     // Merged in place from the back, within the room the list has (a loaded state
@@ -361,8 +372,8 @@ Result<void> apply_changes(ClusterState& st, const std::vector<Event>& changes) 
       return r;
     }
   }
-  merge_changes(st.snapshot.instances, instances, instance_name);
-  merge_changes(st.snapshot.nodes, nodes, node_name);
+  merge_changes(st.snapshot.instances, instances, [](const Instance& i, std::string& out) { i.key_into(out); });
+  merge_changes(st.snapshot.nodes, nodes, [](const Node& n, std::string& out) { out.assign(n.name); });
   return {};
 }
 

@@ -156,6 +156,16 @@ class PollingWatch final : public Watch {
 
 }  // namespace
 
+StoreResult<std::vector<Event>> Store::changes_at(int64_t revision, size_t limit) {
+  // A limit of one still returns the whole revision: a revision is never split.
+  auto changes = changes_since(revision, "", 1);
+  if (!changes) return changes;
+  auto end = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() != revision; });
+  if (limit > 0 && static_cast<size_t>(end - changes->begin()) > limit) end = changes->begin() + static_cast<std::ptrdiff_t>(limit);
+  changes->erase(end, changes->end());
+  return changes;
+}
+
 StoreResult<std::unique_ptr<Watch>> Store::watch(std::string_view prefix, int64_t from_revision) {
   if (from_revision < 1)
     return std::unexpected(StoreError{StoreErrc::InvalidArgument,

@@ -227,6 +227,11 @@ class Store {
   virtual StoreResult<std::vector<Event>> changes_since(int64_t from_revision,
                                                         std::string_view prefix,
                                                         size_t limit = 0) = 0;
+  // The first `limit` changes made at `revision` (all of them when 0), in the order
+  // changes_since lists them; fails as changes_since does for a compacted revision. For
+  // a look at one revision that must stay cheap however large its commit was (a state
+  // file's fingerprint, lib/kept_file.hpp). The default reads the whole revision.
+  virtual StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit);
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every
   // 100 ms (SQLite, the in-memory store); etcd streams its own watch.

@@ -84,7 +84,7 @@ render::ChainOptions chain_options(const RenderInputs& inputs, const std::string
   opts.base.max_output_bytes = inputs.limits.max_output_bytes;
   opts.base.memory_limit_bytes = inputs.limits.memory_limit_bytes;
   opts.root_overrides = inputs.overrides;
-  opts.base.config = layered_snapshot(center, tenant, config_file_layer(inputs));
+  opts.base.config = std::make_shared<const ConfigSnapshot>(layered_snapshot(center, tenant, config_file_layer(inputs)));
   return opts;
 }
 
@@ -96,7 +96,7 @@ render::RenderOptions record_render_options(const AppRecord& app, const ConfigSn
   o.timeout_ms = in.limits.timeout_ms;
   o.max_output_bytes = in.limits.max_output_bytes;
   o.memory_limit_bytes = in.limits.memory_limit_bytes;
-  o.config = snapshot;
+  o.config = std::make_shared<const ConfigSnapshot>(snapshot);
   o.tenant = app.tenant;
   // A scaled app renders with its counts, so a config change re-renders it as it runs.
   o.scale = app.scale;

@@ -81,9 +81,10 @@ RenderInputs recorded_inputs(const RenderInputs& loaded, const spec::SpecReposit
   return in;
 }
 
-// Renders the resolved chain with `inputs` and builds the records to deploy.
-Result<void> render_submission(Submission& s, const std::filesystem::path& cache_dir, const StoreConfigSource* center) {
-  auto options = chain_options(s.inputs, s.tenant, center);
+// Renders the resolved chain with `options` (chain_options of the submission's inputs,
+// as its resolution evaluated configs with) and builds the records to deploy.
+Result<void> render_submission(Submission& s, const std::filesystem::path& cache_dir,
+                               const render::ChainOptions& options) {
   auto cache = open_render_cache(cache_dir);
   auto chain = render::render_chain(s.plan, options, cache.get());
   if (!chain) return fail(chain.error());
@@ -144,12 +145,17 @@ Result<std::unique_ptr<Submission>> prepare_submission(const SubmitRequest& requ
   // config they give; spec errors are still reported before theirs.
   auto inputs = load_render_inputs(request.render);
   spec::ConfigEvaluator config;
-  if (inputs) config = config_evaluator(chain_options(*inputs, request.tenant, center));
+  // One snapshot of the config center for the resolution and the renders alike.
+  render::ChainOptions options;
+  if (inputs) {
+    options = chain_options(*inputs, request.tenant, center);
+    config = config_evaluator(options);
+  }
   auto s = resolve_submission(request.tenant, request.dirs, roots, running, config, request.release);
   if (!s) return fail(s.error());
   if (!inputs) return fail(inputs.error());
   (*s)->inputs = std::move(*inputs);
-  if (auto r = render_submission(**s, request.render.cache_dir, center); !r) return fail(r.error());
+  if (auto r = render_submission(**s, request.render.cache_dir, options); !r) return fail(r.error());
   return std::move(*s);
 }
 
@@ -158,11 +164,11 @@ Result<std::unique_ptr<Submission>> prepare_submission(const std::string& tenant
                                                        const std::filesystem::path& cache_dir,
                                                        const RunningApps& running, const StoreConfigSource* center,
                                                        const std::string& release) {
-  auto s = resolve_submission(tenant, dirs, inputs.repo, running,
-                              config_evaluator(chain_options(inputs, tenant, center)), release);
+  auto options = chain_options(inputs, tenant, center);
+  auto s = resolve_submission(tenant, dirs, inputs.repo, running, config_evaluator(options), release);
   if (!s) return fail(s.error());
   (*s)->inputs = inputs;
-  if (auto r = render_submission(**s, cache_dir, center); !r) return fail(r.error());
+  if (auto r = render_submission(**s, cache_dir, options); !r) return fail(r.error());
   return std::move(*s);
 }
 

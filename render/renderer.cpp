@@ -49,7 +49,7 @@ EvalInput make_input(const RenderRequest& req, const json& built_deps) {
                 {"tenant", req.options.tenant},
                 {"scale", json(req.options.scale)}};
   in.overrides = req.options.overrides.is_null() ? json::object() : req.options.overrides;
-  in.config = &req.options.config;
+  in.config = req.options.config.get();
   in.max_stack = req.options.max_stack;
   in.max_output_bytes = req.options.max_output_bytes;
   in.config_only = req.config_only;
@@ -226,6 +226,11 @@ Result<RawRender> evaluate(const RenderRequest& req) {
   return std::move(out->raw);
 }
 
+const ConfigSnapshot& RenderOptions::config_snapshot() const {
+  static const ConfigSnapshot empty;
+  return config ? *config : empty;
+}
+
 Result<RawRender> evaluate_config(const RenderRequest& req) {
   if (!req.spec) throw std::invalid_argument("render::evaluate_config: no spec");
   RenderRequest only = req;
@@ -246,7 +251,7 @@ Result<Rendered> render_app(const RenderRequest& req, RenderCache* cache) {
   std::string key;
   if (cache) {
     key = render_input_key(req, *deps);
-    auto hit = cache_lookup(*cache, key, req.options.config, req.sources_key.empty());
+    auto hit = cache_lookup(*cache, key, req.options.config_snapshot(), req.sources_key.empty());
     if (req.stats) ++(hit ? req.stats->cache_hits : req.stats->cache_misses);
     result.from_cache = hit.has_value();
     if (hit) {

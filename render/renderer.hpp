@@ -11,6 +11,7 @@
 // The library reads no environment: the caller turns -J and GAIA_PATH into `jpaths`
 // and takes the config snapshot for the tenant.
 
+#include <memory>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -34,7 +35,11 @@ struct RenderOptions {
   std::vector<std::filesystem::path> jpaths;
   // Deep-merged over config.jsonnet's object (render/overrides.hpp builds it).
   nlohmann::json overrides = nlohmann::json::object();
-  ConfigSnapshot config;
+  // Shared, not copied: every render of a chain, and every config evaluation of a
+  // resolution, reads the same snapshot, and at 5,000 nodes a copy of its labels cost
+  // more than a render (docs/benchmarks.md, "Round eleven"). Null: nothing in it.
+  std::shared_ptr<const ConfigSnapshot> config;
+  const ConfigSnapshot& config_snapshot() const;
   std::string tenant = "default";
   // The replica counts `gaia scale` set, by role (AppRecord::scale). main.jsonnet sees
   // them as `app.scale`, read through gaia.replicas(app, role, default), so a template

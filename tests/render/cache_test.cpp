@@ -28,6 +28,7 @@ TEST_CASE("a cache hit does no Jsonnet work", "[cache]") {
   render::MemoryRenderCache cache;
   render::RenderStats stats;
   auto req = app.request();
+  gaia::ConfigSnapshot snapshot;  // What the config center holds for the render.
   req.stats = &stats;
 
   auto first = render::render_app(req, &cache);
@@ -52,11 +53,13 @@ TEST_CASE("a cache hit does no Jsonnet work", "[cache]") {
     CHECK(stats.evaluations == 2);
   }
   SECTION("a change of a config value read misses, an unrelated key does not") {
-    req.options.config.config["unrelated.key"] = gaia::ConfigValue{1, 5, "center"};
+    snapshot.config["unrelated.key"] = gaia::ConfigValue{1, 5, "center"};
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     REQUIRE(render::render_app(req, &cache).value().from_cache);
     CHECK(stats.evaluations == 1);
 
-    req.options.config.config["demo.replicas"] = gaia::ConfigValue{3, 6, "center"};
+    snapshot.config["demo.replicas"] = gaia::ConfigValue{3, 6, "center"};
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     auto changed = render::render_app(req, &cache);
     REQUIRE(changed.has_value());
     CHECK_FALSE(changed->from_cache);
@@ -64,19 +67,23 @@ TEST_CASE("a cache hit does no Jsonnet work", "[cache]") {
     CHECK(changed->workload.roles[0].replicas == 3);
 
     // Same value at a new revision: the recorded provenance differs, so it re-renders.
-    req.options.config.config["demo.replicas"] = gaia::ConfigValue{3, 7, "center"};
+    snapshot.config["demo.replicas"] = gaia::ConfigValue{3, 7, "center"};
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     CHECK_FALSE(render::render_app(req, &cache).value().from_cache);
     CHECK(stats.evaluations == 3);
 
     // Both earlier states are still cached (one manifest each).
-    req.options.config.config["demo.replicas"] = gaia::ConfigValue{3, 6, "center"};
+    snapshot.config["demo.replicas"] = gaia::ConfigValue{3, 6, "center"};
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     CHECK(render::render_app(req, &cache).value().from_cache);
-    req.options.config.config.erase("demo.replicas");
+    snapshot.config.erase("demo.replicas");
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     CHECK(render::render_app(req, &cache).value().from_cache);
     CHECK(stats.evaluations == 3);
   }
   SECTION("a label read that changes misses") {
-    req.options.config.labels["node"]["n1"]["zone"] = gaia::ConfigValue{"z1", 3, "center"};
+    snapshot.labels["node"]["n1"]["zone"] = gaia::ConfigValue{"z1", 3, "center"};
+    req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
     CHECK_FALSE(render::render_app(req, &cache).value().from_cache);
     CHECK(stats.evaluations == 2);
   }

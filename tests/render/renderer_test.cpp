@@ -154,8 +154,11 @@ TEST_CASE("config and label reads are recorded, sorted and deduplicated", "[rend
       "}\n",
       "function(config, deps, app) { roles: {}, outputs: {} }");
   auto req = app.request();
-  req.options.config.config["hdfs.heap"] = gaia::ConfigValue{"4g", 17, "center"};
-  req.options.config.labels["tenant"]["default"]["gaia.io/zone"] = gaia::ConfigValue{"z1", 4, "center"};
+  gaia::ConfigSnapshot snapshot;  // What the config center holds for the render.
+  snapshot.config["hdfs.heap"] = gaia::ConfigValue{"4g", 17, "center"};
+  req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
+  snapshot.labels["tenant"]["default"]["gaia.io/zone"] = gaia::ConfigValue{"z1", 4, "center"};
+  req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
   auto raw = render::evaluate(req);
   INFO((raw ? std::string() : all_messages(raw.error())));
   REQUIRE(raw.has_value());
@@ -333,7 +336,9 @@ TEST_CASE("rendering is deterministic", "[renderer]") {
       "local gaia = import 'gaia.libsonnet';\n"
       "{ replicas: gaia.config('demo.replicas', 3), z: 1, a: { y: [3, 2, 1], b: 0.5 } }");
   auto req = app.request();
-  req.options.config.config["demo.replicas"] = gaia::ConfigValue{4, 9, "center"};
+  gaia::ConfigSnapshot snapshot;  // What the config center holds for the render.
+  snapshot.config["demo.replicas"] = gaia::ConfigValue{4, 9, "center"};
+  req.options.config = std::make_shared<const gaia::ConfigSnapshot>(snapshot);
   auto one = render::render_app(req);
   auto two = render::render_app(req);
   REQUIRE(one.has_value());

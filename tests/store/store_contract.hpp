@@ -376,6 +376,26 @@ void run_store_contract(MakeBackend make_backend) {
     CHECK(filtered.size() == 3);
   }
 
+  SECTION("changes_at lists the first changes of one revision, as changes_since does") {
+    must(store.put("x", "0"));  // r0 + 1
+    Txn t;
+    t.deletes.push_back(Delete{"x", false});
+    for (int i = 0; i < 5; ++i) t.puts.push_back(Put{"t/" + std::to_string(i), "v" + std::to_string(i), 0});
+    must(store.txn(t));         // r0 + 2: a delete and five puts
+    must(store.put("y", "0"));  // r0 + 3
+    auto whole = must(store.changes_since(r0 + 2, "", 1));
+    REQUIRE(whole.size() == 6);
+    CHECK(must(store.changes_at(r0 + 2, 0)) == whole);
+    CHECK(must(store.changes_at(r0 + 2, 100)) == whole);
+    CHECK(must(store.changes_at(r0 + 2, 3)) == std::vector<Event>(whole.begin(), whole.begin() + 3));
+    CHECK(must(store.changes_at(r0 + 3, 2)).size() == 1);
+    CHECK(must(store.changes_at(r0 + 4, 2)).empty());
+    must(store.compact(r0 + 3));
+    auto gone = store.changes_at(r0 + 2, 2);
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().code == StoreErrc::Compacted);
+  }
+
   SECTION("compacted history is reported clearly") {
     for (int i = 0; i < 50; ++i) must(store.put("k", std::to_string(i)));
     must(store.compact(r0 + 40));
