@@ -328,7 +328,21 @@ void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>
     // allocation the kernel faults in page by page, the moves, and freeing the old one,
     // a twentieth of a submit. Without room the list grows once here.
     const size_t old_size = list.size(), count = added.size();
-    if (list.capacity() < old_size + count) list.reserve(old_size + count + (old_size + count) / 16);
+    if (list.capacity() < old_size + count) {
+      // No room (a copy of a kept state is made without any): one pass into a new list
+      // with room for the next merges, rather than moving every element twice, once
+      // to grow the list and once to open the gaps.
+      std::vector<T> merged;
+      merged.reserve(old_size + count + (old_size + count) / 16);
+      size_t src = 0;
+      for (size_t j = 0; j < count; ++j) {
+        for (; src < at[j]; ++src) merged.push_back(std::move(list[src]));
+        merged.push_back(std::move(added[j]));
+      }
+      for (; src < old_size; ++src) merged.push_back(std::move(list[src]));
+      list = std::move(merged);
+      return;
+    }
     list.resize(old_size + count);
     size_t src = old_size, dst = old_size + count;
     for (size_t j = count; j-- > 0;) {
