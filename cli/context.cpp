@@ -386,9 +386,21 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
   options.follow_changes = true;
   // And the first load starts from the state the last command on this store left in the
   // user's cache folder, reading only what changed since (lib/state_file.hpp).
+  // The file is named for the store's address made absolute (two stores both called
+  // gaia.db in two folders are two stores), and holds the store's identity besides: a
+  // store re-created at that address is another store. A store without an identity
+  // gets no file.
   if (auto dir = state_cache_dir(); !dir.empty()) {
-    options.state_file = dir / (content_hash(s->context.store) + ".state");
-    options.store_id = s->context.store;
+    std::string address = s->context.store;
+    if (auto location = parse_store_location(address); location && location->kind == StoreLocation::Kind::File) {
+      std::error_code ec;
+      auto absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(location->file, ec), ec);
+      if (!ec) address = absolute.string();
+    }
+    if (auto identity = s->store->identity(); identity && !identity->empty()) {
+      options.state_file = dir / (content_hash(address) + ".state");
+      options.store_id = address + "\n" + *identity;
+    }
   }
   auto retention = load_event_retention(*s->store);
   if (!retention) return fail(retention.error());

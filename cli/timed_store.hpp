@@ -27,6 +27,7 @@ class TimedStore final : public Store {
   StoreResult<std::unique_ptr<Watch>> watch(std::string_view prefix, int64_t from_revision) override {
     return m_inner->watch(prefix, from_revision);
   }
+  StoreResult<std::string> identity() override { return m_inner->identity(); }
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
     return m_inner->changes_at(revision, limit);
   }

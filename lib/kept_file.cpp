@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -20,7 +21,7 @@ namespace gaia {
 
 namespace {
 
-// Changes of a file's revision its fingerprint covers.
+// Changes at each end of a file's revision its fingerprint covers.
 constexpr size_t k_fingerprint_changes = 16;
 
 }  // namespace
@@ -47,9 +48,10 @@ uint64_t changes_fingerprint(std::span<const Event> changes) {
 
 std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision) {
   if (revision <= 0) return std::nullopt;
-  // The first few changes of the revision: enough to tell two histories apart (their
-  // values carry operation ids and times), and cheap after a commit of 50,000 keys,
-  // whose whole revision took 400 ms to read for every command.
+  // The first and last few changes of the revision, and cheap after a commit of 50,000
+  // keys, whose whole revision took 400 ms to read for every command. The last ones of
+  // a gaia commit are its events and the sequence key, which carry the operation's id
+  // and time; its first ones (nodes, instances) may be the same in two histories.
   auto changes = store.changes_at(revision, k_fingerprint_changes);
   if (!changes || changes->empty()) return std::nullopt;
   return changes_fingerprint(*changes);
@@ -134,6 +136,12 @@ std::optional<std::string_view> kept_payload(std::string_view bytes, std::string
 }
 
 std::optional<std::string> read_kept_file(const std::filesystem::path& path) {
+  // Only a file of this user's own, in a folder of this user's own: a file someone else
+  // could have put there is not read.
+  struct stat file{}, dir{};
+  if (::stat(path.c_str(), &file) != 0 || ::stat(path.parent_path().c_str(), &dir) != 0) return std::nullopt;
+  if (file.st_uid != ::geteuid() || dir.st_uid != ::geteuid() || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   in.seekg(0, std::ios::end);
@@ -151,6 +159,9 @@ void write_kept_file(const std::filesystem::path& path, const std::string& bytes
   const auto dir = path.parent_path();
   std::filesystem::create_directories(dir, ec);
   if (ec) return;
+  // A folder someone else owns is left alone (its files would not be read either).
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return;
   // The state holds every app's rendered documents: the folder and files are the
   // owner's alone.
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);

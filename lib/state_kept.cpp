@@ -36,6 +36,23 @@ Result<void> apply_records(ClusterState& st, const std::vector<KeyValue>& record
   return {};
 }
 
+// Whether the file's lists are as a load of the store leaves them: each in key order,
+// without repeats, and the records all of the state. The checksum already refuses a
+// damaged file; this refuses one that was written wrong.
+bool in_key_order(const StateFileContents& c) {
+  for (size_t k = 0; k < c.records.size(); ++k)
+    if (!is_state_record(c.records[k].key) || (k > 0 && !(c.records[k - 1].key < c.records[k].key))) return false;
+  for (size_t k = 1; k < c.nodes.size(); ++k)
+    if (!(c.nodes[k - 1].name < c.nodes[k].name)) return false;
+  std::string before, key;
+  for (size_t k = 0; k < c.instances.size(); ++k) {
+    c.instances[k].key_into(key);
+    if (k > 0 && !(before < key)) return false;
+    std::swap(before, key);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool State::load_state_file() {
@@ -48,7 +65,7 @@ bool State::load_state_file() {
   if (auto head = peek_state_file(*bytes))
     after = changes_after(m_store, head->revision, head->fingerprint, k_state_prefixes, k_max_replay_revisions);
   auto contents = decoded.get();
-  if (!contents || !after) return false;
+  if (!contents || !after || !in_key_order(*contents)) return false;
   std::vector<Event>* since = &after->changes;
   // Half a large commit: a full read finishes it (lib/journal.hpp).
   for (const auto& e : *since)

@@ -161,8 +161,10 @@ StoreResult<std::vector<Event>> Store::changes_at(int64_t revision, size_t limit
   auto changes = changes_since(revision, "", 1);
   if (!changes) return changes;
   auto end = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() != revision; });
-  if (limit > 0 && static_cast<size_t>(end - changes->begin()) > limit) end = changes->begin() + static_cast<std::ptrdiff_t>(limit);
   changes->erase(end, changes->end());
+  if (limit > 0 && changes->size() > 2 * limit)
+    changes->erase(changes->begin() + static_cast<std::ptrdiff_t>(limit),
+                   changes->end() - static_cast<std::ptrdiff_t>(limit));
   return changes;
 }
 

@@ -227,11 +227,17 @@ class Store {
   virtual StoreResult<std::vector<Event>> changes_since(int64_t from_revision,
                                                         std::string_view prefix,
                                                         size_t limit = 0) = 0;
-  // The first `limit` changes made at `revision` (all of them when 0), in the order
-  // changes_since lists them; fails as changes_since does for a compacted revision. For
-  // a look at one revision that must stay cheap however large its commit was (a state
-  // file's fingerprint, lib/kept_file.hpp). The default reads the whole revision.
+  // The first `limit` and the last `limit` changes made at `revision` (all of them when
+  // it made no more than 2 x `limit`, or `limit` is 0), in the order changes_since lists
+  // them; fails as changes_since does for a compacted revision. For a look at one
+  // revision that must stay cheap however large its commit was (a state file's
+  // fingerprint, lib/kept_file.hpp). The default reads the whole revision.
   virtual StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit);
+  // What tells this store apart from every other, including one re-created at the same
+  // address: a random number made with a SQLite store, the cluster id of an etcd
+  // cluster. Empty when the store has none (then nothing may be kept for it between
+  // processes: lib/kept_file.hpp).
+  virtual StoreResult<std::string> identity() { return std::string(); }
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every
   // 100 ms (SQLite, the in-memory store); etcd streams its own watch.

@@ -17,7 +17,7 @@ namespace {
 
 // Schema migrations: kMigrations[i] takes a store from user_version i to i + 1. Append
 // new entries; never edit a released one, since stores in the field already ran it.
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     R"sql(
 CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('revision', 0), ('compact_revision', 0);
@@ -75,6 +75,11 @@ ALTER TABLE changes_v2 RENAME TO changes;
 UPDATE meta SET value = (SELECT value FROM meta WHERE name = 'revision')
   WHERE name = 'compact_revision';
 CREATE INDEX kv_keys ON kv(key);
+)sql",
+    // 3: a random number that tells this store from every other, one re-created at the
+    // same path included (Store::identity: what a state file kept for it names).
+    R"sql(
+INSERT INTO meta VALUES ('store_id', random() & 9223372036854775807);
 )sql",
 };
 static_assert(kMigrations.size() == SqliteStore::kSchemaVersion);
@@ -640,20 +645,41 @@ StoreResult<std::vector<Event>> SqliteStore::changes_at(int64_t revision, size_t
       throw_request(StoreErrc::Compacted,
                     fmt::format("revision {} has been compacted; oldest available is {}", revision, compacted),
                     "re-read the current state and follow changes from its revision", compacted);
-    // By the primary key (revision, seq): only the rows asked for are read.
-    std::string sql = "SELECT type, key, value, create_revision, version, lease FROM changes WHERE revision = ?1"
-                      " ORDER BY seq";
-    if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
-    Statement s(m_db, sql);
-    s.bind(1, revision);
     std::vector<Event> events;
-    while (s.step()) {
-      Event e;
-      e.type = s.integer(0) == 0 ? EventType::Put : EventType::Delete;
-      e.kv = KeyValue{s.text(1), s.text(2), s.integer(3), revision, s.integer(4), s.integer(5)};
-      events.push_back(std::move(e));
+    auto read = [&](std::string_view order, std::optional<int64_t> after_seq) {
+      // By the primary key (revision, seq): only the rows asked for are read.
+      std::string sql = fmt::format(
+          "SELECT type, key, value, create_revision, version, lease, seq FROM changes WHERE revision = ?1{}"
+          " ORDER BY seq {}",
+          after_seq ? " AND seq > ?2" : "", order);
+      if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+      Statement s(m_db, sql);
+      s.bind(1, revision);
+      if (after_seq) s.bind(2, *after_seq);
+      std::vector<std::pair<int64_t, Event>> rows;
+      while (s.step()) {
+        Event e;
+        e.type = s.integer(0) == 0 ? EventType::Put : EventType::Delete;
+        e.kv = KeyValue{s.text(1), s.text(2), s.integer(3), revision, s.integer(4), s.integer(5)};
+        rows.emplace_back(s.integer(6), std::move(e));
+      }
+      return rows;
+    };
+    auto first = read("ASC", std::nullopt);
+    for (auto& [seq, e] : first) events.push_back(std::move(e));
+    if (limit > 0 && first.size() == limit) {
+      // The last ones, past those already read, in order.
+      auto last = read("DESC", first.back().first);
+      for (auto it = last.rbegin(); it != last.rend(); ++it) events.push_back(std::move(it->second));
     }
     return events;
+  });
+}
+
+StoreResult<std::string> SqliteStore::identity() {
+  return read_transaction([&] {
+    Statement s(m_db, "SELECT value FROM meta WHERE name = 'store_id'");
+    return s.step() ? fmt::format("sqlite:{:016x}", static_cast<uint64_t>(s.integer(0))) : std::string();
   });
 }
 

@@ -63,7 +63,7 @@ struct RestoreSummary {
 class SqliteStore final : public Store {
  public:
   // The schema version this gaia writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens the store at `path`, or creates it (and missing parent directories) when
   // options.create allows, migrating an older schema. Fails clearly when `path` is
@@ -82,6 +82,7 @@ class SqliteStore final : public Store {
   StoreResult<int64_t> revision() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override;
+  StoreResult<std::string> identity() override;
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
   StoreResult<void> compact(int64_t revision) override;

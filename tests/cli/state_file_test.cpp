@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli/e2e_util.hpp"
 
 using namespace gaia::test;
@@ -77,6 +79,15 @@ TEST_CASE("state file: commands start from the state the last one left and show 
     CHECK(kept == seen_afresh(s));
   }
 
+  SECTION("a store made again at the same path, with more nodes, is not mistaken for the old one") {
+    (void)seen(s);
+    std::filesystem::remove_all(s.dir() / "state");
+    ok(s, {"cluster", "create", "--nodes", "2200", "--cpu", "8", "--memory", "32Gi", "--subnet", "10.0.0.0/8"});
+    auto nodes = nlohmann::json::parse(ok(s, {"get", "nodes", "-o", "json"}).out);
+    CHECK(nodes.size() == 2200);
+    ok(s, {"node", "cordon", "node-2150"});
+  }
+
   SECTION("a store re-created under the same path is not mistaken for the old one") {
     (void)seen(s);
     REQUIRE(state_files(s).size() == 1);
@@ -89,4 +100,26 @@ TEST_CASE("state file: commands start from the state the last one left and show 
     CHECK_THAT(kept, !Catch::Contains("web.web.default"));
     CHECK(kept == seen_afresh(s));
   }
+}
+
+TEST_CASE("state file: two stores both named gaia.db in two folders are two stores", "[e2e][state-file]") {
+  Scratch s;
+  std::filesystem::create_directories(s.dir() / "a");
+  std::filesystem::create_directories(s.dir() / "b");
+  auto in = [&](const std::string& folder, std::vector<std::string> args) {
+    // The same relative --store, run from each folder.
+    args.insert(args.begin(), {"--store", "gaia.db"});
+    std::vector<std::string> sh = {"-c", "cd " + (s.dir() / folder).string() + " && exec \"$0\" \"$@\"", GAIA_BINARY};
+    sh.insert(sh.end(), args.begin(), args.end());
+    RunResult r = s.run("/bin/sh", sh);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  in("a", {"cluster", "create", "--nodes", "2100", "--cpu", "8", "--memory", "32Gi", "--subnet", "10.0.0.0/8"});
+  CHECK(nlohmann::json::parse(in("a", {"get", "nodes", "-o", "json"})).size() == 2100);
+  in("b", {"cluster", "create", "--nodes", "2200", "--cpu", "8", "--memory", "32Gi", "--subnet", "10.0.0.0/8"});
+  CHECK(nlohmann::json::parse(in("b", {"get", "nodes", "-o", "json"})).size() == 2200);
+  CHECK(nlohmann::json::parse(in("a", {"get", "nodes", "-o", "json"})).size() == 2100);
+  CHECK(state_files(s).size() == 2);
 }

@@ -305,6 +305,42 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
   }
 }
 
+TEST_CASE("state file: another history whose commit at the file's revision begins alike is read afresh",
+          "[state][state-file]") {
+  // Two stores whose commits at one revision begin with the same 40 nodes (records with
+  // no time nor operation in them) and end differently, as two `cluster create`s of
+  // different sizes do. The second is opened under the first's name, as a store made
+  // again at the same path would be if its identity were not checked.
+  gaia::test::TempDir dir;
+  ManualClock clock;
+  const auto options = with_file(dir.path() / "s.state");
+  auto a = SqliteStore::open(dir.path() / "a.db");
+  auto b = SqliteStore::open(dir.path() / "b.db");
+  REQUIRE(a);
+  REQUIRE(b);
+  for (int extra : {0, 7}) {
+    Store& store = extra == 0 ? **a : **b;
+    State writer(store, clock);
+    auto base = writer.load();
+    REQUIRE(base);
+    Batch batch;
+    for (int k = 0; k < 40 + extra; ++k) {
+      Node n;
+      n.name = fmt::format("node-{:03d}", k);
+      n.capacity.cpu_millis = 8000;
+      batch.put_nodes.push_back(n);
+    }
+    batch.event("ClusterCreated", fmt::format("{} nodes", 40 + extra));
+    REQUIRE(writer.commit(*base, batch, "op-create").value());
+  }
+  REQUIRE((*a)->revision().value() == (*b)->revision().value());
+  (void)load_as_new_process(**a, clock, options);
+  auto [got, reads] = load_as_new_process(**b, clock, options);
+  CHECK(got == fresh(**b, clock));
+  CHECK(got["nodes"].size() == 47);
+  CHECK(reads > 0);
+}
+
 TEST_CASE("state file: history compacted past the file's revision is read afresh", "[state][state-file]") {
   gaia::test::TempDir dir;
   SqliteStoreOptions small;

@@ -86,6 +86,23 @@ TEST_CASE("sqlite store creates missing parent directories and keeps data across
   must(store->integrity_check());
 }
 
+TEST_CASE("sqlite store has an identity of its own, kept across opens, new for a store made again at its path",
+          "[store]") {
+  TempDir dir;
+  auto path = dir.path() / "state.db";
+  std::string first;
+  {
+    auto store = open_or_fail(path);
+    first = must(store->identity());
+    CHECK(first.starts_with("sqlite:"));
+    CHECK(first.size() == std::string("sqlite:").size() + 16);
+  }
+  CHECK(must(open_or_fail(path)->identity()) == first);
+  std::filesystem::remove(path);
+  CHECK(must(open_or_fail(path)->identity()) != first);
+  CHECK(must(open_or_fail(dir.path() / "other.db")->identity()) != first);
+}
+
 TEST_CASE("sqlite store refuses paths that are not store files", "[store]") {
   TempDir dir;
 
@@ -285,6 +302,7 @@ TEST_CASE("sqlite store upgrades a version 1 store, whose older history cannot b
   }
   auto store = open_or_fail(path);
   must(store->integrity_check());
+  CHECK_FALSE(must(store->identity()).empty());  // Given by the upgrade to version 3.
   CHECK(must(store->revision()) == 3);
   CHECK(must(store->get("a"))->value == "2");
   // Version 1 changes lack the state before them, so history before the upgrade is

@@ -376,7 +376,7 @@ void run_store_contract(MakeBackend make_backend) {
     CHECK(filtered.size() == 3);
   }
 
-  SECTION("changes_at lists the first changes of one revision, as changes_since does") {
+  SECTION("changes_at lists the first and last changes of one revision, as changes_since does") {
     must(store.put("x", "0"));  // r0 + 1
     Txn t;
     t.deletes.push_back(Delete{"x", false});
@@ -387,7 +387,10 @@ void run_store_contract(MakeBackend make_backend) {
     REQUIRE(whole.size() == 6);
     CHECK(must(store.changes_at(r0 + 2, 0)) == whole);
     CHECK(must(store.changes_at(r0 + 2, 100)) == whole);
-    CHECK(must(store.changes_at(r0 + 2, 3)) == std::vector<Event>(whole.begin(), whole.begin() + 3));
+    CHECK(must(store.changes_at(r0 + 2, 3)) == whole);
+    std::vector<Event> ends = {whole[0], whole[1], whole[4], whole[5]};
+    CHECK(must(store.changes_at(r0 + 2, 2)) == ends);
+    CHECK(must(store.changes_at(r0 + 2, 1)) == std::vector<Event>{whole[0], whole[5]});
     CHECK(must(store.changes_at(r0 + 3, 2)).size() == 1);
     CHECK(must(store.changes_at(r0 + 4, 2)).empty());
     must(store.compact(r0 + 3));
