@@ -234,9 +234,9 @@ class Store {
   // fingerprint, lib/kept_file.hpp). The default reads the whole revision.
   virtual StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit);
   // What tells this store apart from every other, including one re-created at the same
-  // address: a random number made with a SQLite store, the cluster id of an etcd
-  // cluster. Empty when the store has none (then nothing may be kept for it between
-  // processes: lib/kept_file.hpp).
+  // address: a random number a SQLite store gets when first opened for writing, the
+  // cluster id of an etcd cluster. Empty when the store has none (then nothing may be
+  // kept for it between processes: lib/kept_file.hpp).
   virtual StoreResult<std::string> identity() { return std::string(); }
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every

@@ -17,7 +17,7 @@ namespace {
 
 // Schema migrations: kMigrations[i] takes a store from user_version i to i + 1. Append
 // new entries; never edit a released one, since stores in the field already ran it.
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     R"sql(
 CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('revision', 0), ('compact_revision', 0);
@@ -75,11 +75,6 @@ ALTER TABLE changes_v2 RENAME TO changes;
 UPDATE meta SET value = (SELECT value FROM meta WHERE name = 'revision')
   WHERE name = 'compact_revision';
 CREATE INDEX kv_keys ON kv(key);
-)sql",
-    // 3: a random number that tells this store from every other, one re-created at the
-    // same path included (Store::identity: what a state file kept for it names).
-    R"sql(
-INSERT INTO meta VALUES ('store_id', random() & 9223372036854775807);
 )sql",
 };
 static_assert(kMigrations.size() == SqliteStore::kSchemaVersion);
@@ -430,6 +425,16 @@ StoreResult<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesyste
     }
     exec(*db, options.synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     migrate(*db, path);
+    // The store's identity (Store::identity): a random number, made by the first opener
+    // that may write. A row of meta, which every gaia of this schema ignores, rather
+    // than a new schema version, so a store stays readable by the gaia before this one.
+    // Of two openers at once, one inserts and the other's insert is ignored.
+    bool has_identity = false;
+    {
+      Statement find(*db, "SELECT 1 FROM meta WHERE name = 'store_id'");
+      has_identity = find.step();
+    }
+    if (!has_identity) exec(*db, "INSERT OR IGNORE INTO meta VALUES ('store_id', random() & 9223372036854775807)");
     return true;
   });
   if (!configured) return std::unexpected(configured.error());

@@ -63,7 +63,7 @@ struct RestoreSummary {
 class SqliteStore final : public Store {
  public:
   // The schema version this gaia writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens the store at `path`, or creates it (and missing parent directories) when
   // options.create allows, migrating an older schema. Fails clearly when `path` is

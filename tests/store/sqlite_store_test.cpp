@@ -302,7 +302,7 @@ TEST_CASE("sqlite store upgrades a version 1 store, whose older history cannot b
   }
   auto store = open_or_fail(path);
   must(store->integrity_check());
-  CHECK_FALSE(must(store->identity()).empty());  // Given by the upgrade to version 3.
+  CHECK_FALSE(must(store->identity()).empty());  // Given by the first opener that may write.
   CHECK(must(store->revision()) == 3);
   CHECK(must(store->get("a"))->value == "2");
   // Version 1 changes lack the state before them, so history before the upgrade is
