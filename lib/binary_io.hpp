@@ -37,31 +37,11 @@ class BinaryReader {
   explicit BinaryReader(std::string_view in) : m_in(in) {}
   bool good() const { return m_good; }
   bool done() const { return m_pos == m_in.size(); }
-  uint8_t u8() {
-    uint8_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
-  uint32_t u32() {
-    uint32_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
-  int32_t i32() {
-    int32_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
-  int64_t i64() {
-    int64_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
-  uint64_t u64() {
-    uint64_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
+  uint8_t u8() { return get<uint8_t>(); }
+  uint32_t u32() { return get<uint32_t>(); }
+  int32_t i32() { return get<int32_t>(); }
+  int64_t i64() { return get<int64_t>(); }
+  uint64_t u64() { return get<uint64_t>(); }
   std::string_view view() {
     uint32_t n = u32();
     if (!m_good || n > m_in.size() - m_pos) {
@@ -84,6 +64,12 @@ class BinaryReader {
   void fail() { m_good = false; }
 
  private:
+  template <class T>
+  T get() {
+    T v{};
+    raw(&v, sizeof v);
+    return v;
+  }
   void raw(void* p, size_t n) {
     if (!m_good || n > m_in.size() - m_pos) {
       m_good = false;

@@ -89,10 +89,11 @@ struct Frame {
   uint64_t size = 0, hash = 0;
 };
 
-std::optional<Frame> read_frame(std::string_view bytes, std::string_view magic, uint32_t format, uint32_t layout) {
-  if (magic.size() != k_magic_size || bytes.size() < k_head_size || !bytes.starts_with(magic)) return std::nullopt;
+std::optional<Frame> read_frame(std::string_view bytes, const KeptFileKind& kind) {
+  if (kind.magic.size() != k_magic_size || bytes.size() < k_head_size || !bytes.starts_with(kind.magic))
+    return std::nullopt;
   BinaryReader r(bytes.substr(k_magic_size, k_head_size - k_magic_size));
-  if (r.u32() != format || r.u32() != layout) return std::nullopt;
+  if (r.u32() != kind.format || r.u32() != kind.layout) return std::nullopt;
   Frame f;
   f.head.revision = r.i64();
   f.head.fingerprint = r.u64();
@@ -103,12 +104,19 @@ std::optional<Frame> read_frame(std::string_view bytes, std::string_view magic, 
 
 }  // namespace
 
-std::string frame_kept_file(std::string_view magic, uint32_t format, uint32_t layout, KeptFileHead head,
-                            std::string payload) {
+BinaryWriter kept_payload_writer(std::string_view store_id, KeptFileHead head) {
   BinaryWriter w;
-  w.out().append(magic.substr(0, k_magic_size));
-  w.u32(format);
-  w.u32(layout);
+  w.str(store_id);
+  w.i64(head.revision);
+  w.u64(head.fingerprint);
+  return w;
+}
+
+std::string frame_kept_file(const KeptFileKind& kind, KeptFileHead head, std::string payload) {
+  BinaryWriter w;
+  w.out().append(kind.magic.substr(0, k_magic_size));
+  w.u32(kind.format);
+  w.u32(kind.layout);
   w.i64(head.revision);
   w.u64(head.fingerprint);
   w.u64(payload.size());
@@ -118,21 +126,27 @@ std::string frame_kept_file(std::string_view magic, uint32_t format, uint32_t la
   return out;
 }
 
-std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, std::string_view magic, uint32_t format,
-                                           uint32_t layout) {
-  auto f = read_frame(bytes, magic, format, layout);
+std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, const KeptFileKind& kind) {
+  auto f = read_frame(bytes, kind);
   if (!f) return std::nullopt;
   return f->head;
 }
 
-std::optional<std::string_view> kept_payload(std::string_view bytes, std::string_view magic, uint32_t format,
-                                             uint32_t layout, KeptFileHead* head) {
-  auto f = read_frame(bytes, magic, format, layout);
+std::optional<BinaryReader> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
+                                                std::string_view store_id, KeptFileHead* head) {
+  auto f = read_frame(bytes, kind);
   if (!f) return std::nullopt;
   std::string_view payload = bytes.substr(k_head_size);
   if (payload.size() != f->size || XXH3_64bits(payload.data(), payload.size()) != f->hash) return std::nullopt;
+  BinaryReader r(payload);
+  if (r.view() != store_id) return std::nullopt;
+  // The frame's revision and fingerprint are outside the checksum: the payload's own
+  // copies must agree with them.
+  const int64_t revision = r.i64();
+  const uint64_t fingerprint = r.u64();
+  if (!r.good() || revision != f->head.revision || fingerprint != f->head.fingerprint) return std::nullopt;
   *head = f->head;
-  return payload;
+  return r;
 }
 
 std::optional<std::string> read_kept_file(const std::filesystem::path& path) {

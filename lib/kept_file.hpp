@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/binary_io.hpp"
 #include "lib/store.hpp"
 
 namespace gaia {
@@ -43,15 +44,24 @@ struct KeptFileHead {
   int64_t revision = 0;
   uint64_t fingerprint = 0;
 };
-std::string frame_kept_file(std::string_view magic, uint32_t format, uint32_t layout, KeptFileHead head,
-                            std::string payload);
+struct KeptFileKind {
+  std::string_view magic;  // 8 bytes.
+  uint32_t format = 0;
+  uint32_t layout = 0;
+};
+// A writer for a file's payload, begun with what every payload begins with: the store it
+// was read from, the revision and the fingerprint (the copies the checksum covers).
+BinaryWriter kept_payload_writer(std::string_view store_id, KeptFileHead head);
+// The file: its frame around `payload`.
+std::string frame_kept_file(const KeptFileKind& kind, KeptFileHead head, std::string payload);
 // The head alone, without checking the payload: to ask the store about the file while
 // the payload decodes.
-std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, std::string_view magic, uint32_t format,
-                                           uint32_t layout);
-// The payload of a whole, undamaged file of this kind, format and layout, and its head.
-std::optional<std::string_view> kept_payload(std::string_view bytes, std::string_view magic, uint32_t format,
-                                             uint32_t layout, KeptFileHead* head);
+std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, const KeptFileKind& kind);
+// A reader of the payload past its beginning, for a whole, undamaged file of this kind,
+// format and layout, read from `store_id`, whose payload agrees with its frame; and the
+// head. Nothing otherwise. The reader views `bytes`.
+std::optional<BinaryReader> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
+                                                std::string_view store_id, KeptFileHead* head);
 
 // The file's bytes; nothing when it is missing or unreadable.
 std::optional<std::string> read_kept_file(const std::filesystem::path& path);

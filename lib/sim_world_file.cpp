@@ -11,6 +11,7 @@ constexpr std::string_view k_sim_magic = "GAIASIM\n";
 // Raised whenever the encoding changes.
 constexpr uint32_t k_sim_format = 1;
 constexpr uint32_t k_sim_layout = sizeof(SimCopy);
+constexpr KeptFileKind k_sim_kind{k_sim_magic, k_sim_format, k_sim_layout};
 
 // Every field of SimCopy is written below. A field added breaks the count of names here
 // at compile time: write it in the file, then add its name and raise k_sim_format.
@@ -56,33 +57,25 @@ void read_copy(BinaryReader& r, SimCopy& c) {
 }  // namespace
 
 std::string encode_sim_world(std::string_view store_id, KeptFileHead head, const SimWorld& world) {
-  BinaryWriter w;
-  w.str(store_id);
-  w.i64(head.revision);
-  w.u64(head.fingerprint);
+  BinaryWriter w = kept_payload_writer(store_id, head);
   w.u32(static_cast<uint32_t>(world.size()));
   for (const auto& [key, copies] : world) {
     w.str(key);
     w.u32(static_cast<uint32_t>(copies.size()));
     for (const auto& c : copies) write_copy(w, c);
   }
-  return frame_kept_file(k_sim_magic, k_sim_format, k_sim_layout, head, std::move(w.out()));
+  return frame_kept_file(k_sim_kind, head, std::move(w.out()));
 }
 
 std::optional<KeptFileHead> peek_sim_world(std::string_view bytes) {
-  return peek_kept_file(bytes, k_sim_magic, k_sim_format, k_sim_layout);
+  return peek_kept_file(bytes, k_sim_kind);
 }
 
 std::optional<SimWorldFile> decode_sim_world(std::string_view bytes, std::string_view store_id) {
-  KeptFileHead head;
-  auto payload = kept_payload(bytes, k_sim_magic, k_sim_format, k_sim_layout, &head);
-  if (!payload) return std::nullopt;
-  BinaryReader r(*payload);
-  if (r.view() != store_id || !r.good()) return std::nullopt;
   SimWorldFile out;
-  out.head.revision = r.i64();
-  out.head.fingerprint = r.u64();
-  if (out.head.revision != head.revision || out.head.fingerprint != head.fingerprint) return std::nullopt;
+  auto reader = kept_payload_reader(bytes, k_sim_kind, store_id, &out.head);
+  if (!reader) return std::nullopt;
+  BinaryReader& r = *reader;
   for (uint32_t n = r.count(8); n > 0 && r.good(); --n) {
     std::string key = r.str();
     std::vector<SimCopy> copies(r.count(60));

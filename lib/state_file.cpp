@@ -14,6 +14,7 @@ constexpr std::string_view k_magic = "GAIASTF\n";
 // Raised whenever the encoding changes.
 constexpr uint32_t k_format = 1;
 constexpr uint32_t k_layout = (sizeof(Instance) << 16) | sizeof(Node);
+constexpr KeptFileKind k_kind{k_magic, k_format, k_layout};
 
 // Every field of these types is written below. A field added to one of them breaks the
 // count of names here, at compile time (a size check would miss a field that fits in
@@ -227,10 +228,7 @@ void read_node(BinaryReader& r, Node& n) {
 std::string encode_state_file(std::string_view store_id, int64_t revision, uint64_t fingerprint,
                               std::span<const KeyValue* const> records, std::span<const Node> nodes,
                               std::span<const Instance> instances) {
-  BinaryWriter w;
-  w.str(store_id);
-  w.i64(revision);
-  w.u64(fingerprint);
+  BinaryWriter w = kept_payload_writer(store_id, {revision, fingerprint});
   w.u32(static_cast<uint32_t>(records.size()));
   for (const KeyValue* p : records) {
     const KeyValue& kv = *p;
@@ -265,23 +263,21 @@ std::string encode_state_file(std::string_view store_id, int64_t revision, uint6
   w.u32(static_cast<uint32_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) write_instance(w, instances[k], refs[k]);
 
-  return frame_kept_file(k_magic, k_format, k_layout, {revision, fingerprint}, std::move(w.out()));
+  return frame_kept_file(k_kind, {revision, fingerprint}, std::move(w.out()));
 }
 
 std::optional<StateFileHead> peek_state_file(std::string_view bytes) {
-  return peek_kept_file(bytes, k_magic, k_format, k_layout);
+  return peek_kept_file(bytes, k_kind);
 }
 
 std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::string_view store_id) {
   KeptFileHead head;
-  auto payload = kept_payload(bytes, k_magic, k_format, k_layout, &head);
-  if (!payload) return std::nullopt;
-  BinaryReader r(*payload);
-  if (r.view() != store_id || !r.good()) return std::nullopt;
+  auto reader = kept_payload_reader(bytes, k_kind, store_id, &head);
+  if (!reader) return std::nullopt;
+  BinaryReader& r = *reader;
   StateFileContents c;
-  c.revision = r.i64();
-  c.fingerprint = r.u64();
-  if (c.revision != head.revision || c.fingerprint != head.fingerprint) return std::nullopt;
+  c.revision = head.revision;
+  c.fingerprint = head.fingerprint;
   c.records.resize(r.count(40));
   for (auto& kv : c.records) {
     r.str_into(kv.key);
