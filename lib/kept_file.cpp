@@ -46,35 +46,63 @@ uint64_t changes_fingerprint(std::span<const Event> changes) {
   return out;
 }
 
+namespace {
+
 std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision) {
   if (revision <= 0) return std::nullopt;
   // The first and last few changes of the revision, and cheap after a commit of 50,000
-  // keys, whose whole revision took 400 ms to read for every command. The last ones of
-  // a gaia commit are its events and the sequence key, which carry the operation's id
-  // and time; its first ones (nodes, instances) may be the same in two histories.
+  // keys, whose whole revision took 400 ms to read for every command.
   auto changes = store.changes_at(revision, k_fingerprint_changes);
   if (!changes || changes->empty()) return std::nullopt;
   return changes_fingerprint(*changes);
 }
 
-std::optional<ChangesAfter> changes_after(Store& store, int64_t revision, uint64_t fingerprint,
+}  // namespace
+
+std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
+  auto mark = store.history_mark();
+  if (!mark || !*mark || (*mark)->revision != revision) return std::nullopt;
+  auto fingerprint = fingerprint_at(store, revision);
+  if (!fingerprint) return std::nullopt;
+  return KeptFileHead{revision, *fingerprint, (*mark)->hash};
+}
+
+std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
                                           std::span<const std::string_view> prefixes, int64_t max_revisions) {
-  auto current = store.revision();
+  auto mark = store.history_mark();
+  if (!mark || !*mark) return std::nullopt;
+  const HistoryMark now = **mark;
   // A store behind the file was re-created or restored.
-  if (!current || *current < revision || *current - revision > max_revisions) return std::nullopt;
-  if (fingerprint_at(store, revision) != fingerprint) return std::nullopt;
+  if (now.revision < file.revision || now.revision - file.revision > max_revisions) return std::nullopt;
+  if (fingerprint_at(store, file.revision) != file.fingerprint) return std::nullopt;
   ChangesAfter out;
-  out.revision = *current;
-  if (*current == revision) return out;
-  // One request: the changes table is read by revision, so one request per prefix
-  // would scan every change since the file once per prefix (8 scans cost 4x one).
-  auto changes = store.changes_since(revision + 1, prefixes.size() == 1 ? prefixes[0] : std::string_view());
-  if (!changes) return std::nullopt;
-  for (auto& e : *changes) {
-    // What was written after the first question is left for the next refresh.
-    if (e.revision() > *current) break;
-    if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return e.kv.key.starts_with(p); }))
-      out.changes.push_back(std::move(e));
+  out.head = file;
+  if (now.revision > file.revision) {
+    // Every change since, of every key, as the history hash covers them all; one request,
+    // as the changes table is read by revision (one per prefix scanned it once each).
+    auto changes = store.changes_since(file.revision + 1, "");
+    if (!changes) return std::nullopt;
+    uint64_t hash = file.history;
+    auto it = changes->begin();
+    // What was written after the mark was read is left for the next refresh.
+    while (it != changes->end() && it->revision() <= now.revision) {
+      HistoryChain link(hash, it->revision());
+      auto end = std::find_if(it, changes->end(), [&](const Event& e) { return e.revision() != it->revision(); });
+      for (auto e = it; e != end; ++e) link.add(e->type, e->kv);
+      hash = link.digest();
+      for (; it != end; ++it)
+        if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return it->kv.key.starts_with(p); }))
+          out.changes.push_back(std::move(*it));
+    }
+    out.head = KeptFileHead{now.revision, 0, hash};
+  }
+  // The history since the file is the store's own: the file's history hash chained over
+  // it is the store's now.
+  if (out.head.history != now.hash) return std::nullopt;
+  if (now.revision > file.revision) {
+    auto fingerprint = fingerprint_at(store, now.revision);
+    if (!fingerprint) return std::nullopt;
+    out.head.fingerprint = *fingerprint;
   }
   return out;
 }
@@ -82,7 +110,7 @@ std::optional<ChangesAfter> changes_after(Store& store, int64_t revision, uint64
 namespace {
 
 constexpr size_t k_magic_size = 8;
-constexpr size_t k_head_size = k_magic_size + 4 + 4 + 8 + 8 + 8 + 8;
+constexpr size_t k_head_size = k_magic_size + 4 + 4 + 8 + 8 + 8 + 8 + 8;
 
 struct Frame {
   KeptFileHead head;
@@ -97,6 +125,7 @@ std::optional<Frame> read_frame(std::string_view bytes, const KeptFileKind& kind
   Frame f;
   f.head.revision = r.i64();
   f.head.fingerprint = r.u64();
+  f.head.history = r.u64();
   f.size = r.u64();
   f.hash = r.u64();
   return f;
@@ -109,6 +138,7 @@ BinaryWriter kept_payload_writer(std::string_view store_id, KeptFileHead head) {
   w.str(store_id);
   w.i64(head.revision);
   w.u64(head.fingerprint);
+  w.u64(head.history);
   return w;
 }
 
@@ -119,6 +149,7 @@ std::string frame_kept_file(const KeptFileKind& kind, KeptFileHead head, std::st
   w.u32(kind.layout);
   w.i64(head.revision);
   w.u64(head.fingerprint);
+  w.u64(head.history);
   w.u64(payload.size());
   w.u64(XXH3_64bits(payload.data(), payload.size()));
   std::string out = std::move(w.out());
@@ -144,7 +175,9 @@ std::optional<BinaryReader> kept_payload_reader(std::string_view bytes, const Ke
   // copies must agree with them.
   const int64_t revision = r.i64();
   const uint64_t fingerprint = r.u64();
-  if (!r.good() || revision != f->head.revision || fingerprint != f->head.fingerprint) return std::nullopt;
+  const uint64_t history = r.u64();
+  if (!r.good() || revision != f->head.revision || fingerprint != f->head.fingerprint || history != f->head.history)
+    return std::nullopt;
   *head = f->head;
   return r;
 }

@@ -1,10 +1,12 @@
 #pragma once
 // Files that keep what a process read from the store for the next process on the same
 // store: the decoded state (lib/state_file.hpp) and the sim backend's world. Such a file
-// is only ever a shortcut: it records the revision it was read at and a fingerprint of
-// the changes the store made at that revision, and a reader uses it only when the store
-// still shows those very changes there and keeps the history since. A store re-created,
-// or restored from a backup and written to since, made other changes at that revision.
+// is only ever a shortcut. It records the revision it was read at, the store's history
+// hash there (Store::history_mark: chained over every change up to it) and a
+// fingerprint of the changes at that revision; a reader uses it only when the store's
+// history hash now is the file's chained over the changes since, which the reader reads
+// anyway. A store re-created, restored from a backup, or a copy of it that went its own
+// way, has another history, however alike any one revision of it is.
 
 #include <cstdint>
 #include <filesystem>
@@ -22,35 +24,40 @@ namespace gaia {
 // A fingerprint of the changes one revision made (kinds, keys, values, revisions).
 uint64_t changes_fingerprint(std::span<const Event> changes);
 
-// The fingerprint of the changes the store made at `revision`; nothing when it has
-// none there (or no longer has them), or cannot be read.
-std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision);
+struct KeptFileHead {
+  int64_t revision = 0;
+  uint64_t fingerprint = 0;  // Of the first and last changes at `revision`.
+  uint64_t history = 0;      // The store's history hash at `revision`.
+};
 
-// The changes under `prefixes` after `revision`, up to the store's revision when asked
-// (`revision` of the result), in revision order: when the store made the changes of
-// `fingerprint` at `revision`, keeps every change since, and is at most `max_revisions`
-// revisions ahead (beyond that a fresh read costs less); nothing otherwise.
+// What a file of the store's state at `revision` records of the store; nothing when
+// the store is no longer at that revision, keeps no history hash, or has no changes
+// there (or no longer has them).
+std::optional<KeptFileHead> kept_head(Store& store, int64_t revision);
+
+// The changes under `prefixes` after the file's revision, up to the store's revision
+// when asked, in revision order: when the store is the one the file was read from, its
+// history then and since included (its history hash now is the file's chained over
+// every change since; the fingerprint of the file's revision matches), and it is at
+// most `max_revisions` revisions ahead (beyond that a fresh read costs less); nothing
+// otherwise. `head` of the result is what a file of the state brought forward records.
 struct ChangesAfter {
   std::vector<Event> changes;
-  int64_t revision = 0;
+  KeptFileHead head;
 };
-std::optional<ChangesAfter> changes_after(Store& store, int64_t revision, uint64_t fingerprint,
+std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
                                           std::span<const std::string_view> prefixes, int64_t max_revisions);
 
 // A file's frame: an 8-byte magic naming its kind, the format and layout of its
 // payload (a reader of another build refuses them), the revision and fingerprint it was
 // read at, and the payload with its length and checksum (a damaged file is refused).
-struct KeptFileHead {
-  int64_t revision = 0;
-  uint64_t fingerprint = 0;
-};
 struct KeptFileKind {
   std::string_view magic;  // 8 bytes.
   uint32_t format = 0;
   uint32_t layout = 0;
 };
 // A writer for a file's payload, begun with what every payload begins with: the store it
-// was read from, the revision and the fingerprint (the copies the checksum covers).
+// was read from and the head (the copies the checksum covers).
 BinaryWriter kept_payload_writer(std::string_view store_id, KeptFileHead head);
 // The file: its frame around `payload`.
 std::string frame_kept_file(const KeptFileKind& kind, KeptFileHead head, std::string payload);

@@ -183,7 +183,7 @@ bool SimBackend::load_world_file() {
                             [&] { return decode_sim_world(*bytes, m_file.store_id); });
   std::optional<ChangesAfter> after;
   if (auto head = peek_sim_world(*bytes))
-    after = changes_after(*m_store, head->revision, head->fingerprint, std::span(&k_copies, 1), k_world_max_revisions);
+    after = changes_after(*m_store, *head, std::span(&k_copies, 1), k_world_max_revisions);
   auto file = decoded.get();
   if (!file || !after || after->changes.size() > k_sim_max_replay) return false;
   World world = std::move(file->world);
@@ -200,22 +200,24 @@ bool SimBackend::load_world_file() {
     }
   }
   m_world = std::move(world);
-  m_world_revision = after->revision;
+  m_world_revision = after->head.revision;
   // Brought forward when it is far behind (each change replayed costs about what a full
   // read's decoding of it does), not after every command.
-  if (after->changes.size() > k_world_rewrite_after) save_world_file(std::nullopt);
+  if (after->changes.size() > k_world_rewrite_after) save_world_file(after->head);
   return true;
 }
 
-void SimBackend::save_world_file(std::optional<uint64_t> fingerprint) {
+void SimBackend::save_world_file(std::optional<KeptFileHead> head) {
   m_file_saved = true;
   size_t copies = 0;
   for (const auto& [key, list] : m_world) copies += list.size();
   if (copies < m_file.min_copies || m_world_revision <= 0) return;
-  if (!fingerprint) fingerprint = fingerprint_at(*m_store, m_world_revision);
-  if (!fingerprint) return;
+  // What the store shows at the world's revision; a store that moved on since, or keeps
+  // no history hash, gets no file.
+  if (!head) head = kept_head(*m_store, m_world_revision);
+  if (!head || head->revision != m_world_revision) return;
   // Encoded here, as the kept world changes under m_mutex once this returns.
-  auto bytes = std::make_shared<std::string>(encode_sim_world(m_file.store_id, {m_world_revision, *fingerprint}, m_world));
+  auto bytes = std::make_shared<std::string>(encode_sim_world(m_file.store_id, *head, m_world));
   if (m_file_writer.valid()) m_file_writer.wait();
   m_file_writer = std::async(std::launch::async, [path = m_file.path, bytes] { write_kept_file(path, *bytes); });
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/backend.hpp"
+#include "lib/kept_file.hpp"
 #include "lib/sim_usage.hpp"
 #include "lib/store.hpp"
 
@@ -102,7 +103,7 @@ class SimBackend final : public Backend {
   // from there to now (false, nothing kept, otherwise); writes the kept world to it
   // (encoded here, written on a thread of its own). Under m_mutex.
   bool load_world_file();
-  void save_world_file(std::optional<uint64_t> fingerprint);
+  void save_world_file(std::optional<KeptFileHead> head);
 
   Store* m_store;
   std::mutex m_mutex;

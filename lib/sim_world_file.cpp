@@ -9,7 +9,7 @@ namespace {
 // "GAIASIM" and a newline, so `head` on the file says what it is.
 constexpr std::string_view k_sim_magic = "GAIASIM\n";
 // Raised whenever the encoding changes.
-constexpr uint32_t k_sim_format = 1;
+constexpr uint32_t k_sim_format = 2;
 constexpr uint32_t k_sim_layout = sizeof(SimCopy);
 constexpr KeptFileKind k_sim_kind{k_sim_magic, k_sim_format, k_sim_layout};
 

@@ -19,7 +19,7 @@ namespace gaia {
 using SimWorld = std::map<std::string, std::vector<SimCopy>>;
 
 struct SimWorldFile {
-  KeptFileHead head;  // The revision it was read at, with the fingerprint there.
+  KeptFileHead head;  // The revision it was read at, with what the store showed there.
   SimWorld world;
 };
 

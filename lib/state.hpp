@@ -20,6 +20,7 @@
 
 #include "lib/clock.hpp"
 #include "lib/cluster.hpp"
+#include "lib/kept_file.hpp"
 #include "lib/error.hpp"
 #include "lib/running_apps.hpp"
 #include "lib/store.hpp"
@@ -303,7 +304,8 @@ class State final : public RunningApps {
   // file.
   bool load_state_file();
   // Writes the kept state to the file, on a thread of its own.
-  void save_state_file();
+  // `head`: what the store shows at the kept state's revision, when the caller knows.
+  void save_state_file(std::optional<KeptFileHead> head = std::nullopt);
 
   Store& m_store;
   const Clock& m_clock;

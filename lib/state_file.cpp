@@ -12,7 +12,7 @@ namespace {
 // "GAIASTF" and a newline, so `head` on the file says what it is.
 constexpr std::string_view k_magic = "GAIASTF\n";
 // Raised whenever the encoding changes.
-constexpr uint32_t k_format = 1;
+constexpr uint32_t k_format = 2;
 constexpr uint32_t k_layout = (sizeof(Instance) << 16) | sizeof(Node);
 constexpr KeptFileKind k_kind{k_magic, k_format, k_layout};
 
@@ -225,10 +225,10 @@ void read_node(BinaryReader& r, Node& n) {
 
 }  // namespace
 
-std::string encode_state_file(std::string_view store_id, int64_t revision, uint64_t fingerprint,
+std::string encode_state_file(std::string_view store_id, const KeptFileHead& head,
                               std::span<const KeyValue* const> records, std::span<const Node> nodes,
                               std::span<const Instance> instances) {
-  BinaryWriter w = kept_payload_writer(store_id, {revision, fingerprint});
+  BinaryWriter w = kept_payload_writer(store_id, head);
   w.u32(static_cast<uint32_t>(records.size()));
   for (const KeyValue* p : records) {
     const KeyValue& kv = *p;
@@ -263,7 +263,7 @@ std::string encode_state_file(std::string_view store_id, int64_t revision, uint6
   w.u32(static_cast<uint32_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) write_instance(w, instances[k], refs[k]);
 
-  return frame_kept_file(k_kind, {revision, fingerprint}, std::move(w.out()));
+  return frame_kept_file(k_kind, head, std::move(w.out()));
 }
 
 std::optional<StateFileHead> peek_state_file(std::string_view bytes) {
@@ -271,13 +271,10 @@ std::optional<StateFileHead> peek_state_file(std::string_view bytes) {
 }
 
 std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::string_view store_id) {
-  KeptFileHead head;
-  auto reader = kept_payload_reader(bytes, k_kind, store_id, &head);
+  StateFileContents c;
+  auto reader = kept_payload_reader(bytes, k_kind, store_id, &c.head);
   if (!reader) return std::nullopt;
   BinaryReader& r = *reader;
-  StateFileContents c;
-  c.revision = head.revision;
-  c.fingerprint = head.fingerprint;
   c.records.resize(r.count(40));
   for (auto& kv : c.records) {
     r.str_into(kv.key);

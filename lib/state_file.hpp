@@ -10,11 +10,11 @@
 // the store's changes since its revision.
 //
 // The file is only ever a shortcut. It names the store it was read from and the revision
-// it was read at, with a fingerprint of the changes the store made at that revision: a
-// store re-created, or restored from a backup and written to since, has other changes
-// there, and the file is not used. So is a file of another format, of another build's
-// layout, or damaged (a checksum covers it all): the command then reads the store as it
-// would without one.
+// it was read at, with the store's history hash there and a fingerprint of the changes
+// at that revision (lib/kept_file.hpp): a store re-created, restored from a backup, or a
+// copy of it gone its own way has another history, and the file is not used. So is a
+// file of another format, of another build's layout, or damaged (a checksum covers it
+// all): the command then reads the store as it would without one.
 
 #include <cstdint>
 #include <optional>
@@ -30,10 +30,9 @@
 namespace gaia {
 
 struct StateFileContents {
-  int64_t revision = 0;
-  // Of the store's changes at `revision` (lib/kept_file.hpp), which a reader checks
-  // against the store's before it trusts the file.
-  uint64_t fingerprint = 0;
+  // The revision it was read at, with what the store showed there (lib/kept_file.hpp),
+  // which a reader checks against the store's before it trusts the file.
+  KeptFileHead head;
   // Every record of the state but the nodes and instances, as the store held them, in
   // key order.
   std::vector<KeyValue> records;
@@ -46,7 +45,7 @@ struct StateFileContents {
 // The file's bytes for the store `store_id` (its address, as the user named it): the
 // contents as StateFileContents lists them, given by reference so the kept state is not
 // copied to be written.
-std::string encode_state_file(std::string_view store_id, int64_t revision, uint64_t fingerprint,
+std::string encode_state_file(std::string_view store_id, const KeptFileHead& head,
                               std::span<const KeyValue* const> records, std::span<const Node> nodes,
                               std::span<const Instance> instances);
 // The revision and fingerprint the file names, from its head alone (nothing when it is

@@ -62,8 +62,7 @@ bool State::load_state_file() {
   auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                             [&] { return decode_state_file(*bytes, m_options.store_id); });
   std::optional<ChangesAfter> after;
-  if (auto head = peek_state_file(*bytes))
-    after = changes_after(m_store, head->revision, head->fingerprint, k_state_prefixes, k_max_replay_revisions);
+  if (auto head = peek_state_file(*bytes)) after = changes_after(m_store, *head, k_state_prefixes, k_max_replay_revisions);
   auto contents = decoded.get();
   if (!contents || !after || !in_key_order(*contents)) return false;
   std::vector<Event>* since = &after->changes;
@@ -77,7 +76,7 @@ bool State::load_state_file() {
   if (!apply_records(*st, contents->records)) return false;
   if (!apply_changes(*st, *since)) return false;
   // Every change to the state's keys up to there is in it.
-  st->revision = after->revision;
+  st->revision = after->head.revision;
   m_records.clear();
   for (auto& kv : contents->records) m_records.emplace_hint(m_records.end(), kv.key, std::move(kv));
   apply_to_records(m_records, *since);
@@ -85,19 +84,19 @@ bool State::load_state_file() {
   const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
     return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
   });
-  if (static_cast<size_t>(replayed) > k_rewrite_after) save_state_file();
+  if (static_cast<size_t>(replayed) > k_rewrite_after) save_state_file(after->head);
   return true;
 }
 
-void State::save_state_file() {
+void State::save_state_file(std::optional<KeptFileHead> head) {
   if (!m_cache || m_cache->revision <= 0) return;
   const ClusterState& st = *m_cache;
   if (st.snapshot.instances.size() + st.snapshot.nodes.size() + m_records.size() < m_options.state_file_min_records)
     return;
-  // The changes the store made at the state's revision, which a reader checks the file
-  // against; a store that no longer has them gets no file.
-  auto fingerprint = fingerprint_at(m_store, st.revision);
-  if (!fingerprint) return;
+  // What the store shows at the state's revision, which a reader checks the file
+  // against; a store that has moved on since, or keeps no history hash, gets no file.
+  if (!head) head = kept_head(m_store, st.revision);
+  if (!head || head->revision != st.revision) return;
   std::vector<KeyValue> records;
   records.reserve(m_records.size());
   for (const auto& [key, kv] : m_records) records.push_back(kv);
@@ -110,12 +109,11 @@ void State::save_state_file() {
   m_state_file_writer =
       std::async(std::launch::async, [state = std::shared_ptr<const ClusterState>(m_cache), records = std::move(records),
                                       encoded = std::move(encoded), path = m_options.state_file,
-                                      id = m_options.store_id, fingerprint = *fingerprint]() mutable {
+                                      id = m_options.store_id, head = *head]() mutable {
         std::vector<const KeyValue*> refs;
         refs.reserve(records.size());
         for (const auto& kv : records) refs.push_back(&kv);
-        std::string bytes = encode_state_file(id, state->revision, fingerprint, refs, state->snapshot.nodes,
-                                              state->snapshot.instances);
+        std::string bytes = encode_state_file(id, head, refs, state->snapshot.nodes, state->snapshot.instances);
         state.reset();
         encoded.set_value();
         write_kept_file(path, bytes);

@@ -1,5 +1,7 @@
 #include "lib/store.hpp"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -155,6 +157,27 @@ class PollingWatch final : public Watch {
 };
 
 }  // namespace
+
+HistoryChain::HistoryChain(uint64_t before, int64_t revision) : m_state(XXH3_createState()) {
+  auto* state = static_cast<XXH3_state_t*>(m_state);
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, &before, sizeof before);
+  XXH3_64bits_update(state, &revision, sizeof revision);
+}
+
+HistoryChain::~HistoryChain() { XXH3_freeState(static_cast<XXH3_state_t*>(m_state)); }
+
+void HistoryChain::add(EventType type, const KeyValue& kv) {
+  auto* state = static_cast<XXH3_state_t*>(m_state);
+  // Each part with its length, so no two different changes read alike.
+  const int64_t fixed[6] = {type == EventType::Put ? 0 : 1, static_cast<int64_t>(kv.key.size()),
+                            static_cast<int64_t>(kv.value.size()), kv.create_revision, kv.version, kv.lease};
+  XXH3_64bits_update(state, fixed, sizeof fixed);
+  XXH3_64bits_update(state, kv.key.data(), kv.key.size());
+  XXH3_64bits_update(state, kv.value.data(), kv.value.size());
+}
+
+uint64_t HistoryChain::digest() const { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(m_state)); }
 
 StoreResult<std::vector<Event>> Store::changes_at(int64_t revision, size_t limit) {
   // A limit of one still returns the whole revision: a revision is never split.

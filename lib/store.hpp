@@ -197,6 +197,29 @@ class Watch {
   virtual int64_t revision() const = 0;
 };
 
+// A store's history up to a revision, as a hash chained over its changes: two stores
+// whose histories differ anywhere up to that revision have different hashes (but for
+// xxh3's collisions), however alike their keys are now.
+struct HistoryMark {
+  int64_t revision = 0;
+  uint64_t hash = 0;
+};
+
+// The chain's next link: the hash after one revision's changes, from the hash `before`
+// it, with the changes added in the order changes_since lists them.
+class HistoryChain {
+ public:
+  HistoryChain(uint64_t before, int64_t revision);
+  ~HistoryChain();
+  HistoryChain(const HistoryChain&) = delete;
+  HistoryChain& operator=(const HistoryChain&) = delete;
+  void add(EventType type, const KeyValue& kv);
+  uint64_t digest() const;
+
+ private:
+  void* m_state;
+};
+
 // One Store object may be shared between threads; several objects (in one or many
 // processes) may open the same backing store at once.
 class Store {
@@ -234,10 +257,16 @@ class Store {
   // fingerprint, lib/kept_file.hpp). The default reads the whole revision.
   virtual StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit);
   // What tells this store apart from every other, including one re-created at the same
-  // address: a random number a SQLite store gets when first opened for writing, the
-  // cluster id of an etcd cluster. Empty when the store has none (then nothing may be
-  // kept for it between processes: lib/kept_file.hpp).
+  // address: a random number a SQLite store gets when first opened for writing. Empty
+  // when the store has none, as etcd (whose cluster id is the same for a cluster made
+  // again with the same flags): then nothing is kept for it between processes
+  // (lib/kept_file.hpp).
   virtual StoreResult<std::string> identity() { return std::string(); }
+  // Where the store's history stands: its revision, and a hash chained over every
+  // change the store made up to it (HistoryChain), read together; a SQLite store keeps
+  // it in its meta table, updated by every commit. Nothing when the store keeps no such
+  // hash, as etcd (then nothing is kept for it between processes: lib/kept_file.hpp).
+  virtual StoreResult<std::optional<HistoryMark>> history_mark() { return std::optional<HistoryMark>(); }
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every
   // 100 ms (SQLite, the in-memory store); etcd streams its own watch.

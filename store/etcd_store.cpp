@@ -127,16 +127,6 @@ StoreResult<RangeResponse> EtcdStore::read(const RangeRequest& request) {
   return out;
 }
 
-StoreResult<std::string> EtcdStore::identity() {
-  auto answer = m_gateway->call("/v3/kv/range", json{{"key", b64(kZeroKey)}, {"count_only", true}},
-                                Idempotence::Safe);
-  if (!answer) return std::unexpected(answer.error());
-  if (!answer->contains("header")) return std::string();
-  const json& h = (*answer)["header"];
-  if (!h.contains("cluster_id")) return std::string();
-  return "etcd:" + (h["cluster_id"].is_string() ? h["cluster_id"].get<std::string>() : h["cluster_id"].dump());
-}
-
 StoreResult<int64_t> EtcdStore::revision() {
   // Every answer carries the store revision; counting one key is the cheapest question.
   auto answer = m_gateway->call("/v3/kv/range", json{{"key", b64(kZeroKey)}, {"count_only", true}},

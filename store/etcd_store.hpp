@@ -75,9 +75,6 @@ class EtcdStore final : public Store {
 
   StoreResult<RangeResponse> read(const RangeRequest& request) override;
   StoreResult<int64_t> revision() override;
-  // The etcd cluster's id (every answer's header carries it): a cluster made anew, or
-  // restored from a snapshot with etcdutl, has another.
-  StoreResult<std::string> identity() override;
   StoreResult<TxnResult> txn(const Txn& txn) override;
   // etcd builds a whole range answer in memory, then the gateway turns it into JSON:
   // state of tens of thousands of keys is read in pages.

@@ -226,6 +226,8 @@ StoreResult<RestoreSummary> SqliteStore::restore_from(const std::filesystem::pat
     exec(m_db, "DELETE FROM main.changes");
     write_meta(m_db, "revision", summary.revision);
     write_meta(m_db, "compact_revision", summary.revision);
+    // A history begins again here: its hash too (Store::history_mark).
+    exec(m_db, "UPDATE meta SET value = random() & 9223372036854775807 WHERE name = 'history_hash'");
     return summary;
   });
   attach(false);

@@ -195,6 +195,10 @@ class RevisionWriter {
   explicit RevisionWriter(SqliteConnection& db, bool lean = false)
       : m_db(db), m_revision(read_meta(db, "revision") + 1), m_lean(lean) {
     if (m_lean) compact_to(m_db, m_revision - 1);
+    // The history hash this revision chains onto (Store::history_mark); every opener
+    // that may write makes sure the store has one.
+    Statement s(m_db, "SELECT value FROM meta WHERE name = 'history_hash'");
+    if (s.step()) m_chain.emplace(static_cast<uint64_t>(s.integer(0)), m_revision);
   }
 
   void put(const Put& p) {
@@ -239,6 +243,7 @@ class RevisionWriter {
   int64_t finish(int64_t history_revisions) {
     if (!m_changed) return m_revision - 1;
     write_meta(m_db, "revision", m_revision);
+    if (m_chain) write_meta(m_db, "history_hash", static_cast<int64_t>(m_chain->digest()));
     if (m_lean) {
       compact_to(m_db, m_revision);
     } else if (history_revisions > 0) {
@@ -273,6 +278,8 @@ class RevisionWriter {
     KeyValue before = m_lean ? KeyValue{} : prev.value_or(KeyValue{});
     s.bind(10, before.value).bind(11, before.create_revision).bind(12, before.mod_revision);
     s.bind(13, before.version).bind(14, before.lease).run();
+    // As changes_since will list it: a delete carries only its key.
+    if (m_chain) m_chain->add(type, kv);
     m_changed = true;
   }
 
@@ -281,6 +288,7 @@ class RevisionWriter {
   bool m_lean;
   int64_t m_seq = 0;
   bool m_changed = false;
+  std::optional<HistoryChain> m_chain;
 };
 
 // Deletes the keys of every lease whose deadline has passed, all at one new revision.
@@ -429,12 +437,18 @@ StoreResult<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesyste
     // that may write. A row of meta, which every gaia of this schema ignores, rather
     // than a new schema version, so a store stays readable by the gaia before this one.
     // Of two openers at once, one inserts and the other's insert is ignored.
-    bool has_identity = false;
-    {
-      Statement find(*db, "SELECT 1 FROM meta WHERE name = 'store_id'");
-      has_identity = find.step();
+    // Likewise the start of its history hash (Store::history_mark), random so two copies
+    // of a store that an older gaia wrote to start chains of their own.
+    for (std::string_view name : {"store_id", "history_hash"}) {
+      bool present = false;
+      {
+        Statement find(*db, "SELECT 1 FROM meta WHERE name = ?1");
+        find.bind(1, name);
+        present = find.step();
+      }
+      if (!present)
+        Statement(*db, "INSERT OR IGNORE INTO meta VALUES (?1, random() & 9223372036854775807)").bind(1, name).run();
     }
-    if (!has_identity) exec(*db, "INSERT OR IGNORE INTO meta VALUES ('store_id', random() & 9223372036854775807)");
     return true;
   });
   if (!configured) return std::unexpected(configured.error());
@@ -678,6 +692,14 @@ StoreResult<std::vector<Event>> SqliteStore::changes_at(int64_t revision, size_t
       for (auto it = last.rbegin(); it != last.rend(); ++it) events.push_back(std::move(it->second));
     }
     return events;
+  });
+}
+
+StoreResult<std::optional<HistoryMark>> SqliteStore::history_mark() {
+  return read_transaction([&] {
+    Statement s(m_db, "SELECT value FROM meta WHERE name = 'history_hash'");
+    if (!s.step()) return std::optional<HistoryMark>();
+    return std::optional<HistoryMark>(HistoryMark{read_meta(m_db, "revision"), static_cast<uint64_t>(s.integer(0))});
   });
 }
 

@@ -12,6 +12,7 @@
 #include "lib/sim_backend.hpp"
 #include "lib/sim_world_file.hpp"
 #include "store/sqlite_store.hpp"
+#include "tests/support/forwarding_store.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace gaia;
@@ -212,26 +213,14 @@ namespace {
 
 // Counts the reads of copy records: a backend that starts from a good world file reads
 // none.
-class CopyReadCounter final : public Store {
+class CopyReadCounter final : public gaia::test::ForwardingStore {
  public:
-  explicit CopyReadCounter(Store& inner) : m_inner(inner) {}
+  using ForwardingStore::ForwardingStore;
   StoreResult<RangeResponse> read(const RangeRequest& r) override {
     if (r.key.starts_with("sim/copies/")) ++copy_reads;
-    return m_inner.read(r);
+    return ForwardingStore::read(r);
   }
-  StoreResult<int64_t> revision() override { return m_inner.revision(); }
-  StoreResult<TxnResult> txn(const Txn& t) override { return m_inner.txn(t); }
-  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
-    return m_inner.changes_since(from, prefix, limit);
-  }
-  StoreResult<void> compact(int64_t revision) override { return m_inner.compact(revision); }
-  StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner.grant(ttl); }
-  StoreResult<void> keep_alive(int64_t lease) override { return m_inner.keep_alive(lease); }
-  StoreResult<void> revoke(int64_t lease) override { return m_inner.revoke(lease); }
   int copy_reads = 0;
-
- private:
-  Store& m_inner;
 };
 
 

@@ -149,15 +149,17 @@ TEST_CASE("state file: every field of the instances and nodes reads back, labels
   KeyValue app{"apps/default/web", "{\"name\":\"web\"}", 2, 8, 3, 77};
   std::vector<const KeyValue*> records = {&app, &seq};
 
-  std::string bytes = encode_state_file("store-a", 42, 0xfeedULL, records, nodes, instances);
+  std::string bytes = encode_state_file("store-a", {42, 0xfeedULL, 0xbeefULL}, records, nodes, instances);
   auto head = peek_state_file(bytes);
   REQUIRE(head);
   CHECK(head->revision == 42);
   CHECK(head->fingerprint == 0xfeedULL);
+  CHECK(head->history == 0xbeefULL);
   auto back = decode_state_file(bytes, "store-a");
   REQUIRE(back);
-  CHECK(back->revision == 42);
-  CHECK(back->fingerprint == 0xfeedULL);
+  CHECK(back->head.revision == 42);
+  CHECK(back->head.fingerprint == 0xfeedULL);
+  CHECK(back->head.history == 0xbeefULL);
   REQUIRE(back->records.size() == 2);
   CHECK(back->records[0] == app);
   CHECK(back->records[1] == seq);
@@ -185,7 +187,7 @@ TEST_CASE("state file: a damaged, foreign or other file is refused whole", "[sta
   std::vector<Node> nodes = {random_node(rng, 0)};
   KeyValue seq{"meta/event_seq", "3", 1, 2, 1, 0};
   std::vector<const KeyValue*> records = {&seq};
-  const std::string bytes = encode_state_file("store-a", 9, 1, records, nodes, instances);
+  const std::string bytes = encode_state_file("store-a", {9, 1, 2}, records, nodes, instances);
   REQUIRE(decode_state_file(bytes, "store-a"));
   CHECK_FALSE(decode_state_file(bytes, "store-b"));
   CHECK_FALSE(decode_state_file("", "store-a"));
@@ -252,16 +254,23 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     State writer(**store, clock);
     for (int step = 0; step < 10; ++step) random_change(writer, rng, step);
   }
-  // The backup, taken here.
+  // The backup, taken here: also a plain copy of the store file, which shares its
+  // identity and its history hash so far.
   std::filesystem::copy_file(path, dir.path() / "backup.db");
   {
     auto store = SqliteStore::open(path);
     REQUIRE(store);
     State writer(**store, clock);
     for (int step = 10; step < 20; ++step) random_change(writer, rng, step);
+    // A commit with nothing of its own in it (no operation, no time), such as a copy
+    // that went its own way may make at the same revision.
+    Txn alike;
+    alike.puts.push_back({"settings/alike", "1"});
+    REQUIRE((*store)->txn(alike).value().succeeded);
     auto [got, reads] = load_as_new_process(**store, clock, options);
     REQUIRE(std::filesystem::exists(file));
     file_revision = peek_state_file(*read_kept_file(file))->revision;
+
   }
 
   SECTION("re-created: another history up to and past the file's revision") {
@@ -292,6 +301,31 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     std::filesystem::copy_file(dir.path() / "backup.db", path);
     auto store = SqliteStore::open(path);
     REQUIRE(store);
+    auto [got, reads] = load_as_new_process(**store, clock, options);
+    CHECK(got == fresh(**store, clock));
+    CHECK(reads > 0);
+  }
+  SECTION("a copy that went its own way, to the same revision, whose last commit is the same") {
+    std::filesystem::remove(path);
+    std::filesystem::copy_file(dir.path() / "backup.db", path);
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    // To the file's revision by another way, then the same commit: the file's revision
+    // and its fingerprint match, the history before it does not.
+    State writer(**store, clock);
+    std::mt19937 other(14);
+    for (int step = 200; (*store)->revision().value() < file_revision - 1; ++step) {
+      Batch b;
+      b.event("Other", fmt::format("step {}", step));
+      auto base = writer.load();
+      REQUIRE(base);
+      REQUIRE(writer.commit(*base, b, fmt::format("op-other-{}", step)).value());
+    }
+    REQUIRE((*store)->revision().value() == file_revision - 1);
+    Txn alike;
+    alike.puts.push_back({"settings/alike", "1"});
+    REQUIRE((*store)->txn(alike).value().succeeded);
+    REQUIRE((*store)->revision().value() == file_revision);
     auto [got, reads] = load_as_new_process(**store, clock, options);
     CHECK(got == fresh(**store, clock));
     CHECK(reads > 0);

@@ -206,16 +206,6 @@ TEST_CASE("etcd store changes_since reads past etcd's watch batches of 1000 revi
   CHECK(limited.front().revision() == 1050);
 }
 
-TEST_CASE("etcd store's identity is its cluster's id: the same for every client, another for a new cluster",
-          "[store][etcd]") {
-  EtcdServer one, two;
-  auto id = must(open_or_fail(options_for(one))->identity());
-  CHECK(id.starts_with("etcd:"));
-  CHECK(id.size() > std::string("etcd:").size());
-  CHECK(must(open_or_fail(options_for(one))->identity()) == id);
-  CHECK(must(open_or_fail(options_for(two))->identity()) != id);
-}
-
 TEST_CASE("etcd store reports a paused member as a timeout naming it", "[store][etcd]") {
   EtcdServer server;
   EtcdOptions options = options_for(server);

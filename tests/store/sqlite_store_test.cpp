@@ -103,6 +103,38 @@ TEST_CASE("sqlite store has an identity of its own, kept across opens, new for a
   CHECK(must(open_or_fail(dir.path() / "other.db")->identity()) != first);
 }
 
+TEST_CASE("sqlite store's history hash is chained over every change, as changes_since lists them", "[store]") {
+  TempDir dir;
+  auto store = open_or_fail(dir.path() / "state.db");
+  auto start = must(store->history_mark());
+  REQUIRE(start);
+  CHECK(start->revision == 0);
+  must(store->put("a", "1"));
+  Txn t;
+  t.deletes.push_back(Delete{"a", false});
+  t.puts.push_back(Put{"b", "2", 0});
+  t.puts.push_back(Put{"c", "", 0});
+  must(store->txn(t));
+  must(store->put("b", "3"));
+  auto now = must(store->history_mark());
+  REQUIRE(now);
+  CHECK(now->revision == 3);
+  // Folded from the start over the changes since, it is the store's.
+  uint64_t hash = start->hash;
+  auto changes = must(store->changes_since(1, ""));
+  for (auto it = changes.begin(); it != changes.end();) {
+    HistoryChain link(hash, it->revision());
+    auto end = std::find_if(it, changes.end(), [&](const Event& e) { return e.revision() != it->revision(); });
+    for (; it != end; ++it) link.add(it->type, it->kv);
+    hash = link.digest();
+  }
+  CHECK(hash == now->hash);
+  // Another store, with the same changes, has another history (its start is its own).
+  auto other = open_or_fail(dir.path() / "other.db");
+  must(other->put("a", "1"));
+  CHECK(must(other->history_mark())->hash != must(store->history_mark())->hash);
+}
+
 TEST_CASE("sqlite store refuses paths that are not store files", "[store]") {
   TempDir dir;
 

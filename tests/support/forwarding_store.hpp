@@ -20,6 +20,11 @@ class ForwardingStore : public Store {
   StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
     return m_inner->changes_since(from, prefix, limit);
   }
+  StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
+    return m_inner->changes_at(revision, limit);
+  }
+  StoreResult<std::string> identity() override { return m_inner->identity(); }
+  StoreResult<std::optional<HistoryMark>> history_mark() override { return m_inner->history_mark(); }
   StoreResult<void> compact(int64_t revision) override { return m_inner->compact(revision); }
   StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner->grant(ttl); }
   StoreResult<void> keep_alive(int64_t lease) override { return m_inner->keep_alive(lease); }
