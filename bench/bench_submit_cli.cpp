@@ -15,7 +15,10 @@
 //
 // With GAIA_BENCH_BASELINE_CLI=PATH, the warm commands alternate between this build's
 // binary and that one (an earlier build), on the same store, so both are measured under
-// the same load in one run.
+// the same load in one run. A baseline from before the state kept between commands
+// (docs/store.md) commits without chaining the store's history hash, so after each of
+// its commands this build reads the store afresh: against such a baseline, compare whole
+// runs of each build's own gaia-bench in turn instead.
 //
 // GAIA_BENCH_SUBMIT_DIR=DIR keeps the store in DIR (filled once) for profiling the
 // command by hand: XDG_STATE_HOME=DIR/state XDG_CACHE_HOME=DIR/cache perf record gaia
