@@ -28,7 +28,9 @@ class TimedStore final : public Store {
     return m_inner->watch(prefix, from_revision);
   }
   StoreResult<std::string> identity() override { return m_inner->identity(); }
-  StoreResult<std::optional<HistoryMark>> history_mark() override { return m_inner->history_mark(); }
+  StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) override {
+    return m_inner->history_mark(revision);
+  }
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
     return m_inner->changes_at(revision, limit);
   }

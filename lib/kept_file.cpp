@@ -60,7 +60,7 @@ std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision) {
 }  // namespace
 
 std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
-  auto mark = store.history_mark();
+  auto mark = store.history_mark(revision);
   if (!mark || !*mark || (*mark)->revision != revision) return std::nullopt;
   auto fingerprint = fingerprint_at(store, revision);
   if (!fingerprint) return std::nullopt;

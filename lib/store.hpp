@@ -264,9 +264,15 @@ class Store {
   virtual StoreResult<std::string> identity() { return std::string(); }
   // Where the store's history stands: its revision, and a hash chained over every
   // change the store made up to it (HistoryChain), read together; a SQLite store keeps
-  // it in its meta table, updated by every commit. Nothing when the store keeps no such
-  // hash, as etcd (then nothing is kept for it between processes: lib/kept_file.hpp).
-  virtual StoreResult<std::optional<HistoryMark>> history_mark() { return std::optional<HistoryMark>(); }
+  // it in its meta table, updated by every commit. With `revision`, where it stood at
+  // that revision, while it is among the last few (k_history_kept). Nothing when the
+  // store keeps no such hash, as etcd (then nothing is kept for it between processes:
+  // lib/kept_file.hpp), or no longer knows it for that revision.
+  static constexpr int64_t k_history_kept = 64;
+  virtual StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) {
+    (void)revision;
+    return std::optional<HistoryMark>();
+  }
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every
   // 100 ms (SQLite, the in-memory store); etcd streams its own watch.

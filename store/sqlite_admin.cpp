@@ -228,6 +228,7 @@ StoreResult<RestoreSummary> SqliteStore::restore_from(const std::filesystem::pat
     write_meta(m_db, "compact_revision", summary.revision);
     // A history begins again here: its hash too (Store::history_mark).
     exec(m_db, "UPDATE meta SET value = random() & 9223372036854775807 WHERE name = 'history_hash'");
+    exec(m_db, "DELETE FROM meta WHERE name LIKE 'history\\_%:%' ESCAPE '\\'");
     return summary;
   });
   attach(false);

@@ -243,7 +243,16 @@ class RevisionWriter {
   int64_t finish(int64_t history_revisions) {
     if (!m_changed) return m_revision - 1;
     write_meta(m_db, "revision", m_revision);
-    if (m_chain) write_meta(m_db, "history_hash", static_cast<int64_t>(m_chain->digest()));
+    if (m_chain) {
+      const auto hash = static_cast<int64_t>(m_chain->digest());
+      write_meta(m_db, "history_hash", hash);
+      // And in a ring of the last revisions' hashes, so a reader that read the state at
+      // one of them can still learn the hash there after others committed.
+      const int64_t slot = m_revision % Store::k_history_kept;
+      Statement s(m_db, "INSERT OR REPLACE INTO meta VALUES (?1, ?2), (?3, ?4)");
+      s.bind(1, fmt::format("history_rev:{}", slot)).bind(2, m_revision);
+      s.bind(3, fmt::format("history_hash:{}", slot)).bind(4, hash).run();
+    }
     if (m_lean) {
       compact_to(m_db, m_revision);
     } else if (history_revisions > 0) {
@@ -695,11 +704,25 @@ StoreResult<std::vector<Event>> SqliteStore::changes_at(int64_t revision, size_t
   });
 }
 
-StoreResult<std::optional<HistoryMark>> SqliteStore::history_mark() {
+StoreResult<std::optional<HistoryMark>> SqliteStore::history_mark(int64_t revision) {
   return read_transaction([&] {
-    Statement s(m_db, "SELECT value FROM meta WHERE name = 'history_hash'");
-    if (!s.step()) return std::optional<HistoryMark>();
-    return std::optional<HistoryMark>(HistoryMark{read_meta(m_db, "revision"), static_cast<uint64_t>(s.integer(0))});
+    const int64_t current = read_meta(m_db, "revision");
+    std::optional<HistoryMark> out;
+    if (revision == 0 || revision == current) {
+      Statement s(m_db, "SELECT value FROM meta WHERE name = 'history_hash'");
+      if (s.step()) out = HistoryMark{current, static_cast<uint64_t>(s.integer(0))};
+      return out;
+    }
+    // An earlier revision's, from the ring the last commits left (RevisionWriter::finish).
+    if (revision > current || revision <= current - k_history_kept) return out;
+    const int64_t slot = revision % k_history_kept;
+    const std::string rev_name = fmt::format("history_rev:{}", slot);
+    Statement s(m_db, "SELECT name, value FROM meta WHERE name IN (?1, ?2)");
+    s.bind(1, rev_name).bind(2, fmt::format("history_hash:{}", slot));
+    std::optional<int64_t> at, hash;
+    while (s.step()) (s.text(0) == rev_name ? at : hash) = s.integer(1);
+    if (at == revision && hash) out = HistoryMark{revision, static_cast<uint64_t>(*hash)};
+    return out;
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include <unistd.h>
@@ -373,6 +374,46 @@ TEST_CASE("state file: another history whose commit at the file's revision begin
   CHECK(got == fresh(**b, clock));
   CHECK(got["nodes"].size() == 47);
   CHECK(reads > 0);
+}
+
+namespace {
+
+// Another process commits while this one reads: once, in the middle of a full load.
+class CommitDuringLoad final : public gaia::test::ForwardingStore {
+ public:
+  CommitDuringLoad(Store& inner, std::function<void()> commit) : ForwardingStore(inner), m_commit(std::move(commit)) {}
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    if (m_commit && r.key.starts_with("tenants/")) std::exchange(m_commit, nullptr)();
+    return ForwardingStore::read(r);
+  }
+
+ private:
+  std::function<void()> m_commit;
+};
+
+}  // namespace
+
+TEST_CASE("state file: a file is written though another process commits while the state is read",
+          "[state][state-file]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  const auto file = dir.path() / "s.state";
+  const auto options = with_file(file);
+  State writer(**store, clock);
+  std::mt19937 rng(21);
+  for (int step = 0; step < 20; ++step) random_change(writer, rng, step);
+  {
+    CommitDuringLoad busy(**store, [&] { random_change(writer, rng, 100); });
+    State process(busy, clock, options);
+    REQUIRE(process.load());
+  }
+  REQUIRE(std::filesystem::exists(file));
+  random_change(writer, rng, 101);
+  auto [got, reads] = load_as_new_process(**store, clock, options);
+  CHECK(got == fresh(**store, clock));
+  CHECK(reads == 0);
 }
 
 TEST_CASE("state file: history compacted past the file's revision is read afresh", "[state][state-file]") {

@@ -129,6 +129,21 @@ TEST_CASE("sqlite store's history hash is chained over every change, as changes_
     hash = link.digest();
   }
   CHECK(hash == now->hash);
+  // The hash at each of the last revisions is still known after later commits; at an
+  // older one it is not.
+  std::vector<uint64_t> at;
+  for (int i = 0; i < 70; ++i) {
+    must(store->put("k", std::to_string(i)));  // Revisions 4..73.
+    at.push_back(must(store->history_mark())->hash);
+  }
+  auto r72 = must(store->history_mark(72));
+  REQUIRE(r72);
+  CHECK(r72->revision == 72);
+  CHECK(r72->hash == at[72 - 4]);
+  CHECK(must(store->history_mark(73))->hash == at[73 - 4]);
+  CHECK(must(store->history_mark(10))->hash == at[10 - 4]);
+  CHECK_FALSE(must(store->history_mark(9)));   // 64 revisions back: forgotten.
+  CHECK_FALSE(must(store->history_mark(74)));  // Not yet.
   // Another store, with the same changes, has another history (its start is its own).
   auto other = open_or_fail(dir.path() / "other.db");
   must(other->put("a", "1"));

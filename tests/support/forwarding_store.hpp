@@ -24,7 +24,9 @@ class ForwardingStore : public Store {
     return m_inner->changes_at(revision, limit);
   }
   StoreResult<std::string> identity() override { return m_inner->identity(); }
-  StoreResult<std::optional<HistoryMark>> history_mark() override { return m_inner->history_mark(); }
+  StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) override {
+    return m_inner->history_mark(revision);
+  }
   StoreResult<void> compact(int64_t revision) override { return m_inner->compact(revision); }
   StoreResult<int64_t> grant(std::chrono::seconds ttl) override { return m_inner->grant(ttl); }
   StoreResult<void> keep_alive(int64_t lease) override { return m_inner->keep_alive(lease); }
