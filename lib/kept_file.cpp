@@ -24,8 +24,7 @@ namespace {
 // Changes at each end of a file's revision its fingerprint covers.
 constexpr size_t k_fingerprint_changes = 16;
 
-}  // namespace
-
+// A fingerprint of the changes one revision made (kinds, keys, values, revisions).
 uint64_t changes_fingerprint(std::span<const Event> changes) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -45,8 +44,6 @@ uint64_t changes_fingerprint(std::span<const Event> changes) {
   XXH3_freeState(state);
   return out;
 }
-
-namespace {
 
 std::optional<uint64_t> fingerprint_at(Store& store, int64_t revision) {
   if (revision <= 0) return std::nullopt;
@@ -68,12 +65,12 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
 }
 
 std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
-                                          std::span<const std::string_view> prefixes, int64_t max_revisions) {
+                                          std::span<const std::string_view> prefixes) {
   auto mark = store.history_mark();
   if (!mark || !*mark) return std::nullopt;
   const HistoryMark now = **mark;
   // A store behind the file was re-created or restored.
-  if (now.revision < file.revision || now.revision - file.revision > max_revisions) return std::nullopt;
+  if (now.revision < file.revision || now.revision - file.revision > k_kept_max_revisions) return std::nullopt;
   if (fingerprint_at(store, file.revision) != file.fingerprint) return std::nullopt;
   ChangesAfter out;
   out.head = file;
@@ -82,19 +79,13 @@ std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file
     // as the changes table is read by revision (one per prefix scanned it once each).
     auto changes = store.changes_since(file.revision + 1, "");
     if (!changes) return std::nullopt;
-    uint64_t hash = file.history;
-    auto it = changes->begin();
     // What was written after the mark was read is left for the next refresh.
-    while (it != changes->end() && it->revision() <= now.revision) {
-      HistoryChain link(hash, it->revision());
-      auto end = std::find_if(it, changes->end(), [&](const Event& e) { return e.revision() != it->revision(); });
-      for (auto e = it; e != end; ++e) link.add(e->type, e->kv);
-      hash = link.digest();
-      for (; it != end; ++it)
-        if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return it->kv.key.starts_with(p); }))
-          out.changes.push_back(std::move(*it));
-    }
-    out.head = KeptFileHead{now.revision, 0, hash};
+    auto upto = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > now.revision; });
+    std::span<const Event> since(changes->data(), static_cast<size_t>(upto - changes->begin()));
+    out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
+    for (auto it = changes->begin(); it != upto; ++it)
+      if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return it->kv.key.starts_with(p); }))
+        out.changes.push_back(std::move(*it));
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.

@@ -21,8 +21,14 @@
 
 namespace gaia {
 
-// A fingerprint of the changes one revision made (kinds, keys, values, revisions).
-uint64_t changes_fingerprint(std::span<const Event> changes);
+// More revisions than this since a file, and a fresh read costs less than replaying
+// them.
+inline constexpr int64_t k_kept_max_revisions = 20000;
+// Changes replayed after a file's revision past which the reader writes the file again:
+// each replayed instance costs about what a full read's decoding of it does, so a file
+// many commands behind is brought forward, while one a command or two behind is not
+// written again after every command (docs/benchmarks.md, "Round eleven").
+inline constexpr size_t k_kept_rewrite_after = 4096;
 
 struct KeptFileHead {
   int64_t revision = 0;
@@ -39,14 +45,14 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision);
 // when asked, in revision order: when the store is the one the file was read from, its
 // history then and since included (its history hash now is the file's chained over
 // every change since; the fingerprint of the file's revision matches), and it is at
-// most `max_revisions` revisions ahead (beyond that a fresh read costs less); nothing
-// otherwise. `head` of the result is what a file of the state brought forward records.
+// most k_kept_max_revisions ahead; nothing otherwise. `head` of the result is what a
+// file of the state brought forward records.
 struct ChangesAfter {
   std::vector<Event> changes;
   KeptFileHead head;
 };
 std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
-                                          std::span<const std::string_view> prefixes, int64_t max_revisions);
+                                          std::span<const std::string_view> prefixes);
 
 // A file's frame: an 8-byte magic naming its kind, the format and layout of its
 // payload (a reader of another build refuses them), the revision and fingerprint it was

@@ -93,10 +93,6 @@ namespace {
 
 // More changes than this since the kept world are read afresh rather than replayed.
 constexpr size_t k_sim_max_replay = 100000;
-// More revisions than this since the world file, and a fresh read costs less.
-constexpr int64_t k_world_max_revisions = 20000;
-// Changes replayed after the world file's revision past which it is written again.
-constexpr size_t k_world_rewrite_after = 4096;
 
 BackendError corrupt_copy(const std::string& key, const std::exception& e) {
   return BackendError{BackendErrc::Unavailable, fmt::format("sim backend: corrupt {}: {}", key, e.what())};
@@ -183,7 +179,7 @@ bool SimBackend::load_world_file() {
                             [&] { return decode_sim_world(*bytes, m_file.store_id); });
   std::optional<ChangesAfter> after;
   if (auto head = peek_sim_world(*bytes))
-    after = changes_after(*m_store, *head, std::span(&k_copies, 1), k_world_max_revisions);
+    after = changes_after(*m_store, *head, std::span(&k_copies, 1));
   auto file = decoded.get();
   if (!file || !after || after->changes.size() > k_sim_max_replay) return false;
   World world = std::move(file->world);
@@ -201,9 +197,8 @@ bool SimBackend::load_world_file() {
   }
   m_world = std::move(world);
   m_world_revision = after->head.revision;
-  // Brought forward when it is far behind (each change replayed costs about what a full
-  // read's decoding of it does), not after every command.
-  if (after->changes.size() > k_world_rewrite_after) save_world_file(after->head);
+  // Brought forward when it is far behind, not after every command.
+  if (after->changes.size() > k_kept_rewrite_after) save_world_file(after->head);
   return true;
 }
 

@@ -266,7 +266,7 @@ std::string encode_state_file(std::string_view store_id, const KeptFileHead& hea
   return frame_kept_file(k_kind, head, std::move(w.out()));
 }
 
-std::optional<StateFileHead> peek_state_file(std::string_view bytes) {
+std::optional<KeptFileHead> peek_state_file(std::string_view bytes) {
   return peek_kept_file(bytes, k_kind);
 }
 

@@ -50,8 +50,7 @@ std::string encode_state_file(std::string_view store_id, const KeptFileHead& hea
                               std::span<const Instance> instances);
 // The revision and fingerprint the file names, from its head alone (nothing when it is
 // not a state file of this format); decode_state_file still checks the whole.
-using StateFileHead = KeptFileHead;
-std::optional<StateFileHead> peek_state_file(std::string_view bytes);
+std::optional<KeptFileHead> peek_state_file(std::string_view bytes);
 // The contents, or nothing when `bytes` are not a state file of this format and layout
 // for `store_id`, or are damaged anywhere.
 std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::string_view store_id);

@@ -16,12 +16,6 @@ namespace gaia {
 
 namespace {
 
-// Changes replayed after the file's revision past which a load writes the file again:
-// each replayed instance costs about what a full load's decoding of it does, so a file
-// many commands behind is brought forward, while one a command or two behind is not
-// written again after every command.
-constexpr size_t k_rewrite_after = 4096;
-
 // The records of a state file laid into `st` as a full load lays them (its prefixes in
 // order, each record through apply_put).
 Result<void> apply_records(ClusterState& st, const std::vector<KeyValue>& records) {
@@ -62,7 +56,7 @@ bool State::load_state_file() {
   auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                             [&] { return decode_state_file(*bytes, m_options.store_id); });
   std::optional<ChangesAfter> after;
-  if (auto head = peek_state_file(*bytes)) after = changes_after(m_store, *head, k_state_prefixes, k_max_replay_revisions);
+  if (auto head = peek_state_file(*bytes)) after = changes_after(m_store, *head, k_state_prefixes);
   auto contents = decoded.get();
   if (!contents || !after || !in_key_order(*contents)) return false;
   std::vector<Event>* since = &after->changes;
@@ -84,7 +78,7 @@ bool State::load_state_file() {
   const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
     return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
   });
-  if (static_cast<size_t>(replayed) > k_rewrite_after) save_state_file(after->head);
+  if (static_cast<size_t>(replayed) > k_kept_rewrite_after) save_state_file(after->head);
   return true;
 }
 

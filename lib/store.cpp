@@ -179,6 +179,16 @@ void HistoryChain::add(EventType type, const KeyValue& kv) {
 
 uint64_t HistoryChain::digest() const { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(m_state)); }
 
+uint64_t chain_history(uint64_t hash, std::span<const Event> changes) {
+  for (size_t k = 0; k < changes.size();) {
+    HistoryChain link(hash, changes[k].revision());
+    const int64_t revision = changes[k].revision();
+    for (; k < changes.size() && changes[k].revision() == revision; ++k) link.add(changes[k].type, changes[k].kv);
+    hash = link.digest();
+  }
+  return hash;
+}
+
 StoreResult<std::vector<Event>> Store::changes_at(int64_t revision, size_t limit) {
   // A limit of one still returns the whole revision: a revision is never split.
   auto changes = changes_since(revision, "", 1);

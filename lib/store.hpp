@@ -20,6 +20,7 @@
 #include <expected>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -219,6 +220,11 @@ class HistoryChain {
  private:
   void* m_state;
 };
+
+// The hash `hash` chained over `changes` (in changes_since's order, whole revisions):
+// what a store's history hash became through them. A pure function, for a reader that
+// checks the changes it read are the store's own history (lib/kept_file.hpp).
+uint64_t chain_history(uint64_t hash, std::span<const Event> changes);
 
 // One Store object may be shared between threads; several objects (in one or many
 // processes) may open the same backing store at once.
