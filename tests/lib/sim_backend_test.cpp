@@ -211,20 +211,6 @@ TEST_CASE("sim backend: copy records decode as from_json does, mutated ones too"
 
 namespace {
 
-// Counts the reads of copy records: a backend that starts from a good world file reads
-// none.
-class CopyReadCounter final : public gaia::test::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  StoreResult<RangeResponse> read(const RangeRequest& r) override {
-    if (r.key.starts_with("sim/copies/")) ++copy_reads;
-    return ForwardingStore::read(r);
-  }
-  int copy_reads = 0;
-};
-
-
-
 }  // namespace
 
 TEST_CASE("sim backend: the world file reads back every copy, and refuses a damaged or foreign file",
@@ -277,7 +263,7 @@ TEST_CASE("sim backend: a new process starts from the world file and sees what a
     }
     if (rng() % 3 != 0) continue;
     const bool had_file = std::filesystem::exists(file.path);
-    CopyReadCounter counted(*store);
+    gaia::test::PrefixReadCounter counted(*store, "sim/copies/");
     std::vector<std::string> got;
     {
       SimBackend process(&counted, file);
@@ -287,7 +273,7 @@ TEST_CASE("sim backend: a new process starts from the world file and sees what a
     INFO("step " << step);
     REQUIRE(got == seen(fresh, true));
     if (had_file) {
-      CHECK(counted.copy_reads == 0);
+      CHECK(counted.reads == 0);
       ++from_file;
     }
   }
@@ -300,10 +286,10 @@ TEST_CASE("sim backend: a new process starts from the world file and sees what a
   REQUIRE(rev);
   REQUIRE(store->compact(*rev));
   for (const auto& options : {SimWorldFileOptions{file.path, "another-store", 0}, file}) {
-    CopyReadCounter counted(*store);
+    gaia::test::PrefixReadCounter counted(*store, "sim/copies/");
     SimBackend process(&counted, options);
     SimBackend fresh(store.get());
     CHECK(seen(process, true) == seen(fresh, true));
-    CHECK(counted.copy_reads > 0);
+    CHECK(counted.reads > 0);
   }
 }

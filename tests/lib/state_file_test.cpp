@@ -29,18 +29,6 @@ using gaia::test::random_change;
 
 namespace {
 
-// Counts the reads of instance records: a process that starts from a good file reads
-// none.
-class InstanceReadCounter final : public gaia::test::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  StoreResult<RangeResponse> read(const RangeRequest& r) override {
-    if (r.key.starts_with("instances/")) ++instance_reads;
-    return ForwardingStore::read(r);
-  }
-  int instance_reads = 0;
-};
-
 StateOptions with_file(const std::filesystem::path& file, const std::string& store_id = "the-store") {
   StateOptions o;
   o.follow_changes = true;
@@ -52,17 +40,30 @@ StateOptions with_file(const std::filesystem::path& file, const std::string& sto
 
 // What a new process on `store` loads first, and how many instance reads that took.
 std::pair<nlohmann::json, int> load_as_new_process(Store& store, const Clock& clock, const StateOptions& options) {
-  InstanceReadCounter counted(store);
+  gaia::test::PrefixReadCounter counted(store, "instances/");
   State process(counted, clock, options);
   auto st = process.load();
   REQUIRE(st);
-  return {dump(*st), counted.instance_reads};
+  return {dump(*st), counted.reads};
 }
 
 nlohmann::json fresh(Store& store, const Clock& clock) {
   auto st = State(store, clock).load();
   REQUIRE(st);
   return dump(*st);
+}
+
+// A new process on `store` refuses the file: it reads the store and holds what a fresh
+// read holds.
+void check_read_afresh(Store& store, const Clock& clock, const StateOptions& options) {
+  auto [got, reads] = load_as_new_process(store, clock, options);
+  CHECK(got == fresh(store, clock));
+  CHECK(reads > 0);
+}
+
+// Commits random changes through `writer` until `store` is at `revision` or past it.
+void write_until(Store& store, State& writer, std::mt19937& rng, int first_step, int64_t revision) {
+  for (int step = first_step; store.revision().value() < revision; ++step) random_change(writer, rng, step);
 }
 
 std::string random_text(std::mt19937& rng) {
@@ -280,10 +281,8 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     REQUIRE(store);
     State writer(**store, clock);
     std::mt19937 other(12);
-    for (int step = 0; (*store)->revision().value() < file_revision + 3; ++step) random_change(writer, other, step);
-    auto [got, reads] = load_as_new_process(**store, clock, options);
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    write_until(**store, writer, other, 0, file_revision + 3);
+    check_read_afresh(**store, clock, options);
   }
   SECTION("restored from the backup, then written to past the file's revision") {
     std::filesystem::remove(path);
@@ -292,19 +291,15 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     REQUIRE(store);
     State writer(**store, clock);
     std::mt19937 other(13);
-    for (int step = 100; (*store)->revision().value() < file_revision + 3; ++step) random_change(writer, other, step);
-    auto [got, reads] = load_as_new_process(**store, clock, options);
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    write_until(**store, writer, other, 100, file_revision + 3);
+    check_read_afresh(**store, clock, options);
   }
   SECTION("restored from the backup, not yet back at the file's revision") {
     std::filesystem::remove(path);
     std::filesystem::copy_file(dir.path() / "backup.db", path);
     auto store = SqliteStore::open(path);
     REQUIRE(store);
-    auto [got, reads] = load_as_new_process(**store, clock, options);
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    check_read_afresh(**store, clock, options);
   }
   SECTION("a copy that went its own way, to the same revision, whose last commit is the same") {
     std::filesystem::remove(path);
@@ -327,16 +322,12 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     alike.puts.push_back({"settings/alike", "1"});
     REQUIRE((*store)->txn(alike).value().succeeded);
     REQUIRE((*store)->revision().value() == file_revision);
-    auto [got, reads] = load_as_new_process(**store, clock, options);
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    check_read_afresh(**store, clock, options);
   }
   SECTION("another store under the same file name") {
     auto store = SqliteStore::open(path);
     REQUIRE(store);
-    auto [got, reads] = load_as_new_process(**store, clock, with_file(file, "another-store"));
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    check_read_afresh(**store, clock, with_file(file, "another-store"));
   }
 }
 
@@ -429,9 +420,7 @@ TEST_CASE("state file: history compacted past the file's revision is read afresh
   for (int step = 0; step < 5; ++step) random_change(writer, rng, step);
   (void)load_as_new_process(**store, clock, options);
   for (int step = 5; step < 30; ++step) random_change(writer, rng, step);
-  auto [got, reads] = load_as_new_process(**store, clock, options);
-  CHECK(got == fresh(**store, clock));
-  CHECK(reads > 0);
+  check_read_afresh(**store, clock, options);
 }
 
 TEST_CASE("state file: a damaged or half-written file is ignored and written again", "[state][state-file]") {
@@ -457,9 +446,7 @@ TEST_CASE("state file: a damaged or half-written file is ignored and written aga
       out << bad;
     }
     random_change(writer, rng, 100 + k);
-    auto [got, reads] = load_as_new_process(**store, clock, options);
-    CHECK(got == fresh(**store, clock));
-    CHECK(reads > 0);
+    check_read_afresh(**store, clock, options);
     // Read afresh, the state was written again, whole.
     auto again = read_kept_file(file);
     REQUIRE(again);

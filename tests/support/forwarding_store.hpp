@@ -4,6 +4,7 @@
 // backing swapped), instead of forwarding every method itself.
 
 #include <chrono>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,21 @@ class ForwardingStore : public Store {
 
  private:
   Store* m_inner;
+};
+
+// Counts the reads of keys under one prefix: a process that starts from a good kept
+// file (lib/kept_file.hpp) reads none of what the file holds.
+class PrefixReadCounter final : public ForwardingStore {
+ public:
+  PrefixReadCounter(Store& inner, std::string prefix) : ForwardingStore(inner), m_prefix(std::move(prefix)) {}
+  StoreResult<RangeResponse> read(const RangeRequest& r) override {
+    if (r.key.starts_with(m_prefix)) ++reads;
+    return ForwardingStore::read(r);
+  }
+  int reads = 0;
+
+ private:
+  std::string m_prefix;
 };
 
 }  // namespace gaia::test
