@@ -275,54 +275,52 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
 
   }
 
-  SECTION("re-created: another history up to and past the file's revision") {
+  // The store at `path` deleted, and made again empty or from the backup.
+  auto replace_store = [&](bool from_backup) {
     std::filesystem::remove(path);
+    if (from_backup) std::filesystem::copy_file(dir.path() / "backup.db", path);
     auto store = SqliteStore::open(path);
     REQUIRE(store);
-    State writer(**store, clock);
+    return std::move(*store);
+  };
+
+  SECTION("re-created: another history up to and past the file's revision") {
+    auto store = replace_store(false);
+    State writer(*store, clock);
     std::mt19937 other(12);
-    write_until(**store, writer, other, 0, file_revision + 3);
-    check_read_afresh(**store, clock, options);
+    write_until(*store, writer, other, 0, file_revision + 3);
+    check_read_afresh(*store, clock, options);
   }
   SECTION("restored from the backup, then written to past the file's revision") {
-    std::filesystem::remove(path);
-    std::filesystem::copy_file(dir.path() / "backup.db", path);
-    auto store = SqliteStore::open(path);
-    REQUIRE(store);
-    State writer(**store, clock);
+    auto store = replace_store(true);
+    State writer(*store, clock);
     std::mt19937 other(13);
-    write_until(**store, writer, other, 100, file_revision + 3);
-    check_read_afresh(**store, clock, options);
+    write_until(*store, writer, other, 100, file_revision + 3);
+    check_read_afresh(*store, clock, options);
   }
   SECTION("restored from the backup, not yet back at the file's revision") {
-    std::filesystem::remove(path);
-    std::filesystem::copy_file(dir.path() / "backup.db", path);
-    auto store = SqliteStore::open(path);
-    REQUIRE(store);
-    check_read_afresh(**store, clock, options);
+    auto store = replace_store(true);
+    check_read_afresh(*store, clock, options);
   }
   SECTION("a copy that went its own way, to the same revision, whose last commit is the same") {
-    std::filesystem::remove(path);
-    std::filesystem::copy_file(dir.path() / "backup.db", path);
-    auto store = SqliteStore::open(path);
-    REQUIRE(store);
+    auto store = replace_store(true);
     // To the file's revision by another way, then the same commit: the file's revision
     // and its fingerprint match, the history before it does not.
-    State writer(**store, clock);
+    State writer(*store, clock);
     std::mt19937 other(14);
-    for (int step = 200; (*store)->revision().value() < file_revision - 1; ++step) {
+    for (int step = 200; store->revision().value() < file_revision - 1; ++step) {
       Batch b;
       b.event("Other", fmt::format("step {}", step));
       auto base = writer.load();
       REQUIRE(base);
       REQUIRE(writer.commit(*base, b, fmt::format("op-other-{}", step)).value());
     }
-    REQUIRE((*store)->revision().value() == file_revision - 1);
+    REQUIRE(store->revision().value() == file_revision - 1);
     Txn alike;
     alike.puts.push_back({"settings/alike", "1"});
-    REQUIRE((*store)->txn(alike).value().succeeded);
-    REQUIRE((*store)->revision().value() == file_revision);
-    check_read_afresh(**store, clock, options);
+    REQUIRE(store->txn(alike).value().succeeded);
+    REQUIRE(store->revision().value() == file_revision);
+    check_read_afresh(*store, clock, options);
   }
   SECTION("another store under the same file name") {
     auto store = SqliteStore::open(path);
