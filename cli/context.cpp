@@ -400,6 +400,10 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
     if (auto identity = s->store->identity(); identity && !identity->empty()) {
       options.state_file = dir / (content_hash(address) + ".state");
       options.store_id = address + "\n" + *identity;
+      // -v says whether the command started from the file, and if not, why.
+      if (verbose_at(g, 1)) options.note = [&g](const std::string& line) { log_verbose(g, 1, line); };
+    } else {
+      log_verbose(g, 1, "state file: none for this store, which has no identity to tell it from another at its address");
     }
   }
   auto retention = load_event_retention(*s->store);
@@ -439,6 +443,7 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
       file.path = options.state_file;
       file.path.replace_extension(".world");
       file.store_id = options.store_id;
+      file.note = options.note;
     }
     s->backend = std::make_unique<SimBackend>(s->store.get(), std::move(file));
   }

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -64,35 +65,49 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
   return KeptFileHead{revision, *fingerprint, (*mark)->hash};
 }
 
-std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
-                                          std::span<const std::string_view> prefixes) {
+std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
+                                                       std::span<const std::string_view> prefixes) {
   auto mark = store.history_mark();
-  if (!mark || !*mark) return std::nullopt;
+  if (!mark) return std::unexpected(fmt::format("reading the store's history hash failed: {}", mark.error().message));
+  if (!*mark) return std::unexpected(std::string("the store keeps no history hash"));
   const HistoryMark now = **mark;
-  // A store behind the file was re-created or restored.
-  if (now.revision < file.revision || now.revision - file.revision > k_kept_max_revisions) return std::nullopt;
-  if (fingerprint_at(store, file.revision) != file.fingerprint) return std::nullopt;
+  if (now.revision < file.revision)
+    return std::unexpected(fmt::format("the store is at revision {}, behind the file's {} (re-created or restored)",
+                                       now.revision, file.revision));
+  if (now.revision - file.revision > k_kept_max_revisions)
+    return std::unexpected(fmt::format("it is {} revisions behind the store (more than {})",
+                                       now.revision - file.revision, k_kept_max_revisions));
+  if (fingerprint_at(store, file.revision) != file.fingerprint)
+    return std::unexpected(fmt::format("the store's commit at the file's revision {} is another one (re-created, "
+                                       "restored, or its history compacted)",
+                                       file.revision));
   ChangesAfter out;
   out.head = file;
   if (now.revision > file.revision) {
     // Every change since, of every key, as the history hash covers them all; one request,
     // as the changes table is read by revision (one per prefix scanned it once each).
     auto changes = store.changes_since(file.revision + 1, "");
-    if (!changes) return std::nullopt;
+    if (!changes)
+      return std::unexpected(fmt::format("reading the changes since revision {} failed: {}", file.revision,
+                                         changes.error().message));
     // What was written after the mark was read is left for the next refresh.
     auto upto = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > now.revision; });
     std::span<const Event> since(changes->data(), static_cast<size_t>(upto - changes->begin()));
     out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
+    out.read = since.size();
     for (auto it = changes->begin(); it != upto; ++it)
       if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return it->kv.key.starts_with(p); }))
         out.changes.push_back(std::move(*it));
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.
-  if (out.head.history != now.hash) return std::nullopt;
+  if (out.head.history != now.hash)
+    return std::unexpected(fmt::format("the store's history since revision {} is not the one the file was read from "
+                                       "(a copy of the store that went its own way, or one restored)",
+                                       file.revision));
   if (now.revision > file.revision) {
     auto fingerprint = fingerprint_at(store, now.revision);
-    if (!fingerprint) return std::nullopt;
+    if (!fingerprint) return std::unexpected(fmt::format("reading the store's commit at revision {} failed", now.revision));
     out.head.fingerprint = *fingerprint;
   }
   return out;
@@ -154,40 +169,49 @@ std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, const KeptFil
   return f->head;
 }
 
-std::optional<BinaryReader> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
-                                                std::string_view store_id, KeptFileHead* head) {
+std::expected<BinaryReader, std::string> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
+                                                             std::string_view store_id, KeptFileHead* head) {
+  auto refuse = [](std::string why) { return std::unexpected(std::move(why)); };
+  if (bytes.size() < k_head_size || !bytes.starts_with(kind.magic)) return refuse("not a file of its kind (damaged)");
   auto f = read_frame(bytes, kind);
-  if (!f) return std::nullopt;
+  if (!f) return refuse("written by another gaia build (another format or layout)");
   std::string_view payload = bytes.substr(k_head_size);
-  if (payload.size() != f->size || XXH3_64bits(payload.data(), payload.size()) != f->hash) return std::nullopt;
+  if (payload.size() != f->size)
+    return refuse(fmt::format("damaged: {} bytes where its frame says {}", payload.size(), f->size));
+  if (XXH3_64bits(payload.data(), payload.size()) != f->hash) return refuse("damaged: its checksum does not match");
   BinaryReader r(payload);
-  if (r.view() != store_id) return std::nullopt;
+  if (r.view() != store_id) return refuse("another store's, at this address (a store made again there since)");
   // The frame's revision and fingerprint are outside the checksum: the payload's own
   // copies must agree with them.
   const int64_t revision = r.i64();
   const uint64_t fingerprint = r.u64();
   const uint64_t history = r.u64();
   if (!r.good() || revision != f->head.revision || fingerprint != f->head.fingerprint || history != f->head.history)
-    return std::nullopt;
+    return refuse("damaged: its frame and contents disagree");
   *head = f->head;
   return r;
 }
 
-std::optional<std::string> read_kept_file(const std::filesystem::path& path) {
+std::optional<std::string> read_kept_file(const std::filesystem::path& path, std::string* why) {
+  auto refuse = [&](std::string reason) -> std::optional<std::string> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
   // Only a file of this user's own, in a folder of this user's own: a file someone else
   // could have put there is not read.
   struct stat file{}, dir{};
-  if (::stat(path.c_str(), &file) != 0 || ::stat(path.parent_path().c_str(), &dir) != 0) return std::nullopt;
+  if (::stat(path.c_str(), &file) != 0) return refuse(errno == ENOENT ? "none yet" : std::strerror(errno));
+  if (::stat(path.parent_path().c_str(), &dir) != 0) return refuse(std::strerror(errno));
   if (file.st_uid != ::geteuid() || dir.st_uid != ::geteuid() || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return std::nullopt;
+    return refuse("not read: it or its folder is not this user's own, or others may write to the folder");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in) return refuse("it cannot be opened");
   in.seekg(0, std::ios::end);
   auto size = in.tellg();
-  if (size <= 0) return std::nullopt;
+  if (size <= 0) return refuse("it is empty");
   std::string out(static_cast<size_t>(size), '\0');
   in.seekg(0);
-  if (!in.read(out.data(), size)) return std::nullopt;
+  if (!in.read(out.data(), size)) return refuse("it cannot be read");
   return out;
 }
 

@@ -9,7 +9,9 @@
 // way, has another history, however alike any one revision of it is.
 
 #include <cstdint>
+#include <expected>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,10 +26,13 @@ namespace gaia {
 // More revisions than this since a file, and a fresh read costs less than replaying
 // them.
 inline constexpr int64_t k_kept_max_revisions = 20000;
-// Changes replayed after a file's revision past which the reader writes the file again:
-// each replayed instance costs about what a full read's decoding of it does, so a file
-// many commands behind is brought forward, while one a command or two behind is not
-// written again after every command (docs/benchmarks.md, "Round eleven").
+// Changes after a file's revision past which the reader writes the file again: each one
+// is read and chained into the history hash, and each replayed instance costs about
+// what a full read's decoding of it does, so a file many commands behind is brought
+// forward, while one a command or two behind is not written again after every command
+// (docs/benchmarks.md, "Round eleven"). Counted over every change read, not only those
+// the file holds: a world file whose copies did not change while thousands of events
+// were written still costs each command the read of all of them.
 inline constexpr size_t k_kept_rewrite_after = 4096;
 
 struct KeptFileHead {
@@ -47,12 +52,16 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision);
 // every change since; the fingerprint of the file's revision matches), and it is at
 // most k_kept_max_revisions ahead; nothing otherwise. `head` of the result is what a
 // file of the state brought forward records.
+// `read` is how many changes were read to check the history, of every key (what using
+// the file costs beyond its decoding).
 struct ChangesAfter {
   std::vector<Event> changes;
   KeptFileHead head;
+  size_t read = 0;
 };
-std::optional<ChangesAfter> changes_after(Store& store, const KeptFileHead& file,
-                                          std::span<const std::string_view> prefixes);
+// Otherwise, why not, in words for `-v`.
+std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
+                                                       std::span<const std::string_view> prefixes);
 
 // A file's frame: an 8-byte magic naming its kind, the format and layout of its
 // payload (a reader of another build refuses them), the revision and fingerprint it was
@@ -72,12 +81,19 @@ std::string frame_kept_file(const KeptFileKind& kind, KeptFileHead head, std::st
 std::optional<KeptFileHead> peek_kept_file(std::string_view bytes, const KeptFileKind& kind);
 // A reader of the payload past its beginning, for a whole, undamaged file of this kind,
 // format and layout, read from `store_id`, whose payload agrees with its frame; and the
-// head. Nothing otherwise. The reader views `bytes`.
-std::optional<BinaryReader> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
-                                                std::string_view store_id, KeptFileHead* head);
+// head. Otherwise why not, in words for `-v`. The reader views `bytes`.
+std::expected<BinaryReader, std::string> kept_payload_reader(std::string_view bytes, const KeptFileKind& kind,
+                                                             std::string_view store_id, KeptFileHead* head);
 
-// The file's bytes; nothing when it is missing or unreadable.
-std::optional<std::string> read_kept_file(const std::filesystem::path& path);
+// The file's bytes; nothing when it is missing or unreadable, and then why in `why`.
+std::optional<std::string> read_kept_file(const std::filesystem::path& path, std::string* why = nullptr);
+
+// Where a process says what became of its kept files: used, refused and why, written
+// or not. `gaia -v` prints it, so a user who finds a command slow can tell a refused
+// file from a missing one. Called from the threads that read and write the files.
+using KeptFileNote = std::function<void(const std::string&)>;
+// Why a file whose payload does not decode, though its checksum matches, was refused.
+inline constexpr std::string_view k_damaged_kept_file = "damaged: its contents do not decode";
 // Writes `bytes` to `path` whole or not at all, readable by its owner only; a failure
 // leaves the old file, if any, and is not reported (the file is a shortcut).
 void write_kept_file(const std::filesystem::path& path, const std::string& bytes);

@@ -172,16 +172,30 @@ std::shared_ptr<const void> SimBackend::release_world() {
 constexpr size_t k_sim_page = 8192;
 
 bool SimBackend::load_world_file() {
-  auto bytes = read_kept_file(m_file.path);
-  if (!bytes) return false;
+  auto note = [&](const std::string& what) {
+    if (m_file.note) m_file.note(fmt::format("world file {}: {}", m_file.path.string(), what));
+  };
+  auto refuse = [&](const std::string& why) {
+    note(why + "; reading the store");
+    return false;
+  };
+  std::string why;
+  auto bytes = read_kept_file(m_file.path, &why);
+  if (!bytes) return refuse(why);
   // The file's bulk decodes beside the store's answer to whether it may be used.
   auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                             [&] { return decode_sim_world(*bytes, m_file.store_id); });
-  std::optional<ChangesAfter> after;
-  if (auto head = peek_sim_world(*bytes))
+  std::expected<ChangesAfter, std::string> after = std::unexpected(std::string());
+  int64_t file_revision = 0;
+  if (auto head = peek_sim_world(*bytes)) {
+    file_revision = head->revision;
     after = changes_after(*m_store, *head, std::span(&k_copies, 1));
+  }
   auto file = decoded.get();
-  if (!file || !after || after->changes.size() > k_sim_max_replay) return false;
+  if (!file) return refuse(file.error());
+  if (!after) return refuse(after.error());
+  if (after->changes.size() > k_sim_max_replay)
+    return refuse(fmt::format("{} copy changes since, more than {}", after->changes.size(), k_sim_max_replay));
   World world = std::move(file->world);
   for (const auto& e : after->changes) {
     std::string key = e.kv.key.substr(k_copies.size());
@@ -192,25 +206,34 @@ bool SimBackend::load_world_file() {
     try {
       world[key] = decode_sim_copies(e.kv.value);
     } catch (const std::exception&) {
-      return false;  // A full read reports it.
+      return refuse(fmt::format("the copy record {} written since does not decode", e.kv.key));  // A full read reports it.
     }
   }
   m_world = std::move(world);
   m_world_revision = after->head.revision;
+  note(fmt::format("used, at revision {}; {} change(s) since read, {} of them applied", file_revision, after->read,
+                   after->changes.size()));
   // Brought forward when it is far behind, not after every command.
-  if (after->changes.size() > k_kept_rewrite_after) save_world_file(after->head);
+  if (after->read > k_kept_rewrite_after) save_world_file(after->head);
   return true;
 }
 
 void SimBackend::save_world_file(std::optional<KeptFileHead> head) {
   m_file_saved = true;
+  auto skip = [&](const std::string& why) {
+    if (m_file.note) m_file.note(fmt::format("world file {}: not written: {}", m_file.path.string(), why));
+  };
   size_t copies = 0;
   for (const auto& [key, list] : m_world) copies += list.size();
-  if (copies < m_file.min_copies || m_world_revision <= 0) return;
+  if (m_world_revision <= 0) return;
+  if (copies < m_file.min_copies)
+    return skip(fmt::format("{} copies, fewer than {}, read faster from the store", copies, m_file.min_copies));
   // What the store shows at the world's revision; a store that moved on since, or keeps
   // no history hash, gets no file.
   if (!head) head = kept_head(*m_store, m_world_revision);
-  if (!head || head->revision != m_world_revision) return;
+  if (!head || head->revision != m_world_revision)
+    return skip(fmt::format("the store keeps no history hash, or not that of revision {} any more", m_world_revision));
+  if (m_file.note) m_file.note(fmt::format("world file {}: writing, at revision {}", m_file.path.string(), m_world_revision));
   // Encoded here, as the kept world changes under m_mutex once this returns.
   auto bytes = std::make_shared<std::string>(encode_sim_world(m_file.store_id, *head, m_world));
   if (m_file_writer.valid()) m_file_writer.wait();

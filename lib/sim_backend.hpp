@@ -49,6 +49,7 @@ struct SimWorldFileOptions {
   std::filesystem::path path;
   std::string store_id;
   size_t min_copies = 2000;
+  KeptFileNote note;  // As StateOptions::note, for the world file.
 };
 
 class SimBackend final : public Backend {

@@ -71,10 +71,10 @@ std::optional<KeptFileHead> peek_sim_world(std::string_view bytes) {
   return peek_kept_file(bytes, k_sim_kind);
 }
 
-std::optional<SimWorldFile> decode_sim_world(std::string_view bytes, std::string_view store_id) {
+std::expected<SimWorldFile, std::string> decode_sim_world(std::string_view bytes, std::string_view store_id) {
   SimWorldFile out;
   auto reader = kept_payload_reader(bytes, k_sim_kind, store_id, &out.head);
-  if (!reader) return std::nullopt;
+  if (!reader) return std::unexpected(std::move(reader.error()));
   BinaryReader& r = *reader;
   for (uint32_t n = r.count(8); n > 0 && r.good(); --n) {
     std::string key = r.str();
@@ -85,7 +85,7 @@ std::optional<SimWorldFile> decode_sim_world(std::string_view bytes, std::string
     }
     out.world.emplace_hint(out.world.end(), std::move(key), std::move(copies));
   }
-  if (!r.good() || !r.done()) return std::nullopt;
+  if (!r.good() || !r.done()) return std::unexpected(std::string(k_damaged_kept_file));
   return out;
 }
 

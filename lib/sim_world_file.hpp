@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <expected>
+
 #include "lib/kept_file.hpp"
 #include "lib/sim_backend.hpp"
 
@@ -24,9 +26,9 @@ struct SimWorldFile {
 };
 
 std::string encode_sim_world(std::string_view store_id, KeptFileHead head, const SimWorld& world);
-// Nothing when `bytes` are not a world file of this format and layout for `store_id`,
-// or are damaged anywhere.
-std::optional<SimWorldFile> decode_sim_world(std::string_view bytes, std::string_view store_id);
+// The world; or, when `bytes` are not a world file of this format and layout for
+// `store_id`, or are damaged anywhere, why not (for `-v`).
+std::expected<SimWorldFile, std::string> decode_sim_world(std::string_view bytes, std::string_view store_id);
 std::optional<KeptFileHead> peek_sim_world(std::string_view bytes);
 
 }  // namespace gaia

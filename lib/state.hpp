@@ -206,6 +206,8 @@ struct StateOptions {
   std::filesystem::path state_file;
   std::string store_id;
   size_t state_file_min_records = 2000;
+  // Told what became of the state file: used, refused and why, written or not (`-v`).
+  KeptFileNote note;
 };
 
 class State final : public RunningApps {

@@ -270,10 +270,10 @@ std::optional<KeptFileHead> peek_state_file(std::string_view bytes) {
   return peek_kept_file(bytes, k_kind);
 }
 
-std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::string_view store_id) {
+std::expected<StateFileContents, std::string> decode_state_file(std::string_view bytes, std::string_view store_id) {
   StateFileContents c;
   auto reader = kept_payload_reader(bytes, k_kind, store_id, &c.head);
-  if (!reader) return std::nullopt;
+  if (!reader) return std::unexpected(std::move(reader.error()));
   BinaryReader& r = *reader;
   c.records.resize(r.count(40));
   for (auto& kv : c.records) {
@@ -307,7 +307,7 @@ std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::
     if (!r.good()) break;
     read_instance(r, i, labels);
   }
-  if (!r.good() || !r.done()) return std::nullopt;
+  if (!r.good() || !r.done()) return std::unexpected(std::string(k_damaged_kept_file));
   return c;
 }
 

@@ -17,6 +17,7 @@
 // all): the command then reads the store as it would without one.
 
 #include <cstdint>
+#include <expected>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,8 +52,8 @@ std::string encode_state_file(std::string_view store_id, const KeptFileHead& hea
 // The revision and fingerprint the file names, from its head alone (nothing when it is
 // not a state file of this format); decode_state_file still checks the whole.
 std::optional<KeptFileHead> peek_state_file(std::string_view bytes);
-// The contents, or nothing when `bytes` are not a state file of this format and layout
-// for `store_id`, or are damaged anywhere.
-std::optional<StateFileContents> decode_state_file(std::string_view bytes, std::string_view store_id);
+// The contents; or, when `bytes` are not a state file of this format and layout for
+// `store_id`, or are damaged anywhere, why not (for `-v`).
+std::expected<StateFileContents, std::string> decode_state_file(std::string_view bytes, std::string_view store_id);
 
 }  // namespace gaia

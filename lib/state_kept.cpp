@@ -1,6 +1,8 @@
 // State's state file (StateOptions::state_file): the kept state written for the next
 // process on the same store, and read back by it (lib/state_file.hpp holds the format,
 // lib/kept_file.hpp the checks against the store).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <future>
 #include <iterator>
@@ -50,47 +52,68 @@ bool in_key_order(const StateFileContents& c) {
 }  // namespace
 
 bool State::load_state_file() {
-  auto bytes = read_kept_file(m_options.state_file);
-  if (!bytes) return false;
+  const auto& path = m_options.state_file;
+  auto refuse = [&](const std::string& why) {
+    if (m_options.note) m_options.note(fmt::format("state file {}: {}; reading the store", path.string(), why));
+    return false;
+  };
+  std::string why;
+  auto bytes = read_kept_file(path, &why);
+  if (!bytes) return refuse(why);
   // The file's bulk decodes beside the store's answer to whether it may be used.
   auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                             [&] { return decode_state_file(*bytes, m_options.store_id); });
-  std::optional<ChangesAfter> after;
-  if (auto head = peek_state_file(*bytes)) after = changes_after(m_store, *head, k_state_prefixes);
+  std::expected<ChangesAfter, std::string> after = std::unexpected(std::string());
+  int64_t file_revision = 0;
+  if (auto head = peek_state_file(*bytes)) {
+    file_revision = head->revision;
+    after = changes_after(m_store, *head, k_state_prefixes);
+  }
   auto contents = decoded.get();
-  if (!contents || !after || !in_key_order(*contents)) return false;
+  if (!contents) return refuse(contents.error());
+  if (!after) return refuse(after.error());
+  if (!in_key_order(*contents)) return refuse("its lists are out of key order (written wrong)");
   std::vector<Event>* since = &after->changes;
   // Half a large commit: a full read finishes it (lib/journal.hpp).
   for (const auto& e : *since)
-    if (e.kv.key == k_journal_key && e.type == EventType::Put) return false;
+    if (e.kv.key == k_journal_key && e.type == EventType::Put)
+      return refuse("a large commit was half applied since (a full read finishes it)");
 
   auto st = std::make_shared<ClusterState>();
   st->snapshot.instances = std::move(contents->instances);
   st->snapshot.nodes = std::move(contents->nodes);
-  if (!apply_records(*st, contents->records)) return false;
-  if (!apply_changes(*st, *since)) return false;
+  if (auto r = apply_records(*st, contents->records); !r) return refuse(format_diagnostics(r.error()));
+  if (auto r = apply_changes(*st, *since); !r) return refuse(format_diagnostics(r.error()));
   // Every change to the state's keys up to there is in it.
   st->revision = after->head.revision;
   m_records.clear();
   for (auto& kv : contents->records) m_records.emplace_hint(m_records.end(), kv.key, std::move(kv));
   apply_to_records(m_records, *since);
   m_cache = std::move(st);
-  const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
-    return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
-  });
-  if (static_cast<size_t>(replayed) > k_kept_rewrite_after) save_state_file(after->head);
+  if (m_options.note)
+    m_options.note(fmt::format("state file {}: used, at revision {}; {} change(s) since read, {} of them applied",
+                               path.string(), file_revision, after->read, since->size()));
+  if (after->read > k_kept_rewrite_after) save_state_file(after->head);
   return true;
 }
 
 void State::save_state_file(std::optional<KeptFileHead> head) {
   if (!m_cache || m_cache->revision <= 0) return;
   const ClusterState& st = *m_cache;
-  if (st.snapshot.instances.size() + st.snapshot.nodes.size() + m_records.size() < m_options.state_file_min_records)
-    return;
+  const auto& path = m_options.state_file;
+  auto skip = [&](const std::string& why) {
+    if (m_options.note) m_options.note(fmt::format("state file {}: not written: {}", path.string(), why));
+  };
+  const size_t count = st.snapshot.instances.size() + st.snapshot.nodes.size() + m_records.size();
+  if (count < m_options.state_file_min_records)
+    return skip(fmt::format("{} record(s), fewer than {}, read faster from the store", count,
+                            m_options.state_file_min_records));
   // What the store shows at the state's revision, which a reader checks the file
   // against; a store that has moved on since, or keeps no history hash, gets no file.
   if (!head) head = kept_head(m_store, st.revision);
-  if (!head || head->revision != st.revision) return;
+  if (!head || head->revision != st.revision)
+    return skip(fmt::format("the store keeps no history hash, or not that of revision {} any more", st.revision));
+  if (m_options.note) m_options.note(fmt::format("state file {}: writing, at revision {}", path.string(), st.revision));
   std::vector<KeyValue> records;
   records.reserve(m_records.size());
   for (const auto& [key, kv] : m_records) records.push_back(kv);

@@ -63,6 +63,12 @@ TEST_CASE("state file: commands start from the state the last one left and show 
   kept = seen(s);
   CHECK_THAT(kept, !Catch::Contains("3.web.web.default"));
   CHECK(kept == seen_afresh(s));
+  // -v says where a command started from: the file a command left, or why not it.
+  CHECK_THAT(ok(s, {"get", "nodes"}).err, !Catch::Contains("state file"));
+  CHECK_THAT(ok(s, {"-v", "get", "nodes"}).err, Catch::Contains("state file") && Catch::Contains(": used, at revision"));
+  std::filesystem::remove_all(s.dir() / "cache" / "gaia" / "state");
+  CHECK_THAT(ok(s, {"-v", "get", "nodes"}).err, Catch::Contains(": none yet; reading the store") &&
+                                                      Catch::Contains(": writing, at revision"));
 
   SECTION("a damaged file is ignored, and written again") {
     (void)seen(s);
@@ -73,7 +79,8 @@ TEST_CASE("state file: commands start from the state the last one left and show 
       std::ofstream out(files[0], std::ios::binary | std::ios::trunc);
       out << good.substr(0, good.size() / 3);  // A command killed while writing it.
     }
-    ok(s, {"scale", "web", "--replicas", "3"});
+    CHECK_THAT(ok(s, {"-v", "scale", "web", "--replicas", "3"}).err,
+               Catch::Contains(".state: damaged: ") && Catch::Contains("; reading the store"));
     kept = seen(s);
     CHECK_THAT(kept, Catch::Contains("2.web.web.default"));
     CHECK(kept == seen_afresh(s));
@@ -92,7 +99,10 @@ TEST_CASE("state file: commands start from the state the last one left and show 
     (void)seen(s);
     REQUIRE(state_files(s).size() == 1);
     std::filesystem::remove_all(s.dir() / "state");
-    big_cluster(s);
+    CHECK_THAT(ok(s, {"-v", "cluster", "create", "--nodes", "2100", "--cpu", "8", "--memory", "32Gi", "--subnet",
+                      "10.0.0.0/8"})
+                   .err,
+               Catch::Contains(".state: another store's, at this address") && !Catch::Contains(": used, at revision"));
     write_app(s, "api", "api", "1.0.0");
     ok(s, {"submit", "api"});
     kept = seen(s);

@@ -191,9 +191,19 @@ TEST_CASE("state file: a damaged, foreign or other file is refused whole", "[sta
   std::vector<const KeyValue*> records = {&seq};
   const std::string bytes = encode_state_file("store-a", {9, 1, 2}, records, nodes, instances);
   REQUIRE(decode_state_file(bytes, "store-a"));
-  CHECK_FALSE(decode_state_file(bytes, "store-b"));
-  CHECK_FALSE(decode_state_file("", "store-a"));
-  CHECK_FALSE(decode_state_file("GAIASTF\n", "store-a"));
+  // Each refusal says why (`gaia -v` prints it).
+  auto why = [](const std::string& b, const std::string& store) {
+    auto got = decode_state_file(b, store);
+    REQUIRE_FALSE(got);
+    return got.error();
+  };
+  CHECK(why(bytes, "store-b") == "another store's, at this address (a store made again there since)");
+  CHECK(why("", "store-a") == "not a file of its kind (damaged)");
+  CHECK(why("GAIASTF\n", "store-a") == "not a file of its kind (damaged)");
+  std::string other_build = bytes;
+  other_build[8] = static_cast<char>(other_build[8] + 1);  // The format, just past the magic.
+  CHECK(why(other_build, "store-a") == "written by another gaia build (another format or layout)");
+  CHECK(why(bytes.substr(0, bytes.size() - 1), "store-a").starts_with("damaged: "));
   // Cut anywhere (a writer killed mid-write, a full disk).
   for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 300) {
     INFO("cut at " << cut);
@@ -466,4 +476,36 @@ TEST_CASE("state file: a file a killed writer left is removed by the next writer
   CHECK_FALSE(std::filesystem::exists(dead));
   CHECK(std::filesystem::exists(live));
   CHECK(std::filesystem::exists(other));
+}
+
+TEST_CASE("state file: a file thousands of changes behind is written again, though none was to the state",
+          "[state][state-file]") {
+  // Every change after the file is read to check the store's history, timeline events
+  // too: a file left behind while only events were written cost each command the read
+  // of all of them, more with every command.
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  const auto file = dir.path() / "s.state";
+  const auto options = with_file(file);
+  State writer(**store, clock);
+  std::mt19937 rng(44);
+  for (int step = 0; step < 10; ++step) random_change(writer, rng, step);
+  (void)load_as_new_process(**store, clock, options);
+  const int64_t first = peek_state_file(*read_kept_file(file))->revision;
+  auto events = [&](size_t count) {
+    REQUIRE(writer.update("op-events", [&](const ClusterState&, Batch& b) -> Result<void> {
+      for (size_t k = 0; k < count; ++k) b.event("Note", fmt::format("event {}", k));
+      return {};
+    }));
+  };
+  events(k_kept_rewrite_after / 2);
+  (void)load_as_new_process(**store, clock, options);
+  CHECK(peek_state_file(*read_kept_file(file))->revision == first);  // A little behind: left as it is.
+  events(k_kept_rewrite_after);
+  auto [got, reads] = load_as_new_process(**store, clock, options);
+  CHECK(got == fresh(**store, clock));
+  CHECK(reads == 0);
+  CHECK(peek_state_file(*read_kept_file(file))->revision == (*store)->revision().value());
 }
