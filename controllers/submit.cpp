@@ -28,7 +28,7 @@ std::string submit_app_key(const std::string& tenant, const std::string& name) {
 // The lowest address of `prefix` not in `used`, skipping the network address and, for
 // IPv4, the broadcast address. Scans at most a million candidates: an instance subnet
 // with that many instances on one node is not a case worth more code.
-std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
+std::string first_free(const IpPrefix& prefix, const UsedAddresses& used) {
   int max_len = IpAddress::max_length(prefix.address.family);
   int host_bits = max_len - prefix.length;
   if (host_bits < 2) return "";
@@ -39,7 +39,7 @@ std::string first_free(const IpPrefix& prefix, const std::set<Bits>& used) {
   Bits end = prefix.address.family == IpFamily::V4 ? count - 1 : count;
   for (Bits k = 1; k < end && k < 1000000; ++k) {
     Bits candidate = prefix.address.bits + k * step;
-    if (!used.count(candidate)) return IpAddress{prefix.address.family, candidate}.to_string();
+    if (!used.contains(candidate)) return IpAddress{prefix.address.family, candidate}.to_string();
   }
   return "";
 }
@@ -124,7 +124,7 @@ struct PlanCaches {
   // The scheduler's index, kept from one app (and round) to the next while the
   // snapshot changes only by appended instances and applied placements.
   KeptIndex kept;
-  std::unordered_map<std::string, std::set<Bits>> used;  // Node -> addresses in use.
+  std::unordered_map<std::string, UsedAddresses> used;  // Node -> addresses in use.
   bool used_built = false;
 
   void reset() {
@@ -146,7 +146,7 @@ struct Work {
   std::unordered_map<std::string, size_t> index, added;
   bool indexed = false;
   std::unordered_map<std::string, size_t> put_index;  // Instance key -> position in put_instances.
-  std::unordered_map<std::string, std::set<Bits>>& used = caches.used;
+  std::unordered_map<std::string, UsedAddresses>& used = caches.used;
   bool& used_built = caches.used_built;
   std::optional<TopologyTable> topology;
   // "tenant/app/role" -> (address, instance key) of its placed instances, built on first
@@ -232,7 +232,7 @@ struct Work {
     used_built = true;
   }
 
-  std::set<Bits>& used_on(const std::string& node) {
+  UsedAddresses& used_on(const std::string& node) {
     ensure_used();
     return used[node];
   }
@@ -484,7 +484,7 @@ std::string allocate_address(const Node& node, const std::vector<Instance>& inst
   if (node.instance_subnet.empty()) return "";
   auto prefix = parse_cidr(node.instance_subnet);
   if (!prefix) return "";
-  std::set<Bits> used;
+  UsedAddresses used;
   for (const auto& i : instances) {
     if (i.node != node.name || i.address.empty()) continue;
     if (auto a = parse_address(i.address)) used.insert(a->bits);

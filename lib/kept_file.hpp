@@ -26,14 +26,25 @@ namespace gaia {
 // More revisions than this since a file, and a fresh read costs less than replaying
 // them.
 inline constexpr int64_t k_kept_max_revisions = 20000;
-// Changes after a file's revision past which the reader writes the file again: each one
-// is read and chained into the history hash, and each replayed instance costs about
-// what a full read's decoding of it does, so a file many commands behind is brought
-// forward, while one a command or two behind is not written again after every command
-// (docs/benchmarks.md, "Round eleven"). Counted over every change read, not only those
-// the file holds: a world file whose copies did not change while thousands of events
-// were written still costs each command the read of all of them.
+// Changes after a file's revision past which the reader writes the file again. Each
+// replayed instance costs about what a full read's decoding of it does, so a file many
+// commands behind is brought forward, while one a command or two behind is not written
+// again after every command (docs/benchmarks.md, "Round eleven"): more than
+// k_kept_rewrite_after changes replayed into what the file holds. Every other change
+// since is read too, to chain the history hash, at about a microsecond each, while
+// writing both files costs about 45 ms of CPU: more than k_kept_reread_after changes
+// read of any key also bring the file forward, so a world file whose copies did not
+// change while thousands of events were written is not read further behind with every
+// command (it was), nor written again after every second submit (docs/benchmarks.md,
+// "Round twelve").
 inline constexpr size_t k_kept_rewrite_after = 4096;
+inline constexpr size_t k_kept_reread_after = 16384;
+
+// Whether a file with `read` changes of the store after it (ChangesAfter::read below),
+// `replayed` of them into what it holds, is to be written again.
+inline bool kept_file_stale(size_t read, size_t replayed) {
+  return replayed > k_kept_rewrite_after || read > k_kept_reread_after;
+}
 
 struct KeptFileHead {
   int64_t revision = 0;

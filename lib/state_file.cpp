@@ -270,7 +270,8 @@ std::optional<KeptFileHead> peek_state_file(std::string_view bytes) {
   return peek_kept_file(bytes, k_kind);
 }
 
-std::expected<StateFileContents, std::string> decode_state_file(std::string_view bytes, std::string_view store_id) {
+std::expected<StateFileContents, std::string> decode_state_file(
+    std::string_view bytes, std::string_view store_id, const std::function<void(std::vector<KeyValue>&&)>& records_ready) {
   StateFileContents c;
   auto reader = kept_payload_reader(bytes, k_kind, store_id, &c.head);
   if (!reader) return std::unexpected(std::move(reader.error()));
@@ -283,6 +284,10 @@ std::expected<StateFileContents, std::string> decode_state_file(std::string_view
     kv.mod_revision = r.i64();
     kv.version = r.i64();
     kv.lease = r.i64();
+  }
+  if (records_ready && r.good()) {
+    records_ready(std::move(c.records));
+    c.records.clear();
   }
   c.nodes.resize(r.count(60));
   for (auto& n : c.nodes) {

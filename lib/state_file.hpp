@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,7 +54,13 @@ std::string encode_state_file(std::string_view store_id, const KeptFileHead& hea
 // not a state file of this format); decode_state_file still checks the whole.
 std::optional<KeptFileHead> peek_state_file(std::string_view bytes);
 // The contents; or, when `bytes` are not a state file of this format and layout for
-// `store_id`, or are damaged anywhere, why not (for `-v`).
-std::expected<StateFileContents, std::string> decode_state_file(std::string_view bytes, std::string_view store_id);
+// `store_id`, or are damaged anywhere, why not (for `-v`). With `records_ready`, the
+// records are handed to it as soon as they are decoded (and are then not in the
+// result), so a reader lays them into its state while the instances still decode; the
+// file's checksum has been checked by then, but its order not yet, and a file refused
+// later is refused whole.
+std::expected<StateFileContents, std::string> decode_state_file(
+    std::string_view bytes, std::string_view store_id,
+    const std::function<void(std::vector<KeyValue>&&)>& records_ready = {});
 
 }  // namespace gaia

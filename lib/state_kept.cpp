@@ -35,9 +35,14 @@ Result<void> apply_records(ClusterState& st, const std::vector<KeyValue>& record
 // Whether the file's lists are as a load of the store leaves them: each in key order,
 // without repeats, and the records all of the state. The checksum already refuses a
 // damaged file; this refuses one that was written wrong.
+bool in_key_order(const std::vector<KeyValue>& records) {
+  for (size_t k = 0; k < records.size(); ++k)
+    if (!is_state_record(records[k].key) || (k > 0 && !(records[k - 1].key < records[k].key))) return false;
+  return true;
+}
+
 bool in_key_order(const StateFileContents& c) {
-  for (size_t k = 0; k < c.records.size(); ++k)
-    if (!is_state_record(c.records[k].key) || (k > 0 && !(c.records[k - 1].key < c.records[k].key))) return false;
+  if (!in_key_order(c.records)) return false;
   for (size_t k = 1; k < c.nodes.size(); ++k)
     if (!(c.nodes[k - 1].name < c.nodes[k].name)) return false;
   std::string before, key;
@@ -60,40 +65,72 @@ bool State::load_state_file() {
   std::string why;
   auto bytes = read_kept_file(path, &why);
   if (!bytes) return refuse(why);
-  // The file's bulk decodes beside the store's answer to whether it may be used.
-  auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
-                            [&] { return decode_state_file(*bytes, m_options.store_id); });
+  // The file's bulk decodes beside the store's answer to whether it may be used. Its
+  // records (the apps' rendered documents among them, parsed as JSON) are laid into the
+  // state here while the instances still decode.
+  const bool beside = worker_threads() > 1;
+  std::vector<KeyValue> records;
+  std::promise<void> records_promise;
+  std::future<void> records_ready = records_promise.get_future();
+  auto decoded = std::async(beside ? std::launch::async : std::launch::deferred, [&] {
+    bool handed = false;
+    auto hand = [&](std::vector<KeyValue>&& r) {
+      records = std::move(r);
+      handed = true;
+      records_promise.set_value();
+    };
+    // The waiter below is told in every case, a throw included.
+    struct Tell {
+      bool on;
+      bool& handed;
+      std::promise<void>& promise;
+      ~Tell() {
+        if (on && !handed) promise.set_value();
+      }
+    } tell{beside, handed, records_promise};
+    return decode_state_file(*bytes, m_options.store_id, beside ? hand : std::function<void(std::vector<KeyValue>&&)>{});
+  });
   std::expected<ChangesAfter, std::string> after = std::unexpected(std::string());
   int64_t file_revision = 0;
   if (auto head = peek_state_file(*bytes)) {
     file_revision = head->revision;
     after = changes_after(m_store, *head, k_state_prefixes);
   }
+  auto st = std::make_shared<ClusterState>();
+  std::optional<Result<void>> laid;  // The records laid into `st` while the rest decodes.
+  if (beside) {
+    records_ready.wait();
+    if (after && in_key_order(records)) laid = apply_records(*st, records);
+  }
   auto contents = decoded.get();
   if (!contents) return refuse(contents.error());
   if (!after) return refuse(after.error());
-  if (!in_key_order(*contents)) return refuse("its lists are out of key order (written wrong)");
+  if (!beside) records = std::move(contents->records);
+  if (!in_key_order(records) || !in_key_order(*contents)) return refuse("its lists are out of key order (written wrong)");
   std::vector<Event>* since = &after->changes;
   // Half a large commit: a full read finishes it (lib/journal.hpp).
   for (const auto& e : *since)
     if (e.kv.key == k_journal_key && e.type == EventType::Put)
       return refuse("a large commit was half applied since (a full read finishes it)");
 
-  auto st = std::make_shared<ClusterState>();
   st->snapshot.instances = std::move(contents->instances);
   st->snapshot.nodes = std::move(contents->nodes);
-  if (auto r = apply_records(*st, contents->records); !r) return refuse(format_diagnostics(r.error()));
+  if (!laid) laid = apply_records(*st, records);
+  if (!*laid) return refuse(format_diagnostics(laid->error()));
   if (auto r = apply_changes(*st, *since); !r) return refuse(format_diagnostics(r.error()));
   // Every change to the state's keys up to there is in it.
   st->revision = after->head.revision;
   m_records.clear();
-  for (auto& kv : contents->records) m_records.emplace_hint(m_records.end(), kv.key, std::move(kv));
+  for (auto& kv : records) m_records.emplace_hint(m_records.end(), kv.key, std::move(kv));
   apply_to_records(m_records, *since);
   m_cache = std::move(st);
   if (m_options.note)
     m_options.note(fmt::format("state file {}: used, at revision {}; {} change(s) since read, {} of them applied",
                                path.string(), file_revision, after->read, since->size()));
-  if (after->read > k_kept_rewrite_after) save_state_file(after->head);
+  const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
+    return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
+  });
+  if (kept_file_stale(after->read, static_cast<size_t>(replayed))) save_state_file(after->head);
   return true;
 }
 

@@ -320,13 +320,13 @@ TEST_CASE("sim backend: a world file thousands of changes behind is written agai
     (void)seen(process);
   }
   const int64_t first = file_revision();
-  other_writes(k_kept_rewrite_after / 2);
+  other_writes(k_kept_reread_after / 2);
   {
     SimBackend process(store.get(), file);
     (void)seen(process);
   }
   CHECK(file_revision() == first);  // A little behind: left as it is.
-  other_writes(k_kept_rewrite_after);
+  other_writes(k_kept_reread_after);
   std::vector<std::string> got;
   {
     gaia::test::PrefixReadCounter counted(*store, "sim/copies/");

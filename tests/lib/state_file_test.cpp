@@ -500,10 +500,10 @@ TEST_CASE("state file: a file thousands of changes behind is written again, thou
       return {};
     }));
   };
-  events(k_kept_rewrite_after / 2);
+  events(k_kept_reread_after / 2);
   (void)load_as_new_process(**store, clock, options);
   CHECK(peek_state_file(*read_kept_file(file))->revision == first);  // A little behind: left as it is.
-  events(k_kept_rewrite_after);
+  events(k_kept_reread_after);
   auto [got, reads] = load_as_new_process(**store, clock, options);
   CHECK(got == fresh(**store, clock));
   CHECK(reads == 0);
