@@ -399,33 +399,32 @@ std::string StartGates::reason(const Instance& i) const {
 Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
   Actuation out;
   const CopiesByInstance copies(obs);
-  // The instance each copy is of (the first with its key), or none: copies are matched
-  // from the instances' side, so no table of every instance's key is built.
-  std::vector<const Instance*> owner(obs.copies.size(), nullptr);
-  std::string key;
-  for (const auto& i : state.snapshot.instances) {
-    i.key_into(key);
-    for (int k = copies.first(key); k >= 0; k = copies.next(k))
-      if (!owner[static_cast<size_t>(k)]) owner[static_cast<size_t>(k)] = &i;
-  }
   std::unordered_set<std::string> down;
   for (const auto& n : state.snapshot.nodes)
     if (n.state == NodeState::Down) down.insert(n.name);
-  // Bound instances that will not start at once and why, decided first: a node with one
-  // of them waiting needs its leftover copies gone. The gates come after a first pass
-  // that finds which instances would start, so only their apps' health is weighed.
+  // In one pass over the instances (each key made and looked up once):
+  // - the instance each copy is of (the first with its key), or none: copies are matched
+  //   from the instances' side, so no table of every instance's key is built;
+  // - the bound instances that will not start at once and why, decided first: a node
+  //   with one of them waiting needs its leftover copies gone. The gates come after this
+  //   pass, which finds the instances that would start, so only their apps' health is
+  //   weighed.
+  std::vector<const Instance*> owner(obs.copies.size(), nullptr);
   struct Bound {
     const Instance* instance;
     std::string held;  // Why it waits whatever its gates say; empty: it passes to them.
   };
   std::vector<Bound> bound;
   std::vector<const Instance*> gated;
+  std::string key;
   for (const auto& i : state.snapshot.instances) {
-    if (i.state != InstanceState::Placed || i.node.empty() || down.count(i.node)) continue;
     i.key_into(key);
+    const bool to_start = i.state == InstanceState::Placed && !i.node.empty() && !down.count(i.node);
     bool has_current = false, live_elsewhere = false;
     std::string elsewhere;
     for (int k = copies.first(key); k >= 0; k = copies.next(k)) {
+      if (!owner[static_cast<size_t>(k)]) owner[static_cast<size_t>(k)] = &i;
+      if (!to_start) continue;
       const ObservedCopy* c = &copies.at(k);
       if (c->node == i.node && c->generation == i.generation) has_current = true;
       else if (c->live()) {
@@ -433,7 +432,7 @@ Actuation plan_actuation(const ClusterState& state, const Observation& obs) {
         elsewhere = c->node;
       }
     }
-    if (has_current) continue;
+    if (!to_start || has_current) continue;
     if (live_elsewhere && stateful(state, i)) {
       bound.push_back({&i, fmt::format("waiting for its copy on {} to stop (stateful: never two live copies)", elsewhere)});
       continue;

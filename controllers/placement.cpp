@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "controllers/context.hpp"
@@ -42,27 +43,45 @@ std::string broken_rule(const Role& role, const Tenant* tenant, const Node& node
 }  // namespace
 
 std::vector<PlacementViolation> placement_violations(const ClusterState& state) {
-  std::unordered_map<std::string, const Node*> nodes;
-  for (const auto& n : state.snapshot.nodes) nodes[n.name] = &n;
-  std::unordered_map<std::string, const Tenant*> tenants;
-  for (const auto& t : state.snapshot.tenants) tenants[t.name] = &t;
+  std::unordered_map<std::string_view, const Node*> nodes;
+  nodes.reserve(state.snapshot.nodes.size());
+  for (const auto& n : state.snapshot.nodes) nodes.emplace(n.name, &n);
+  std::unordered_map<std::string_view, const Tenant*> tenants;
+  for (const auto& t : state.snapshot.tenants) tenants.emplace(t.name, &t);
   // Roles by views of their own keys, looked up with one reused buffer: this runs over
   // every instance on every reconcile, where a new string and a walk of the sorted map
-  // per instance cost more than the check itself.
-  std::unordered_map<std::string_view, const Role*> roles;
+  // per instance cost more than the check itself. Each with whether it has a rule a
+  // node can break: most have none, and their instances need no look at their node.
+  struct RoleRules {
+    const Role* role;
+    bool any;
+  };
+  std::unordered_map<std::string_view, RoleRules> roles;
   roles.reserve(state.snapshot.roles.size());
-  for (const auto& [id, r] : state.snapshot.roles) roles.emplace(id, &r);
+  for (const auto& [id, r] : state.snapshot.roles) {
+    bool any = !r.node_selector.empty() ||
+               std::any_of(r.required_affinity.begin(), r.required_affinity.end(),
+                           [](const AffinityTerm& t) { return t.target == AffinityTerm::Target::Node; });
+    roles.emplace(id, RoleRules{&r, any});
+  }
+  const bool any_pool = std::any_of(state.snapshot.tenants.begin(), state.snapshot.tenants.end(),
+                                    [](const Tenant& t) { return !t.pool_selector.empty(); });
   std::string role_id;
   std::vector<PlacementViolation> out;
   for (const auto& i : state.snapshot.instances) {
     if (!occupies(i)) continue;
-    auto n = nodes.find(i.node);
-    if (n == nodes.end()) continue;  // A removed node is the migration controller's business.
     role_id.assign(i.tenant).append("/").append(i.app).append("/").append(i.role);
     auto role = roles.find(role_id);
     if (role == roles.end()) continue;
+    // Nothing the node could break: no rule of the role or of any tenant's pool, and no
+    // claim volume (which needs a node that can attach its class).
+    if (!role->second.any && !any_pool &&
+        std::none_of(i.volumes.begin(), i.volumes.end(), [](const VolumeBinding& v) { return claim_binding(v); }))
+      continue;
+    auto n = nodes.find(i.node);
+    if (n == nodes.end()) continue;  // A removed node is the migration controller's business.
     auto t = tenants.find(i.tenant);
-    std::string why = broken_rule(*role->second, t == tenants.end() ? nullptr : t->second, *n->second);
+    std::string why = broken_rule(*role->second.role, t == tenants.end() ? nullptr : t->second, *n->second);
     // A claim volume needs a node that can attach its class (its selector, e.g. a zone).
     for (const auto& v : i.volumes) {
       if (!why.empty() || !claim_binding(v)) continue;

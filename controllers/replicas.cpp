@@ -191,16 +191,21 @@ ControllerResult reconcile_replicas(const ClusterState& state, const ControllerC
       std::vector<const Instance*>& have = it == by_role.end() ? no_instances : it->second;
       // Which ordinals below the target exist: flags, not a set node per instance.
       std::vector<bool> present(static_cast<size_t>(want), false);
-      for (const Instance* i : have)
+      bool beyond = false;  // An ordinal at or past the target: the usual role has none.
+      for (const Instance* i : have) {
         if (i->ordinal >= 0 && i->ordinal < want) present[static_cast<size_t>(i->ordinal)] = true;
+        beyond |= i->ordinal >= want;
+      }
       // Scale down: highest ordinals first. `gaia scale` removes them itself (it decides
       // about their volumes); this catches any other way the count dropped, and keeps
       // the volumes, since no one asked for the data to go.
-      std::sort(have.begin(), have.end(), [](const Instance* x, const Instance* y) { return x->ordinal > y->ordinal; });
-      for (const Instance* i : have) {
-        if (i->ordinal < want) break;
-        remove_instance(*i, want, false, nodes, b, kept_now, none);
-        shrunk.insert(id);
+      if (beyond) {
+        std::sort(have.begin(), have.end(), [](const Instance* x, const Instance* y) { return x->ordinal > y->ordinal; });
+        for (const Instance* i : have) {
+          if (i->ordinal < want) break;
+          remove_instance(*i, want, false, nodes, b, kept_now, none);
+          shrunk.insert(id);
+        }
       }
       // Scale up: the missing ordinals below the target, lowest first, each with the
       // volumes an earlier scale down kept for it.
