@@ -402,6 +402,9 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
       options.store_id = address + "\n" + *identity;
       // -v says whether the command started from the file, and if not, why.
       if (verbose_at(g, 1)) options.note = [&g](const std::string& line) { log_verbose(g, 1, line); };
+      // The changes since the files are read once for both (the world file's loader is
+      // the second reader; a backend other than the sim never comes, see below).
+      options.kept_changes = std::make_shared<KeptChanges>(2);
     } else {
       log_verbose(g, 1, "state file: none for this store, which has no identity to tell it from another at its address");
     }
@@ -432,10 +435,12 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
     auto kb = open_kube_backend(s->context, *owner);
     if (!kb) return fail(kb.error());
     s->backend = std::move(*kb);
+    if (options.kept_changes) options.kept_changes->done();  // No world file to read.
   } else if (s->backend_name == "process") {
     ProcessOptions po;
     po.shim_command = {self_executable().string(), "__shim"};
     s->backend = std::make_unique<ProcessBackend>(run_dir_of(s->context.store), po);
+    if (options.kept_changes) options.kept_changes->done();  // No world file to read.
   } else {
     // Its world, like the state, is kept for the next command on this store.
     SimWorldFileOptions file;
@@ -444,6 +449,7 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
       file.path.replace_extension(".world");
       file.store_id = options.store_id;
       file.note = options.note;
+      file.kept_changes = options.kept_changes;
     }
     s->backend = std::make_unique<SimBackend>(s->store.get(), std::move(file));
   }

@@ -65,8 +65,51 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
   return KeptFileHead{revision, *fingerprint, (*mark)->hash};
 }
 
+StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, int64_t upto) {
+  // Held while reading: a second reader waits for this read rather than start its own.
+  std::lock_guard lock(m_mutex);
+  if (m_read && m_upto == upto && m_after <= after) {
+    ++m_reused;
+    auto from = std::find_if(m_read->begin(), m_read->end(), [&](const Event& e) { return e.revision() > after; });
+    return Read{m_read, static_cast<size_t>(from - m_read->begin())};
+  }
+  auto changes = store.changes_since(after + 1, "");
+  if (!changes) return std::unexpected(changes.error());
+  // What was written after `upto` is left for the next refresh.
+  auto past = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > upto; });
+  changes->erase(past, changes->end());
+  auto out = std::make_shared<const std::vector<Event>>(std::move(*changes));
+  if (m_readers > 1 && !m_read) {
+    m_read = out;
+    m_after = after;
+    m_upto = upto;
+  }
+  return Read{out, 0};
+}
+
+void KeptChanges::done() {
+  std::lock_guard lock(m_mutex);
+  if (--m_readers <= 0) m_read.reset();
+}
+
+void KeptChanges::writing(int64_t revision) {
+  std::lock_guard lock(m_mutex);
+  m_writing = revision;
+}
+
+bool KeptChanges::follow(int64_t file_revision, int64_t revision) const {
+  std::lock_guard lock(m_mutex);
+  return (m_read && m_after > file_revision) || (m_writing >= 0 && m_writing == revision);
+}
+
+int KeptChanges::reused() const {
+  std::lock_guard lock(m_mutex);
+  return m_reused;
+}
+
 std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
-                                                       std::span<const std::string_view> prefixes) {
+                                                       std::span<const std::string_view> prefixes,
+                                                       KeptChanges* shared) {
   auto mark = store.history_mark();
   if (!mark) return std::unexpected(fmt::format("reading the store's history hash failed: {}", mark.error().message));
   if (!*mark) return std::unexpected(std::string("the store keeps no history hash"));
@@ -86,18 +129,18 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
   if (now.revision > file.revision) {
     // Every change since, of every key, as the history hash covers them all; one request,
     // as the changes table is read by revision (one per prefix scanned it once each).
-    auto changes = store.changes_since(file.revision + 1, "");
+    // What was written after the mark was read is left for the next refresh.
+    KeptChanges alone(1);
+    auto changes = (shared ? *shared : alone).read(store, file.revision, now.revision);
     if (!changes)
       return std::unexpected(fmt::format("reading the changes since revision {} failed: {}", file.revision,
                                          changes.error().message));
-    // What was written after the mark was read is left for the next refresh.
-    auto upto = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > now.revision; });
-    std::span<const Event> since(changes->data(), static_cast<size_t>(upto - changes->begin()));
+    std::span<const Event> since = changes->changes();
     out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
     out.read = since.size();
-    for (auto it = changes->begin(); it != upto; ++it)
-      if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return it->kv.key.starts_with(p); }))
-        out.changes.push_back(std::move(*it));
+    for (const auto& e : since)
+      if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return e.kv.key.starts_with(p); }))
+        out.changes.push_back(e);
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.

@@ -12,6 +12,8 @@
 #include <expected>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,9 +72,51 @@ struct ChangesAfter {
   KeptFileHead head;
   size_t read = 0;
 };
-// Otherwise, why not, in words for `-v`.
+
+// The store's changes after a file's revision, read once for the kept files of one
+// process. The state's and the world's loaders each check their file against every
+// change since (the history hash covers them all), nearly always from the same revision
+// (both are written together), one after the other in the same command: the second
+// finds the first one's read here rather than read the same thousands of changes again,
+// on the store's one connection. `readers` is how many loaders will come; each calls
+// done() once its file is used, refused or missing, and the last frees the read (a
+// command that never loads its world holds it until the object goes). Thread-safe.
+class KeptChanges {
+ public:
+  explicit KeptChanges(int readers) : m_readers(readers) {}
+  // Every change of `store` after revision `after` up to `upto`, in order: `events`
+  // from position `from` on. Taken from the read kept, when it went up to `upto` and
+  // began at `after` or before (a file older than this one's), or read anew (and kept
+  // for the next reader).
+  struct Read {
+    std::shared_ptr<const std::vector<Event>> events;
+    size_t from = 0;
+    std::span<const Event> changes() const { return std::span<const Event>(*events).subspan(from); }
+  };
+  StoreResult<Read> read(Store& store, int64_t after, int64_t upto);
+  void done();
+  // A reader writes its file again, at `revision`.
+  void writing(int64_t revision);
+  // Whether a reader whose file is at `file_revision`, and who has read up to
+  // `revision`, is to write its file again so the files stay at one revision and the
+  // next command reads once: another reader's file is newer than this one's (its read
+  // could not be used), or another reader writes its file at `revision` now.
+  bool follow(int64_t file_revision, int64_t revision) const;
+  // Reads served from what was kept (for tests).
+  int reused() const;
+
+ private:
+  mutable std::mutex m_mutex;
+  int m_readers;
+  int64_t m_after = -1, m_upto = -1, m_writing = -1;
+  std::shared_ptr<const std::vector<Event>> m_read;
+  int m_reused = 0;
+};
+
+// Otherwise, why not, in words for `-v`. With `shared`, the changes are read through it.
 std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
-                                                       std::span<const std::string_view> prefixes);
+                                                       std::span<const std::string_view> prefixes,
+                                                       KeptChanges* shared = nullptr);
 
 // A file's frame: an 8-byte magic naming its kind, the format and layout of its
 // payload (a reader of another build refuses them), the revision and fingerprint it was

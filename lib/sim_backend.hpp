@@ -49,7 +49,8 @@ struct SimWorldFileOptions {
   std::filesystem::path path;
   std::string store_id;
   size_t min_copies = 2000;
-  KeptFileNote note;  // As StateOptions::note, for the world file.
+  KeptFileNote note;                         // As StateOptions::note, for the world file.
+  std::shared_ptr<KeptChanges> kept_changes;  // As StateOptions::kept_changes.
 };
 
 class SimBackend final : public Backend {

@@ -208,6 +208,9 @@ struct StateOptions {
   size_t state_file_min_records = 2000;
   // Told what became of the state file: used, refused and why, written or not (`-v`).
   KeptFileNote note;
+  // The changes since the file, read once with the sim backend's world file (one reader
+  // of it); none: read alone.
+  std::shared_ptr<KeptChanges> kept_changes;
 };
 
 class State final : public RunningApps {

@@ -16,6 +16,7 @@
 
 #include "lib/codec.hpp"
 #include "lib/kept_file.hpp"
+#include "lib/sim_backend.hpp"
 #include "lib/state.hpp"
 #include "lib/state_file.hpp"
 #include "store/sqlite_store.hpp"
@@ -508,4 +509,90 @@ TEST_CASE("state file: a file thousands of changes behind is written again, thou
   CHECK(got == fresh(**store, clock));
   CHECK(reads == 0);
   CHECK(peek_state_file(*read_kept_file(file))->revision == (*store)->revision().value());
+}
+
+namespace {
+
+// Counts the reads of every change since a revision (what checking a kept file costs).
+class ChangesReadCounter final : public gaia::test::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    if (prefix.empty() && limit == 0) ++reads;
+    return ForwardingStore::changes_since(from, prefix, limit);
+  }
+  int reads = 0;
+};
+
+}  // namespace
+
+TEST_CASE("state file: the state's and the world's files share one read of the changes since them",
+          "[state][state-file]") {
+  gaia::test::TempDir dir;
+  auto opened = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(opened);
+  Store& store = **opened;
+  ManualClock clock;
+  const auto state_path = dir.path() / "s.state", world_path = dir.path() / "s.world";
+  State writer(store, clock);
+  SimBackend sim(&store);
+  std::mt19937 rng(1129);
+  int64_t generation = 0;
+  auto write = [&](int steps) {
+    for (int k = 0; k < steps; ++k) {
+      random_change(writer, rng, static_cast<int>(generation));
+      StartSpec start;
+      start.instance.tenant = "t";
+      start.instance.app = "a";
+      start.instance.role = "r";
+      start.instance.ordinal = static_cast<int>(rng() % 20);
+      start.instance.node = fmt::format("n{}", rng() % 3);
+      start.instance.generation = ++generation;
+      REQUIRE(sim.start({start}, generation));
+    }
+  };
+  // One command's loads: the state's, then the world's, as a CLI session makes them.
+  struct Seen {
+    nlohmann::json state;
+    std::vector<std::string> copies;
+    bool operator==(const Seen&) const = default;
+  };
+  auto command = [&](Store& on, bool with_files) {
+    auto shared = with_files ? std::make_shared<KeptChanges>(2) : nullptr;
+    StateOptions options = with_files ? with_file(state_path) : StateOptions{};
+    options.kept_changes = shared;
+    SimWorldFileOptions world;
+    if (with_files) world = SimWorldFileOptions{world_path, "the-store", 0, {}, shared};
+    Seen seen;
+    {
+      State state(on, clock, options);
+      auto st = state.load();
+      REQUIRE(st);
+      seen.state = dump(*st);
+      SimBackend backend(&on, world);
+      auto obs = backend.observe(1000);
+      REQUIRE(obs);
+      for (const auto& c : obs->copies) seen.copies.push_back(fmt::format("{}@{}#{}", c.instance, c.node, c.generation));
+    }
+    return std::make_pair(seen, shared ? shared->reused() : 0);
+  };
+  write(10);
+  (void)command(store, true);  // Both files written, at one revision.
+  REQUIRE(std::filesystem::exists(state_path));
+  REQUIRE(std::filesystem::exists(world_path));
+  for (int round = 0; round < 12; ++round) {
+    INFO("round " << round);
+    write(3);
+    // Now and then one file is lost (a user cleaning up, a crash before its write): the
+    // files go to different revisions, and the next commands bring them together again.
+    const bool lost = round % 4 == 1;
+    if (lost) std::filesystem::remove(round % 8 == 1 ? state_path : world_path);
+    ChangesReadCounter counted(store);
+    auto [got, reused] = command(counted, true);
+    CHECK(got == command(store, false).first);
+    if (!lost && round % 4 != 2) {
+      CHECK(counted.reads == 1);
+      CHECK(reused == 1);
+    }
+  }
 }
