@@ -67,6 +67,35 @@ void write_until(Store& store, State& writer, std::mt19937& rng, int first_step,
   for (int step = first_step; store.revision().value() < revision; ++step) random_change(writer, rng, step);
 }
 
+// What most cases begin with: a SQLite store in a temp dir, a writer on it, a state file
+// for new processes, and random numbers.
+struct OneStore {
+  gaia::test::TempDir dir;
+  std::unique_ptr<SqliteStore> owned;
+  ManualClock clock;
+  std::filesystem::path file;
+  StateOptions options;
+  std::mt19937 rng;
+
+  explicit OneStore(unsigned seed, const std::string& file_name = "s.state", SqliteStoreOptions store_options = {})
+      : owned(open(dir.path() / "s.db", store_options)),
+        file(dir.path() / file_name),
+        options(with_file(file)),
+        rng(seed) {}
+  Store& store() { return *owned; }
+  // `count` random commits through `writer`, steps numbered from `first`.
+  void changes(State& writer, int first, int count) {
+    for (int step = first; step < first + count; ++step) random_change(writer, rng, step);
+  }
+
+ private:
+  static std::unique_ptr<SqliteStore> open(const std::filesystem::path& path, const SqliteStoreOptions& o) {
+    auto store = SqliteStore::open(path, o);
+    REQUIRE(store);
+    return std::move(*store);
+  }
+};
+
 std::string random_text(std::mt19937& rng) {
   static const std::string chars = "abcxyz019-./ \"\\\n\t\x01\xc3\xa9";
   std::string s;
@@ -224,22 +253,17 @@ TEST_CASE("state file: a damaged, foreign or other file is refused whole", "[sta
 
 TEST_CASE("state file: a new process starts from it, reads only the changes since, and holds what a fresh read holds",
           "[state][state-file]") {
-  gaia::test::TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "s.db");
-  REQUIRE(store);
-  ManualClock clock;
-  const auto file = dir.path() / "cache" / "s.state";
-  const auto options = with_file(file);
-  State writer(**store, clock);
-  std::mt19937 rng(20261129);
+  OneStore s(20261129, "cache/s.state");
+  const auto& file = s.file;
+  State writer(s.store(), s.clock);
   int from_file = 0;
   for (int step = 0; step < 300; ++step) {
-    random_change(writer, rng, step);
-    if (rng() % 4 != 0) continue;
+    random_change(writer, s.rng, step);
+    if (s.rng() % 4 != 0) continue;
     const bool had_file = std::filesystem::exists(file);
-    auto [got, instance_reads] = load_as_new_process(**store, clock, options);
+    auto [got, instance_reads] = load_as_new_process(s.store(), s.clock, s.options);
     INFO("step " << step);
-    REQUIRE(got == fresh(**store, clock));
+    REQUIRE(got == fresh(s.store(), s.clock));
     if (had_file) {
       CHECK(instance_reads == 0);
       ++from_file;
@@ -395,54 +419,38 @@ class CommitDuringLoad final : public gaia::test::ForwardingStore {
 
 TEST_CASE("state file: a file is written though another process commits while the state is read",
           "[state][state-file]") {
-  gaia::test::TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "s.db");
-  REQUIRE(store);
-  ManualClock clock;
-  const auto file = dir.path() / "s.state";
-  const auto options = with_file(file);
-  State writer(**store, clock);
-  std::mt19937 rng(21);
-  for (int step = 0; step < 20; ++step) random_change(writer, rng, step);
+  OneStore s(21);
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 20);
   {
-    CommitDuringLoad busy(**store, [&] { random_change(writer, rng, 100); });
-    State process(busy, clock, options);
+    CommitDuringLoad busy(s.store(), [&] { random_change(writer, s.rng, 100); });
+    State process(busy, s.clock, s.options);
     REQUIRE(process.load());
   }
-  REQUIRE(std::filesystem::exists(file));
-  random_change(writer, rng, 101);
-  auto [got, reads] = load_as_new_process(**store, clock, options);
-  CHECK(got == fresh(**store, clock));
+  REQUIRE(std::filesystem::exists(s.file));
+  random_change(writer, s.rng, 101);
+  auto [got, reads] = load_as_new_process(s.store(), s.clock, s.options);
+  CHECK(got == fresh(s.store(), s.clock));
   CHECK(reads == 0);
 }
 
 TEST_CASE("state file: history compacted past the file's revision is read afresh", "[state][state-file]") {
-  gaia::test::TempDir dir;
   SqliteStoreOptions small;
   small.history_revisions = 5;
-  auto store = SqliteStore::open(dir.path() / "s.db", small);
-  REQUIRE(store);
-  ManualClock clock;
-  const auto options = with_file(dir.path() / "s.state");
-  State writer(**store, clock);
-  std::mt19937 rng(5);
-  for (int step = 0; step < 5; ++step) random_change(writer, rng, step);
-  (void)load_as_new_process(**store, clock, options);
-  for (int step = 5; step < 30; ++step) random_change(writer, rng, step);
-  check_read_afresh(**store, clock, options);
+  OneStore s(5, "s.state", small);
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 5);
+  (void)load_as_new_process(s.store(), s.clock, s.options);
+  s.changes(writer, 5, 25);
+  check_read_afresh(s.store(), s.clock, s.options);
 }
 
 TEST_CASE("state file: a damaged or half-written file is ignored and written again", "[state][state-file]") {
-  gaia::test::TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "s.db");
-  REQUIRE(store);
-  ManualClock clock;
-  const auto file = dir.path() / "s.state";
-  const auto options = with_file(file);
-  State writer(**store, clock);
-  std::mt19937 rng(9);
-  for (int step = 0; step < 20; ++step) random_change(writer, rng, step);
-  (void)load_as_new_process(**store, clock, options);
+  OneStore s(9);
+  const auto& file = s.file;
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 20);
+  (void)load_as_new_process(s.store(), s.clock, s.options);
   auto good = read_kept_file(file);
   REQUIRE(good);
   for (int k = 0; k < 3; ++k) {
@@ -454,8 +462,8 @@ TEST_CASE("state file: a damaged or half-written file is ignored and written aga
       std::ofstream out(file, std::ios::binary | std::ios::trunc);
       out << bad;
     }
-    random_change(writer, rng, 100 + k);
-    check_read_afresh(**store, clock, options);
+    random_change(writer, s.rng, 100 + k);
+    check_read_afresh(s.store(), s.clock, s.options);
     // Read afresh, the state was written again, whole.
     auto again = read_kept_file(file);
     REQUIRE(again);
@@ -484,16 +492,11 @@ TEST_CASE("state file: a file thousands of changes behind is written again, thou
   // Every change after the file is read to check the store's history, timeline events
   // too: a file left behind while only events were written cost each command the read
   // of all of them, more with every command.
-  gaia::test::TempDir dir;
-  auto store = SqliteStore::open(dir.path() / "s.db");
-  REQUIRE(store);
-  ManualClock clock;
-  const auto file = dir.path() / "s.state";
-  const auto options = with_file(file);
-  State writer(**store, clock);
-  std::mt19937 rng(44);
-  for (int step = 0; step < 10; ++step) random_change(writer, rng, step);
-  (void)load_as_new_process(**store, clock, options);
+  OneStore s(44);
+  const auto& file = s.file;
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 10);
+  (void)load_as_new_process(s.store(), s.clock, s.options);
   const int64_t first = peek_state_file(*read_kept_file(file))->revision;
   auto events = [&](size_t count) {
     REQUIRE(writer.update("op-events", [&](const ClusterState&, Batch& b) -> Result<void> {
@@ -502,13 +505,13 @@ TEST_CASE("state file: a file thousands of changes behind is written again, thou
     }));
   };
   events(k_kept_reread_after / 2);
-  (void)load_as_new_process(**store, clock, options);
+  (void)load_as_new_process(s.store(), s.clock, s.options);
   CHECK(peek_state_file(*read_kept_file(file))->revision == first);  // A little behind: left as it is.
   events(k_kept_reread_after);
-  auto [got, reads] = load_as_new_process(**store, clock, options);
-  CHECK(got == fresh(**store, clock));
+  auto [got, reads] = load_as_new_process(s.store(), s.clock, s.options);
+  CHECK(got == fresh(s.store(), s.clock));
   CHECK(reads == 0);
-  CHECK(peek_state_file(*read_kept_file(file))->revision == (*store)->revision().value());
+  CHECK(peek_state_file(*read_kept_file(file))->revision == s.store().revision().value());
 }
 
 namespace {
@@ -528,15 +531,13 @@ class ChangesReadCounter final : public gaia::test::ForwardingStore {
 
 TEST_CASE("state file: the state's and the world's files share one read of the changes since them",
           "[state][state-file]") {
-  gaia::test::TempDir dir;
-  auto opened = SqliteStore::open(dir.path() / "s.db");
-  REQUIRE(opened);
-  Store& store = **opened;
-  ManualClock clock;
-  const auto state_path = dir.path() / "s.state", world_path = dir.path() / "s.world";
+  OneStore s(1129);
+  Store& store = s.store();
+  ManualClock& clock = s.clock;
+  const auto state_path = s.file, world_path = s.dir.path() / "s.world";
   State writer(store, clock);
   SimBackend sim(&store);
-  std::mt19937 rng(1129);
+  std::mt19937& rng = s.rng;
   int64_t generation = 0;
   auto write = [&](int steps) {
     for (int k = 0; k < steps; ++k) {
