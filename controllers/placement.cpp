@@ -45,9 +45,9 @@ std::string broken_rule(const Role& role, const Tenant* tenant, const Node& node
 std::vector<PlacementViolation> placement_violations(const ClusterState& state) {
   std::unordered_map<std::string_view, const Node*> nodes;
   nodes.reserve(state.snapshot.nodes.size());
-  for (const auto& n : state.snapshot.nodes) nodes.emplace(n.name, &n);
+  for (const auto& n : state.snapshot.nodes) nodes[n.name] = &n;
   std::unordered_map<std::string_view, const Tenant*> tenants;
-  for (const auto& t : state.snapshot.tenants) tenants.emplace(t.name, &t);
+  for (const auto& t : state.snapshot.tenants) tenants[t.name] = &t;
   // Roles by views of their own keys, looked up with one reused buffer: this runs over
   // every instance on every reconcile, where a new string and a walk of the sorted map
   // per instance cost more than the check itself. Each with whether it has a rule a

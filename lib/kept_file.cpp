@@ -15,12 +15,18 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <ranges>
 
 #include "lib/binary_io.hpp"
 
 namespace gaia {
 
 namespace {
+
+// A file's frame: its magic, format and layout, revision, fingerprint, history hash,
+// and the payload's size and checksum.
+constexpr size_t k_magic_size = 8;
+constexpr size_t k_head_size = k_magic_size + 4 + 4 + 8 + 8 + 8 + 8 + 8;
 
 // Changes at each end of a file's revision its fingerprint covers.
 constexpr size_t k_fingerprint_changes = 16;
@@ -65,31 +71,50 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
   return KeptFileHead{revision, *fingerprint, (*mark)->hash};
 }
 
+KeptChanges::KeptChanges(const std::vector<std::filesystem::path>& files) : m_readers(static_cast<int>(files.size())) {
+  // Only the frame's revision, unchecked: it decides when a file is written again, never
+  // whether one is used.
+  std::optional<int64_t> first;
+  for (const auto& path : files) {
+    std::ifstream in(path, std::ios::binary);
+    char head[k_head_size];
+    if (!in.read(head, sizeof head)) continue;
+    BinaryReader r(std::string_view(head + k_magic_size + 8, 8));
+    const int64_t revision = r.i64();
+    if (first && *first != revision) m_files_differ = true;
+    first = revision;
+  }
+}
+
 StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, int64_t upto) {
   // Held while reading: a second reader waits for this read rather than start its own.
   std::lock_guard lock(m_mutex);
   if (m_read && m_upto == upto && m_after <= after) {
     ++m_reused;
     auto from = std::find_if(m_read->begin(), m_read->end(), [&](const Event& e) { return e.revision() > after; });
-    return Read{m_read, static_cast<size_t>(from - m_read->begin())};
+    return Read{m_read, static_cast<size_t>(from - m_read->begin()), false};
   }
   auto changes = store.changes_since(after + 1, "");
   if (!changes) return std::unexpected(changes.error());
   // What was written after `upto` is left for the next refresh.
   auto past = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > upto; });
   changes->erase(past, changes->end());
-  auto out = std::make_shared<const std::vector<Event>>(std::move(*changes));
-  if (m_readers > 1 && !m_read) {
-    m_read = out;
-    m_after = after;
-    m_upto = upto;
-  }
-  return Read{out, 0};
+  auto out = std::make_shared<std::vector<Event>>(std::move(*changes));
+  if (m_readers <= 1 || m_read) return Read{out, 0, true};
+  m_read = out;
+  m_after = after;
+  m_upto = upto;
+  return Read{out, 0, false};
 }
 
 void KeptChanges::done() {
   std::lock_guard lock(m_mutex);
   if (--m_readers <= 0) m_read.reset();
+}
+
+void KeptChanges::store_at(int64_t revision) {
+  std::lock_guard lock(m_mutex);
+  if (m_read && revision > m_upto) m_read.reset();
 }
 
 void KeptChanges::writing(int64_t revision) {
@@ -99,7 +124,7 @@ void KeptChanges::writing(int64_t revision) {
 
 bool KeptChanges::follow(int64_t file_revision, int64_t revision) const {
   std::lock_guard lock(m_mutex);
-  return (m_read && m_after > file_revision) || (m_writing >= 0 && m_writing == revision);
+  return file_revision < revision && (m_files_differ || m_writing == revision);
 }
 
 int KeptChanges::reused() const {
@@ -130,7 +155,7 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
     // Every change since, of every key, as the history hash covers them all; one request,
     // as the changes table is read by revision (one per prefix scanned it once each).
     // What was written after the mark was read is left for the next refresh.
-    KeptChanges alone(1);
+    KeptChanges alone;
     auto changes = (shared ? *shared : alone).read(store, file.revision, now.revision);
     if (!changes)
       return std::unexpected(fmt::format("reading the changes since revision {} failed: {}", file.revision,
@@ -138,9 +163,10 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
     std::span<const Event> since = changes->changes();
     out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
     out.read = since.size();
-    for (const auto& e : since)
+    // Taken when this reader is the read's only holder, copied when another may use it.
+    for (auto& e : *changes->events | std::views::drop(changes->from))
       if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return e.kv.key.starts_with(p); }))
-        out.changes.push_back(e);
+        out.changes.push_back(changes->sole ? std::move(e) : e);
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.
@@ -158,8 +184,6 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
 
 namespace {
 
-constexpr size_t k_magic_size = 8;
-constexpr size_t k_head_size = k_magic_size + 4 + 4 + 8 + 8 + 8 + 8 + 8;
 
 struct Frame {
   KeptFileHead head;

@@ -63,7 +63,7 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision);
 // when asked, in revision order: when the store is the one the file was read from, its
 // history then and since included (its history hash now is the file's chained over
 // every change since; the fingerprint of the file's revision matches), and it is at
-// most k_kept_max_revisions ahead; nothing otherwise. `head` of the result is what a
+// most k_kept_max_revisions ahead; why not otherwise. `head` of the result is what a
 // file of the state brought forward records.
 // `read` is how many changes were read to check the history, of every key (what using
 // the file costs beyond its decoding).
@@ -76,31 +76,39 @@ struct ChangesAfter {
 // The store's changes after a file's revision, read once for the kept files of one
 // process. The state's and the world's loaders each check their file against every
 // change since (the history hash covers them all), nearly always from the same revision
-// (both are written together), one after the other in the same command: the second
-// finds the first one's read here rather than read the same thousands of changes again,
-// on the store's one connection. `readers` is how many loaders will come; each calls
-// done() once its file is used, refused or missing, and the last frees the read (a
-// command that never loads its world holds it until the object goes). Thread-safe.
+// (the two are written together), in the same command, in either order or at once: the
+// second finds the first one's read here rather than read the same thousands of changes
+// again on the store's one connection. Made with the files' paths, whose revisions it
+// peeks at once, so each loader knows whether the files are at one revision whichever
+// loads first (follow). Each loader calls done() once its file is used,
+// refused or missing (a backend without a world file counts as done at once), and the
+// last frees the read; so does a store that moved past it (store_at). Thread-safe.
 class KeptChanges {
  public:
-  explicit KeptChanges(int readers) : m_readers(readers) {}
+  explicit KeptChanges(const std::vector<std::filesystem::path>& files);
+  KeptChanges() : m_readers(1) {}  // One reader alone: nothing is kept.
   // Every change of `store` after revision `after` up to `upto`, in order: `events`
   // from position `from` on. Taken from the read kept, when it went up to `upto` and
   // began at `after` or before (a file older than this one's), or read anew (and kept
-  // for the next reader).
+  // for the next reader). `sole`: no one else holds the events, which may be taken.
   struct Read {
-    std::shared_ptr<const std::vector<Event>> events;
+    std::shared_ptr<std::vector<Event>> events;
     size_t from = 0;
+    bool sole = false;
     std::span<const Event> changes() const { return std::span<const Event>(*events).subspan(from); }
   };
   StoreResult<Read> read(Store& store, int64_t after, int64_t upto);
   void done();
+  // The store is at `revision` now: a read kept up to an earlier one can serve no
+  // reader any more (each asks up to the revision it finds), and is freed.
+  void store_at(int64_t revision);
   // A reader writes its file again, at `revision`.
   void writing(int64_t revision);
   // Whether a reader whose file is at `file_revision`, and who has read up to
-  // `revision`, is to write its file again so the files stay at one revision and the
-  // next command reads once: another reader's file is newer than this one's (its read
-  // could not be used), or another reader writes its file at `revision` now.
+  // `revision`, is to write its file again so the files are at one revision and the
+  // next command reads once: the files were at different revisions (each loader then
+  // writes its own, whichever comes first), or another reader writes its file at
+  // `revision` now.
   bool follow(int64_t file_revision, int64_t revision) const;
   // Reads served from what was kept (for tests).
   int reused() const;
@@ -108,8 +116,9 @@ class KeptChanges {
  private:
   mutable std::mutex m_mutex;
   int m_readers;
+  bool m_files_differ = false;  // The files' revisions, when peeked, were not all one.
   int64_t m_after = -1, m_upto = -1, m_writing = -1;
-  std::shared_ptr<const std::vector<Event>> m_read;
+  std::shared_ptr<std::vector<Event>> m_read;
   int m_reused = 0;
 };
 

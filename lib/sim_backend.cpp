@@ -224,10 +224,8 @@ bool SimBackend::load_world_file() {
   // since both once (KeptChanges::follow).
   auto* shared = m_file.kept_changes.get();
   if (kept_file_stale(after->read, after->changes.size()) ||
-      (shared && shared->follow(file_revision, after->head.revision))) {
-    if (shared) shared->writing(after->head.revision);
+      (shared && shared->follow(file_revision, after->head.revision)))
     save_world_file(after->head);
-  }
   return true;
 }
 
@@ -247,6 +245,7 @@ void SimBackend::save_world_file(std::optional<KeptFileHead> head) {
   if (!head || head->revision != m_world_revision)
     return skip(fmt::format("the store keeps no history hash, or not that of revision {} any more", m_world_revision));
   if (m_file.note) m_file.note(fmt::format("world file {}: writing, at revision {}", m_file.path.string(), m_world_revision));
+  if (m_file.kept_changes) m_file.kept_changes->writing(m_world_revision);  // The state file follows.
   // Encoded here, as the kept world changes under m_mutex once this returns.
   auto bytes = std::make_shared<std::string>(encode_sim_world(m_file.store_id, *head, m_world));
   if (m_file_writer.valid()) m_file_writer.wait();

@@ -261,7 +261,11 @@ Result<std::shared_ptr<const ClusterState>> State::load_shared() {
   if (m_cache) {
     auto fresh = refresh_cache();
     if (!fresh) return fail(fresh.error());
-    if (*fresh) return std::shared_ptr<const ClusterState>(m_cache);
+    if (*fresh) {
+      // The changes read for the kept files serve no one once the store moved on.
+      if (m_options.kept_changes) m_options.kept_changes->store_at(m_cache->revision);
+      return std::shared_ptr<const ClusterState>(m_cache);
+    }
   }
   m_records.clear();
   auto st = load_all(m_options.state_file.empty() ? nullptr : &m_records);

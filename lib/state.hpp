@@ -209,7 +209,7 @@ struct StateOptions {
   // Told what became of the state file: used, refused and why, written or not (`-v`).
   KeptFileNote note;
   // The changes since the file, read once with the sim backend's world file (one reader
-  // of it); none: read alone.
+  // of it); none: read alone. Told when the store moved on (KeptChanges::store_at).
   std::shared_ptr<KeptChanges> kept_changes;
 };
 

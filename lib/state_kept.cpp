@@ -141,10 +141,8 @@ bool State::load_state_file() {
   // read first (KeptChanges::follow).
   auto* shared = m_options.kept_changes.get();
   if (kept_file_stale(after->read, static_cast<size_t>(replayed)) ||
-      (shared && shared->follow(file_revision, after->head.revision))) {
-    if (shared) shared->writing(after->head.revision);
+      (shared && shared->follow(file_revision, after->head.revision)))
     save_state_file(after->head);
-  }
   return true;
 }
 
@@ -165,6 +163,7 @@ void State::save_state_file(std::optional<KeptFileHead> head) {
   if (!head || head->revision != st.revision)
     return skip(fmt::format("the store keeps no history hash, or not that of revision {} any more", st.revision));
   if (m_options.note) m_options.note(fmt::format("state file {}: writing, at revision {}", path.string(), st.revision));
+  if (m_options.kept_changes) m_options.kept_changes->writing(st.revision);  // The world file follows.
   std::vector<KeyValue> records;
   records.reserve(m_records.size());
   for (const auto& [key, kv] : m_records) records.push_back(kv);
