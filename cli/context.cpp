@@ -404,9 +404,7 @@ Result<std::unique_ptr<Session>> open_session(const Globals& g, const SessionOpt
       if (verbose_at(g, 1)) options.note = [&g](const std::string& line) { log_verbose(g, 1, line); };
       // The changes since the files are read once for both (a backend other than the
       // sim has no world file: it counts as done below).
-      auto world = options.state_file;
-      world.replace_extension(".world");
-      options.kept_changes = std::make_shared<KeptChanges>(std::vector{options.state_file, world});
+      options.kept_changes = std::make_shared<KeptChanges>(2);
     } else {
       log_verbose(g, 1, "state file: none for this store, which has no identity to tell it from another at its address");
     }

@@ -71,21 +71,6 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
   return KeptFileHead{revision, *fingerprint, (*mark)->hash};
 }
 
-KeptChanges::KeptChanges(const std::vector<std::filesystem::path>& files) : m_readers(static_cast<int>(files.size())) {
-  // Only the frame's revision, unchecked: it decides when a file is written again, never
-  // whether one is used.
-  std::optional<int64_t> first;
-  for (const auto& path : files) {
-    std::ifstream in(path, std::ios::binary);
-    char head[k_head_size];
-    if (!in.read(head, sizeof head)) continue;
-    BinaryReader r(std::string_view(head + k_magic_size + 8, 8));
-    const int64_t revision = r.i64();
-    if (first && *first != revision) m_files_differ = true;
-    first = revision;
-  }
-}
-
 StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, int64_t upto) {
   // Held while reading: a second reader waits for this read rather than start its own.
   std::lock_guard lock(m_mutex);
@@ -124,7 +109,7 @@ void KeptChanges::writing(int64_t revision) {
 
 bool KeptChanges::follow(int64_t file_revision, int64_t revision) const {
   std::lock_guard lock(m_mutex);
-  return file_revision < revision && (m_files_differ || m_writing == revision);
+  return file_revision < revision && m_writing == revision;
 }
 
 int KeptChanges::reused() const {

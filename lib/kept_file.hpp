@@ -78,15 +78,19 @@ struct ChangesAfter {
 // change since (the history hash covers them all), nearly always from the same revision
 // (the two are written together), in the same command, in either order or at once: the
 // second finds the first one's read here rather than read the same thousands of changes
-// again on the store's one connection. Made with the files' paths, whose revisions it
-// peeks at once, so each loader knows whether the files are at one revision whichever
-// loads first (follow). Each loader calls done() once its file is used,
-// refused or missing (a backend without a world file counts as done at once), and the
-// last frees the read; so does a store that moved past it (store_at). Thread-safe.
+// again on the store's one connection. When one loader writes its file again, the other,
+// loading after it, writes its own at the same revision (follow), so the files stay
+// together. Files at different revisions are not written to bring them together: in one
+// order of loading the second reuses the first's read, in the other it reads for itself
+// until its file is due to be written anyway. A rule that wrote both whenever they
+// differed wrote files after every command where a save declines (a small cluster) or
+// the store moves between the two loads. `readers` is how many loaders will come; each
+// calls done() once its file is used, refused or missing (a backend without a world
+// file counts as done at once), and the last frees the read; so does a store that moved
+// past it (store_at). Thread-safe.
 class KeptChanges {
  public:
-  explicit KeptChanges(const std::vector<std::filesystem::path>& files);
-  KeptChanges() : m_readers(1) {}  // One reader alone: nothing is kept.
+  explicit KeptChanges(int readers = 1) : m_readers(readers) {}
   // Every change of `store` after revision `after` up to `upto`, in order: `events`
   // from position `from` on. Taken from the read kept, when it went up to `upto` and
   // began at `after` or before (a file older than this one's), or read anew (and kept
@@ -105,10 +109,8 @@ class KeptChanges {
   // A reader writes its file again, at `revision`.
   void writing(int64_t revision);
   // Whether a reader whose file is at `file_revision`, and who has read up to
-  // `revision`, is to write its file again so the files are at one revision and the
-  // next command reads once: the files were at different revisions (each loader then
-  // writes its own, whichever comes first), or another reader writes its file at
-  // `revision` now.
+  // `revision`, is to write its file again so the files stay at one revision: another
+  // reader writes its file at `revision` now.
   bool follow(int64_t file_revision, int64_t revision) const;
   // Reads served from what was kept (for tests).
   int reused() const;
@@ -116,7 +118,6 @@ class KeptChanges {
  private:
   mutable std::mutex m_mutex;
   int m_readers;
-  bool m_files_differ = false;  // The files' revisions, when peeked, were not all one.
   int64_t m_after = -1, m_upto = -1, m_writing = -1;
   std::shared_ptr<std::vector<Event>> m_read;
   int m_reused = 0;
