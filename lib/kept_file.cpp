@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <ranges>
 
 #include "lib/binary_io.hpp"
 
@@ -77,19 +76,18 @@ StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, in
   if (m_read && m_upto == upto && m_after <= after) {
     ++m_reused;
     auto from = std::find_if(m_read->begin(), m_read->end(), [&](const Event& e) { return e.revision() > after; });
-    return Read{m_read, static_cast<size_t>(from - m_read->begin()), false};
+    return Read{m_read, static_cast<size_t>(from - m_read->begin()), {}};
   }
   auto changes = store.changes_since(after + 1, "");
   if (!changes) return std::unexpected(changes.error());
   // What was written after `upto` is left for the next refresh.
   auto past = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > upto; });
   changes->erase(past, changes->end());
-  auto out = std::make_shared<std::vector<Event>>(std::move(*changes));
-  if (m_readers <= 1 || m_read) return Read{out, 0, true};
-  m_read = out;
+  if (m_readers <= 1 || m_read) return Read{nullptr, 0, std::move(*changes)};
+  m_read = std::make_shared<const std::vector<Event>>(std::move(*changes));
   m_after = after;
   m_upto = upto;
-  return Read{out, 0, false};
+  return Read{m_read, 0, {}};
 }
 
 void KeptChanges::done() {
@@ -110,6 +108,11 @@ void KeptChanges::writing(int64_t revision) {
 bool KeptChanges::follow(int64_t file_revision, int64_t revision) const {
   std::lock_guard lock(m_mutex);
   return file_revision < revision && m_writing == revision;
+}
+
+bool kept_file_due(const ChangesAfter& after, const KeptChanges* shared) {
+  return after.changes.size() > k_kept_rewrite_after || after.read > k_kept_reread_after ||
+         (shared && shared->follow(after.file_revision, after.head.revision));
 }
 
 int KeptChanges::reused() const {
@@ -136,6 +139,7 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
                                        file.revision));
   ChangesAfter out;
   out.head = file;
+  out.file_revision = file.revision;
   if (now.revision > file.revision) {
     // Every change since, of every key, as the history hash covers them all; one request,
     // as the changes table is read by revision (one per prefix scanned it once each).
@@ -148,10 +152,13 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
     std::span<const Event> since = changes->changes();
     out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
     out.read = since.size();
-    // Taken when this reader is the read's only holder, copied when another may use it.
-    for (auto& e : *changes->events | std::views::drop(changes->from))
-      if (std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return e.kv.key.starts_with(p); }))
-        out.changes.push_back(changes->sole ? std::move(e) : e);
+    // Taken from a read of this reader's own, copied from one kept for another.
+    auto wanted = [&](const Event& e) {
+      return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return e.kv.key.starts_with(p); });
+    };
+    if (changes->kept) std::copy_if(since.begin(), since.end(), std::back_inserter(out.changes), wanted);
+    for (auto& e : changes->own)
+      if (wanted(e)) out.changes.push_back(std::move(e));
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.

@@ -42,11 +42,6 @@ inline constexpr int64_t k_kept_max_revisions = 20000;
 inline constexpr size_t k_kept_rewrite_after = 4096;
 inline constexpr size_t k_kept_reread_after = 16384;
 
-// Whether a file with `read` changes of the store after it (ChangesAfter::read below),
-// `replayed` of them into what it holds, is to be written again.
-inline bool kept_file_stale(size_t read, size_t replayed) {
-  return replayed > k_kept_rewrite_after || read > k_kept_reread_after;
-}
 
 struct KeptFileHead {
   int64_t revision = 0;
@@ -71,6 +66,7 @@ struct ChangesAfter {
   std::vector<Event> changes;
   KeptFileHead head;
   size_t read = 0;
+  int64_t file_revision = 0;  // The file's own.
 };
 
 // The store's changes after a file's revision, read once for the kept files of one
@@ -80,29 +76,37 @@ struct ChangesAfter {
 // second finds the first one's read here rather than read the same thousands of changes
 // again on the store's one connection. When one loader writes its file again, the other,
 // loading after it, writes its own at the same revision (follow), so the files stay
-// together. Files at different revisions are not written to bring them together: in one
-// order of loading the second reuses the first's read, in the other it reads for itself
-// until its file is due to be written anyway. A rule that wrote both whenever they
-// differed wrote files after every command where a save declines (a small cluster) or
-// the store moves between the two loads. `readers` is how many loaders will come; each
+// together. Files at different revisions are not written to bring them together (that
+// wrote files after every command, docs/store.md): in one order of loading the second
+// reuses the first's read, in the other it reads for itself until its file is due to be
+// written anyway. `readers` is how many loaders will come; each
 // calls done() once its file is used, refused or missing (a backend without a world
 // file counts as done at once), and the last frees the read; so does a store that moved
 // past it (store_at). Thread-safe.
 class KeptChanges {
  public:
   explicit KeptChanges(int readers = 1) : m_readers(readers) {}
-  // Every change of `store` after revision `after` up to `upto`, in order: `events`
-  // from position `from` on. Taken from the read kept, when it went up to `upto` and
-  // began at `after` or before (a file older than this one's), or read anew (and kept
-  // for the next reader). `sole`: no one else holds the events, which may be taken.
+  // Every change of `store` after revision `after` up to `upto`, in order: the read
+  // kept, from position `from` on, when it went up to `upto` and began at `after` or
+  // before (a file older than this one's); or a read of this reader's own, `own` (which
+  // it may take), when none is kept for another.
   struct Read {
-    std::shared_ptr<std::vector<Event>> events;
+    std::shared_ptr<const std::vector<Event>> kept;
     size_t from = 0;
-    bool sole = false;
-    std::span<const Event> changes() const { return std::span<const Event>(*events).subspan(from); }
+    std::vector<Event> own;
+    std::span<const Event> changes() const {
+      return kept ? std::span<const Event>(*kept).subspan(from) : std::span<const Event>(own);
+    }
   };
   StoreResult<Read> read(Store& store, int64_t after, int64_t upto);
   void done();
+  // Calls done() on `shared` (if any) when it goes: a loader's every way out.
+  struct Done {
+    KeptChanges* shared;
+    ~Done() {
+      if (shared) shared->done();
+    }
+  };
   // The store is at `revision` now: a read kept up to an earlier one can serve no
   // reader any more (each asks up to the revision it finds), and is freed.
   void store_at(int64_t revision);
@@ -119,7 +123,7 @@ class KeptChanges {
   mutable std::mutex m_mutex;
   int m_readers;
   int64_t m_after = -1, m_upto = -1, m_writing = -1;
-  std::shared_ptr<std::vector<Event>> m_read;
+  std::shared_ptr<const std::vector<Event>> m_read;
   int m_reused = 0;
 };
 
@@ -127,6 +131,11 @@ class KeptChanges {
 std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
                                                        std::span<const std::string_view> prefixes,
                                                        KeptChanges* shared = nullptr);
+
+// Whether a file used with `after` is to be written again: more than
+// k_kept_rewrite_after changes were replayed into it or more than k_kept_reread_after
+// read, or another loader sharing `shared` writes its file at the same revision now.
+bool kept_file_due(const ChangesAfter& after, const KeptChanges* shared);
 
 // A file's frame: an 8-byte magic naming its kind, the format and layout of its
 // payload (a reader of another build refuses them), the revision and fingerprint it was

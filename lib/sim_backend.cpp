@@ -172,12 +172,7 @@ std::shared_ptr<const void> SimBackend::release_world() {
 constexpr size_t k_sim_page = 8192;
 
 bool SimBackend::load_world_file() {
-  struct Done {
-    KeptChanges* shared;
-    ~Done() {
-      if (shared) shared->done();
-    }
-  } done{m_file.kept_changes.get()};
+  KeptChanges::Done done{m_file.kept_changes.get()};
   auto note = [&](const std::string& what) {
     if (m_file.note) m_file.note(fmt::format("world file {}: {}", m_file.path.string(), what));
   };
@@ -192,11 +187,8 @@ bool SimBackend::load_world_file() {
   auto decoded = std::async(worker_threads() > 1 ? std::launch::async : std::launch::deferred,
                             [&] { return decode_sim_world(*bytes, m_file.store_id); });
   std::expected<ChangesAfter, std::string> after = std::unexpected(std::string());
-  int64_t file_revision = 0;
-  if (auto head = peek_sim_world(*bytes)) {
-    file_revision = head->revision;
+  if (auto head = peek_sim_world(*bytes))
     after = changes_after(*m_store, *head, std::span(&k_copies, 1), m_file.kept_changes.get());
-  }
   auto file = decoded.get();
   if (!file) return refuse(file.error());
   if (!after) return refuse(after.error());
@@ -217,15 +209,11 @@ bool SimBackend::load_world_file() {
   }
   m_world = std::move(world);
   m_world_revision = after->head.revision;
-  note(fmt::format("used, at revision {}; {} change(s) since read, {} of them applied", file_revision, after->read,
-                   after->changes.size()));
-  // Brought forward when it is far behind, not after every command; or to stay at the
-  // state file's revision (newer, or written now), so the next command reads the changes
-  // since both once (KeptChanges::follow).
-  auto* shared = m_file.kept_changes.get();
-  if (kept_file_stale(after->read, after->changes.size()) ||
-      (shared && shared->follow(file_revision, after->head.revision)))
-    save_world_file(after->head);
+  note(fmt::format("used, at revision {}; {} change(s) since read, {} of them applied", after->file_revision,
+                   after->read, after->changes.size()));
+  // Brought forward when it is far behind, not after every command, or with the state
+  // file when that is written now (kept_file_due).
+  if (kept_file_due(*after, m_file.kept_changes.get())) save_world_file(after->head);
   return true;
 }
 

@@ -58,12 +58,7 @@ bool in_key_order(const StateFileContents& c) {
 
 bool State::load_state_file() {
   // The changes read for this file are left to the world file's loader, if any, or freed.
-  struct Done {
-    KeptChanges* shared;
-    ~Done() {
-      if (shared) shared->done();
-    }
-  } done{m_options.kept_changes.get()};
+  KeptChanges::Done done{m_options.kept_changes.get()};
   const auto& path = m_options.state_file;
   auto refuse = [&](const std::string& why) {
     if (m_options.note) m_options.note(fmt::format("state file {}: {}; reading the store", path.string(), why));
@@ -98,11 +93,7 @@ bool State::load_state_file() {
     return decode_state_file(*bytes, m_options.store_id, beside ? hand : std::function<void(std::vector<KeyValue>&&)>{});
   });
   std::expected<ChangesAfter, std::string> after = std::unexpected(std::string());
-  int64_t file_revision = 0;
-  if (auto head = peek_state_file(*bytes)) {
-    file_revision = head->revision;
-    after = changes_after(m_store, *head, k_state_prefixes, m_options.kept_changes.get());
-  }
+  if (auto head = peek_state_file(*bytes)) after = changes_after(m_store, *head, k_state_prefixes, m_options.kept_changes.get());
   auto st = std::make_shared<ClusterState>();
   std::optional<Result<void>> laid;  // The records laid into `st` while the rest decodes.
   if (beside) {
@@ -133,16 +124,8 @@ bool State::load_state_file() {
   m_cache = std::move(st);
   if (m_options.note)
     m_options.note(fmt::format("state file {}: used, at revision {}; {} change(s) since read, {} of them applied",
-                               path.string(), file_revision, after->read, since->size()));
-  const auto replayed = std::count_if(since->begin(), since->end(), [](const Event& e) {
-    return e.kv.key.starts_with("instances/") || e.kv.key.starts_with("nodes/") || is_state_record(e.kv.key);
-  });
-  // Written again when far behind, or to stay at the world file's revision when that was
-  // read first (KeptChanges::follow).
-  auto* shared = m_options.kept_changes.get();
-  if (kept_file_stale(after->read, static_cast<size_t>(replayed)) ||
-      (shared && shared->follow(file_revision, after->head.revision)))
-    save_state_file(after->head);
+                               path.string(), after->file_revision, after->read, since->size()));
+  if (kept_file_due(*after, m_options.kept_changes.get())) save_state_file(after->head);
   return true;
 }
 

@@ -53,6 +53,9 @@ std::vector<std::string> seen(SimBackend& sim, bool all = false) {
   return out;
 }
 
+// A world file in `dir` for the store "the-store", written however few copies it holds.
+SimWorldFileOptions small_world_file(const TempDir& dir) { return {dir.path() / "s.world", "the-store", 0}; }
+
 std::unique_ptr<SqliteStore> open_sim_store(const TempDir& dir) {
   auto store = SqliteStore::open(dir.path() / "store.db");
   REQUIRE(store);
@@ -242,7 +245,7 @@ TEST_CASE("sim backend: a new process starts from the world file and sees what a
           "[lib][sim_backend][state-file]") {
   TempDir dir;
   auto store = open_sim_store(dir);
-  SimWorldFileOptions file{dir.path() / "s.world", "the-store", 0};
+  const SimWorldFileOptions file = small_world_file(dir);
   SimBackend writer(store.get());
   std::mt19937 rng(20261129);
   std::map<int, int64_t> generation;
@@ -302,7 +305,7 @@ TEST_CASE("sim backend: a world file thousands of changes behind is written agai
   // more of them than the one before.
   TempDir dir;
   auto store = open_sim_store(dir);
-  SimWorldFileOptions file{dir.path() / "s.world", "the-store", 0};
+  const SimWorldFileOptions file = small_world_file(dir);
   {
     SimBackend writer(store.get());
     for (int n = 0; n < 5; ++n) REQUIRE(writer.start({start_of(sim_instance(n, "n1", 1))}, n));
