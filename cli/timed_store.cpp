@@ -66,6 +66,16 @@ StoreResult<TxnResult> TimedStore::txn(const Txn& t) {
   return r;
 }
 
+StoreResult<std::vector<Event>> TimedStore::changes_since_skipping(int64_t from_revision, std::string_view skipped) {
+  double ms = 0;
+  auto r = timed(ms, [&] { return m_inner->changes_since_skipping(from_revision, skipped); });
+  count(1, 0, ms, 0, 0, 0);
+  log_verbose(m_g, 2,
+              fmt::format("store changes since revision {}, of every key but those under {}: {} in {:.1f} ms", from_revision, skipped,
+                          r ? fmt::format("{} change(s)", r->size()) : std::string("failed"), ms));
+  return r;
+}
+
 StoreResult<std::vector<Event>> TimedStore::changes_since(int64_t from_revision, std::string_view prefix,
                                                           size_t limit) {
   double ms = 0;

@@ -36,6 +36,7 @@ class TimedStore final : public Store {
   }
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
+  StoreResult<std::vector<Event>> changes_since_skipping(int64_t from_revision, std::string_view skipped) override;
   StoreResult<void> compact(int64_t revision) override;
   StoreResult<int64_t> grant(std::chrono::seconds ttl) override;
   StoreResult<void> keep_alive(int64_t lease) override;

@@ -70,15 +70,15 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision) {
   return KeptFileHead{revision, *fingerprint, (*mark)->hash};
 }
 
-StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, int64_t upto) {
+StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, int64_t upto, std::string_view skipped) {
   // Held while reading: a second reader waits for this read rather than start its own.
   std::lock_guard lock(m_mutex);
-  if (m_read && m_upto == upto && m_after <= after) {
+  if (m_read && m_upto == upto && m_after <= after && (m_skipped.empty() || m_skipped == skipped)) {
     ++m_reused;
     auto from = std::find_if(m_read->begin(), m_read->end(), [&](const Event& e) { return e.revision() > after; });
     return Read{m_read, static_cast<size_t>(from - m_read->begin()), {}};
   }
-  auto changes = store.changes_since(after + 1, "");
+  auto changes = skipped.empty() ? store.changes_since(after + 1, "") : store.changes_since_skipping(after + 1, skipped);
   if (!changes) return std::unexpected(changes.error());
   // What was written after `upto` is left for the next refresh.
   auto past = std::find_if(changes->begin(), changes->end(), [&](const Event& e) { return e.revision() > upto; });
@@ -87,6 +87,7 @@ StoreResult<KeptChanges::Read> KeptChanges::read(Store& store, int64_t after, in
   m_read = std::make_shared<const std::vector<Event>>(std::move(*changes));
   m_after = after;
   m_upto = upto;
+  m_skipped = skipped;
   return Read{m_read, 0, {}};
 }
 
@@ -120,6 +121,16 @@ int KeptChanges::reused() const {
   return m_reused;
 }
 
+namespace {
+
+std::string history_differs(int64_t file_revision) {
+  return fmt::format("the store's history since revision {} is not the one the file was read from "
+                     "(a copy of the store that went its own way, or one restored)",
+                     file_revision);
+}
+
+}  // namespace
+
 std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptFileHead& file,
                                                        std::span<const std::string_view> prefixes,
                                                        KeptChanges* shared) {
@@ -140,17 +151,37 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
   ChangesAfter out;
   out.head = file;
   out.file_revision = file.revision;
+  // A file among the store's last revisions is checked against the store's own history
+  // hash at the file's revision, which the commits since left in the store's ring of
+  // them (Store::history_mark): the hash need not be chained over every change since,
+  // so the changes of keys no kept file holds, the timeline's events (more than half of
+  // what a submit writes), are not read at all. An older file is checked by chaining.
+  const bool skips = std::none_of(prefixes.begin(), prefixes.end(), [](std::string_view p) {
+    return p.starts_with(k_timeline_prefix) || k_timeline_prefix.starts_with(p);
+  });
+  bool ringed = false;
+  if (skips && now.revision > file.revision && now.revision - file.revision < Store::k_history_kept) {
+    auto then = store.history_mark(file.revision);
+    if (!then) return std::unexpected(fmt::format("reading the store's history hash failed: {}", then.error().message));
+    if (*then && (*then)->revision == file.revision) {
+      if ((*then)->hash != file.history) return std::unexpected(history_differs(file.revision));
+      ringed = true;
+    }
+  }
   if (now.revision > file.revision) {
-    // Every change since, of every key, as the history hash covers them all; one request,
-    // as the changes table is read by revision (one per prefix scanned it once each).
-    // What was written after the mark was read is left for the next refresh.
+    // Every change since (of every key when the history hash is chained over them); one
+    // request, as the changes table is read by revision (one per prefix scanned it once
+    // each). What was written after the mark was read is left for the next refresh.
     KeptChanges alone;
-    auto changes = (shared ? *shared : alone).read(store, file.revision, now.revision);
+    auto changes = (shared ? *shared : alone)
+                       .read(store, file.revision, now.revision, ringed ? k_timeline_prefix : std::string_view());
     if (!changes)
       return std::unexpected(fmt::format("reading the changes since revision {} failed: {}", file.revision,
                                          changes.error().message));
     std::span<const Event> since = changes->changes();
-    out.head = KeptFileHead{now.revision, 0, chain_history(file.history, since)};
+    // Read whole, a kept read may hold the events a ringed check skips: they count as
+    // read, as they were, but the hash is the store's own.
+    out.head = KeptFileHead{now.revision, 0, ringed ? now.hash : chain_history(file.history, since)};
     out.read = since.size();
     // Taken from a read of this reader's own, copied from one kept for another.
     auto wanted = [&](const Event& e) {
@@ -162,10 +193,7 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
   }
   // The history since the file is the store's own: the file's history hash chained over
   // it is the store's now.
-  if (out.head.history != now.hash)
-    return std::unexpected(fmt::format("the store's history since revision {} is not the one the file was read from "
-                                       "(a copy of the store that went its own way, or one restored)",
-                                       file.revision));
+  if (out.head.history != now.hash) return std::unexpected(history_differs(file.revision));
   if (now.revision > file.revision) {
     auto fingerprint = fingerprint_at(store, now.revision);
     if (!fingerprint) return std::unexpected(fmt::format("reading the store's commit at revision {} failed", now.revision));

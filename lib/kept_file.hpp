@@ -4,9 +4,11 @@
 // is only ever a shortcut. It records the revision it was read at, the store's history
 // hash there (Store::history_mark: chained over every change up to it) and a
 // fingerprint of the changes at that revision; a reader uses it only when the store's
-// history hash now is the file's chained over the changes since, which the reader reads
-// anyway. A store re-created, restored from a backup, or a copy of it that went its own
-// way, has another history, however alike any one revision of it is.
+// history hash at the file's revision is the file's: read from the store's ring of its
+// last hashes when the file is that recent, otherwise the store's hash now must be the
+// file's chained over every change since. A store re-created, restored from a backup, or
+// a copy of it that went its own way, has another history, however alike any one
+// revision of it is.
 
 #include <cstdint>
 #include <expected>
@@ -39,6 +41,10 @@ inline constexpr int64_t k_kept_max_revisions = 20000;
 // change while thousands of events were written is not read further behind with every
 // command (it was), nor written again after every second submit (docs/benchmarks.md,
 // "Round twelve").
+// The keys of the timeline's events (lib/state.hpp keys::event): no kept file holds
+// them, nor does the kept state, while they are more than half of what a submit writes.
+inline constexpr std::string_view k_timeline_prefix = "events/";
+
 inline constexpr size_t k_kept_rewrite_after = 4096;
 inline constexpr size_t k_kept_reread_after = 16384;
 
@@ -56,12 +62,14 @@ std::optional<KeptFileHead> kept_head(Store& store, int64_t revision);
 
 // The changes under `prefixes` after the file's revision, up to the store's revision
 // when asked, in revision order: when the store is the one the file was read from, its
-// history then and since included (its history hash now is the file's chained over
-// every change since; the fingerprint of the file's revision matches), and it is at
-// most k_kept_max_revisions ahead; why not otherwise. `head` of the result is what a
-// file of the state brought forward records.
-// `read` is how many changes were read to check the history, of every key (what using
-// the file costs beyond its decoding).
+// history then and since included (its history hash at the file's revision, from the
+// store's ring, or chained over every change since when that is gone, is the file's;
+// the fingerprint of the file's revision matches), and it is at most
+// k_kept_max_revisions ahead; why not otherwise. `head` of the result is what a file of
+// the state brought forward records.
+// `read` is how many changes were read to check the history (of every key but the
+// timeline's within the ring, of every key beyond): what using the file costs beyond
+// its decoding.
 struct ChangesAfter {
   std::vector<Event> changes;
   KeptFileHead head;
@@ -70,8 +78,9 @@ struct ChangesAfter {
 };
 
 // The store's changes after a file's revision, read once for the kept files of one
-// process. The state's and the world's loaders each check their file against every
-// change since (the history hash covers them all), nearly always from the same revision
+// process. The state's and the world's loaders each read every change since their file
+// (but the timeline's events, when the store's ring of history hashes checks it),
+// nearly always from the same revision
 // (the two are written together), in the same command, in either order or at once: the
 // second finds the first one's read here rather than read the same thousands of changes
 // again on the store's one connection. When one loader writes its file again, the other,
@@ -98,7 +107,10 @@ class KeptChanges {
       return kept ? std::span<const Event>(*kept).subspan(from) : std::span<const Event>(own);
     }
   };
-  StoreResult<Read> read(Store& store, int64_t after, int64_t upto);
+  // With `skipped` (a key prefix), the changes of its keys are left out of the read
+  // (Store::changes_since_skipping); a kept read serves a request that skips what it
+  // skipped, or that it read whole.
+  StoreResult<Read> read(Store& store, int64_t after, int64_t upto, std::string_view skipped = {});
   void done();
   // Calls done() on `shared` (if any) when it goes: a loader's every way out.
   struct Done {
@@ -124,6 +136,7 @@ class KeptChanges {
   int m_readers;
   int64_t m_after = -1, m_upto = -1, m_writing = -1;
   std::shared_ptr<const std::vector<Event>> m_read;
+  std::string m_skipped;  // What m_read left out ("" for nothing).
   int m_reused = 0;
 };
 

@@ -27,7 +27,7 @@ std::string node(const std::string& name) { return "nodes/" + name; }
 std::string tenant(const std::string& name) { return "tenants/" + name; }
 std::string app(const std::string& tenant, const std::string& name) { return "apps/" + tenant + "/" + name; }
 std::string instance(const Instance& i) { return "instances/" + i.key(); }
-std::string event(int64_t seq) { return fmt::format("events/{:020d}", seq); }
+std::string event(int64_t seq) { return fmt::format("{}{:020d}", k_timeline_prefix, seq); }
 std::string setting(const std::string& name) { return "settings/" + name; }
 std::string heartbeat(const std::string& node) { return "heartbeats/" + node; }
 std::string bundle(const std::string& hash) { return "bundles/" + hash; }
@@ -392,8 +392,13 @@ Result<bool> State::refresh_cache() {
   }
   if (*current == cached.revision) return true;
   // Changes the watch already delivered are in the store's history too: one read of
-  // everything since the cached revision brings the state to the store's current one.
-  auto changes = m_store.changes_since(cached.revision + 1, "");
+  // everything since the cached revision brings the state to the store's current one;
+  // everything but the timeline's events, which the state does not hold (most of what
+  // a submit writes). The changes after `current` are left for the next refresh, as a
+  // revision that wrote only events would end the read below where it stands.
+  auto changes = m_store.changes_since_skipping(cached.revision + 1, k_timeline_prefix);
+  if (changes)
+    std::erase_if(*changes, [&](const Event& e) { return e.revision() > *current; });
   if (!changes) {
     // Whatever failed, the next load starts from a full read rather than repeating a
     // request that may be too large to ever succeed.
@@ -419,7 +424,7 @@ Result<bool> State::refresh_cache() {
     m_cache.reset();
     return fail(r.error());
   }
-  st.revision = changes->empty() ? *current : changes->back().revision();
+  st.revision = *current;
   if (!m_options.state_file.empty()) apply_to_records(m_records, *changes);
   return true;
 }

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <fmt/format.h>
 
 #include <thread>
@@ -187,6 +188,14 @@ uint64_t chain_history(uint64_t hash, std::span<const Event> changes) {
     hash = link.digest();
   }
   return hash;
+}
+
+StoreResult<std::vector<Event>> Store::changes_since_skipping(int64_t from_revision, std::string_view skipped) {
+  if (skipped.empty()) throw std::invalid_argument("Store::changes_since_skipping: an empty prefix skips every key");
+  auto changes = changes_since(from_revision, "");
+  if (!changes) return changes;
+  std::erase_if(*changes, [&](const Event& e) { return e.kv.key.starts_with(skipped); });
+  return changes;
 }
 
 StoreResult<std::vector<Event>> Store::changes_at(int64_t revision, size_t limit) {

@@ -262,6 +262,11 @@ class Store {
   // revision that must stay cheap however large its commit was (a state file's
   // fingerprint, lib/kept_file.hpp). The default reads the whole revision.
   virtual StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit);
+  // changes_since(from_revision, ""), without the changes of keys under `skipped` (not
+  // empty): for a reader that needs none of those, such as the kept files, which hold no
+  // timeline events while events are most of the changes a submit makes. The default
+  // reads every change and drops those; SQLite leaves them out of its query.
+  virtual StoreResult<std::vector<Event>> changes_since_skipping(int64_t from_revision, std::string_view skipped);
   // What tells this store apart from every other, including one re-created at the same
   // address: a random number a SQLite store gets when first opened for writing. Empty
   // when the store has none, as etcd (whose cluster id is the same for a cluster made

@@ -6,6 +6,7 @@
 #include <array>
 #include <fmt/ranges.h>
 #include <map>
+#include <stdexcept>
 
 #include "store/sqlite_detail.hpp"
 
@@ -733,49 +734,66 @@ StoreResult<std::string> SqliteStore::identity() {
   });
 }
 
-StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision,
-                                                           std::string_view prefix, size_t limit) {
-  return read_transaction([&] {
-    int64_t compacted = read_meta(m_db, "compact_revision");
-    if (from_revision < compacted)
-      throw_request(StoreErrc::Compacted,
-                    fmt::format("revision {} has been compacted; oldest available is {}",
-                                from_revision, compacted),
-                    "re-read the current state and follow changes from its revision",
-                    compacted);
-    constexpr std::string_view kColumns =
-        "revision, seq, type, key, value, create_revision, version, lease";
-    std::vector<Event> events;
-    int64_t last_seq = -1;
-    auto read_rows = [&](Statement& s) {
-      while (s.step()) {
-        Event e;
-        e.type = s.integer(2) == 0 ? EventType::Put : EventType::Delete;
-        e.kv = KeyValue{s.text(3), s.text(4), s.integer(5), s.integer(0), s.integer(6),
-                        s.integer(7)};
-        last_seq = s.integer(1);
-        events.push_back(std::move(e));
-      }
-    };
-    RangeRequest range = RangeRequest::prefix(prefix);
-    std::string sql = fmt::format("SELECT {} FROM changes WHERE revision >= ?1 AND {} ORDER BY revision, seq",
-                                  kColumns, range_clause(range, 2));
-    if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
-    Statement s(m_db, sql);
-    s.bind(1, from_revision);
-    bind_range(s, range, 2);
-    read_rows(s);
-    // Finish the last revision, so callers never see half a transaction.
-    if (limit > 0 && events.size() == limit) {
-      Statement rest(m_db, fmt::format("SELECT {} FROM changes WHERE revision = ?1 AND seq > ?2 AND {}"
-                                       " ORDER BY seq",
-                                       kColumns, range_clause(range, 3)));
-      rest.bind(1, events.back().revision()).bind(2, last_seq);
-      bind_range(rest, range, 3);
-      read_rows(rest);
+namespace {
+
+// The changes from `from_revision` on of the keys in `range` (or, `outside`, of every
+// key but those), in revision order; with a limit, the last revision is finished, so a
+// caller never sees half a transaction.
+std::vector<Event> read_changes(SqliteConnection& db, int64_t from_revision, const RangeRequest& range, bool outside,
+                                size_t limit) {
+  int64_t compacted = read_meta(db, "compact_revision");
+  if (from_revision < compacted)
+    throw_request(StoreErrc::Compacted,
+                  fmt::format("revision {} has been compacted; oldest available is {}", from_revision, compacted),
+                  "re-read the current state and follow changes from its revision", compacted);
+  // The range's condition, with its parameters numbered from `first`.
+  auto clause = [&](int first) {
+    return outside ? fmt::format("NOT ({})", range_clause(range, first)) : range_clause(range, first);
+  };
+  constexpr std::string_view kColumns = "revision, seq, type, key, value, create_revision, version, lease";
+  std::vector<Event> events;
+  int64_t last_seq = -1;
+  auto read_rows = [&](Statement& s) {
+    while (s.step()) {
+      Event e;
+      e.type = s.integer(2) == 0 ? EventType::Put : EventType::Delete;
+      e.kv = KeyValue{s.text(3), s.text(4), s.integer(5), s.integer(0), s.integer(6), s.integer(7)};
+      last_seq = s.integer(1);
+      events.push_back(std::move(e));
     }
-    return events;
-  });
+  };
+  // By the primary key (revision, seq): only the revisions asked for are read.
+  std::string sql =
+      fmt::format("SELECT {} FROM changes WHERE revision >= ?1 AND {} ORDER BY revision, seq", kColumns, clause(2));
+  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+  Statement s(db, sql);
+  s.bind(1, from_revision);
+  bind_range(s, range, 2);
+  read_rows(s);
+  // Finish the last revision, so callers never see half a transaction.
+  if (limit > 0 && events.size() == limit) {
+    Statement rest(db, fmt::format("SELECT {} FROM changes WHERE revision = ?1 AND seq > ?2 AND {} ORDER BY seq",
+                                   kColumns, clause(3)));
+    rest.bind(1, events.back().revision()).bind(2, last_seq);
+    bind_range(rest, range, 3);
+    read_rows(rest);
+  }
+  return events;
+}
+
+}  // namespace
+
+StoreResult<std::vector<Event>> SqliteStore::changes_since(int64_t from_revision, std::string_view prefix,
+                                                           size_t limit) {
+  return read_transaction(
+      [&] { return read_changes(m_db, from_revision, RangeRequest::prefix(prefix), false, limit); });
+}
+
+StoreResult<std::vector<Event>> SqliteStore::changes_since_skipping(int64_t from_revision, std::string_view skipped) {
+  if (skipped.empty())
+    throw std::invalid_argument("SqliteStore::changes_since_skipping: an empty prefix skips every key");
+  return read_transaction(
+      [&] { return read_changes(m_db, from_revision, RangeRequest::prefix(skipped), true, 0); });
 }
 
 StoreResult<void> SqliteStore::compact(int64_t revision) {

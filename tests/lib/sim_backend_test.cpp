@@ -298,11 +298,14 @@ TEST_CASE("sim backend: a new process starts from the world file and sees what a
   }
 }
 
-TEST_CASE("sim backend: a world file thousands of changes behind is written again, though no copy changed",
+TEST_CASE("sim backend: thousands of timeline events after a world file are not read while the store's ring of "
+          "history hashes holds its revision, and bring it forward after",
           "[lib][sim_backend][state-file]") {
-  // The file's check reads every change since its revision; with only other keys
-  // written (a timeline's events) it was never brought forward, and each command read
-  // more of them than the one before.
+  // As the state file (tests/lib/state_file_test.cpp): a file among the store's last
+  // revisions is checked against the store's history hash there, without reading the
+  // events since; further behind, every change since is read to chain the hash, and a
+  // file left behind while only events were written was read further behind with every
+  // command, until it was written again.
   TempDir dir;
   auto store = open_sim_store(dir);
   const SimWorldFileOptions file = small_world_file(dir);
@@ -311,9 +314,10 @@ TEST_CASE("sim backend: a world file thousands of changes behind is written agai
     for (int n = 0; n < 5; ++n) REQUIRE(writer.start({start_of(sim_instance(n, "n1", 1))}, n));
   }
   auto file_revision = [&] { return peek_sim_world(*read_kept_file(file.path))->revision; };
-  auto other_writes = [&](size_t count) {
+  size_t written = 0;
+  auto events = [&](size_t count) {
     Txn txn;
-    for (size_t k = 0; k < count; ++k) txn.puts.push_back({fmt::format("events/{:08}", k), "{}"});
+    for (size_t k = 0; k < count; ++k) txn.puts.push_back({fmt::format("events/{:08}", written++), "{}"});
     auto wrote = store->txn(txn);
     REQUIRE(wrote);
     REQUIRE(wrote->succeeded);
@@ -323,21 +327,35 @@ TEST_CASE("sim backend: a world file thousands of changes behind is written agai
     (void)seen(process);
   }
   const int64_t first = file_revision();
-  other_writes(k_kept_reread_after / 2);
-  {
-    SimBackend process(store.get(), file);
-    (void)seen(process);
-  }
-  CHECK(file_revision() == first);  // A little behind: left as it is.
-  other_writes(k_kept_reread_after);
-  std::vector<std::string> got;
-  {
-    gaia::test::PrefixReadCounter counted(*store, "sim/copies/");
+  // Loads the world through a new process, from the file, and returns what it saw and
+  // the reads of the changes since the file (of every key, and changes read).
+  auto load_counted = [&] {
+    gaia::test::ChangesReadCounter changes(*store);
+    gaia::test::PrefixReadCounter counted(changes, "sim/copies/");
     SimBackend process(&counted, file);
-    got = seen(process, true);
-    CHECK(counted.reads == 0);
+    auto got = seen(process, true);
+    CHECK(counted.reads == 0);  // The file was used.
+    SimBackend fresh(store.get());
+    CHECK(got == seen(fresh, true));
+    return std::pair(changes.whole, changes.changes);
+  };
+  events(k_kept_reread_after + 100);
+  {
+    auto [whole, changes] = load_counted();
+    CHECK(whole == 0);
+    CHECK(changes == 0);
   }
-  SimBackend fresh(store.get());
-  CHECK(got == seen(fresh, true));
+  CHECK(file_revision() == first);  // Nothing to bring forward.
+  for (int64_t k = 0; k < Store::k_history_kept; ++k) events(1);
+  {
+    auto [whole, changes] = load_counted();
+    CHECK(whole == 1);
+    CHECK(changes > k_kept_reread_after);
+  }
   CHECK(file_revision() == store->revision().value());
+  events(10);
+  auto [whole, changes] = load_counted();
+  CHECK(whole == 0);
+  CHECK(changes == 0);
+  CHECK(file_revision() == store->revision().value() - 1);
 }

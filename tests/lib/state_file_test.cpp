@@ -358,6 +358,13 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     alike.puts.push_back({"settings/alike", "1"});
     REQUIRE(store->txn(alike).value().succeeded);
     REQUIRE(store->revision().value() == file_revision);
+    // There, or written past the file's revision: the history hash at the file's
+    // revision, which the store's ring of them still holds a few revisions on, tells it
+    // apart (the store's hash now would, chained over the changes since); further on,
+    // past the ring, the hash chained over every change since does.
+    const int64_t more = GENERATE(as<int64_t>{}, 0, 3, Store::k_history_kept + 3);
+    for (int step = 300; store->revision().value() < file_revision + more; ++step) random_change(writer, other, step);
+    CHECK(store->history_mark(file_revision).value().has_value() == (more < Store::k_history_kept));
     check_read_afresh(*store, clock, options);
   }
   SECTION("another store under the same file name") {
@@ -539,11 +546,14 @@ TEST_CASE("state file: a file a killed writer left is removed by the next writer
   CHECK(std::filesystem::exists(other));
 }
 
-TEST_CASE("state file: a file thousands of changes behind is written again, though none was to the state",
+TEST_CASE("state file: thousands of timeline events after a file are not read while the store's ring of history "
+          "hashes holds the file's revision, and bring it forward after",
           "[state][state-file]") {
-  // Every change after the file is read to check the store's history, timeline events
-  // too: a file left behind while only events were written cost each command the read
-  // of all of them, more with every command.
+  // Checking a file among the store's last k_history_kept revisions takes the store's
+  // own history hash there: only the changes of the state's keys since are read, not the
+  // timeline's events. Further behind, every change since is read to chain the hash,
+  // events too, and a file left behind while only events were written cost each command
+  // the read of all of them, more with every command, until it was written again.
   OneStore s(44);
   const auto& file = s.file;
   State writer(s.store(), s.clock);
@@ -556,30 +566,36 @@ TEST_CASE("state file: a file thousands of changes behind is written again, thou
       return {};
     }));
   };
-  events(k_kept_reread_after / 2);
-  (void)load_as_new_process(s.store(), s.clock, s.options);
-  CHECK(peek_state_file(*read_kept_file(file))->revision == first);  // A little behind: left as it is.
-  events(k_kept_reread_after);
-  auto [got, reads] = load_as_new_process(s.store(), s.clock, s.options);
-  CHECK(got == fresh(s.store(), s.clock));
-  CHECK(reads == 0);
-  CHECK(peek_state_file(*read_kept_file(file))->revision == s.store().revision().value());
-}
-
-namespace {
-
-// Counts the reads of every change since a revision (what checking a kept file costs).
-class ChangesReadCounter final : public gaia::test::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
-    if (prefix.empty() && limit == 0) ++reads;
-    return ForwardingStore::changes_since(from, prefix, limit);
+  auto load_counted = [&] {
+    gaia::test::ChangesReadCounter counted(s.store());
+    auto [got, reads] = load_as_new_process(counted, s.clock, s.options);
+    CHECK(got == fresh(s.store(), s.clock));
+    CHECK(reads == 0);  // The file was used.
+    return std::pair(counted.whole, counted.changes);
+  };
+  events(k_kept_reread_after + 100);
+  s.changes(writer, 10, 2);
+  {
+    auto [whole, changes] = load_counted();
+    CHECK(whole == 0);
+    CHECK(changes > 0);
+    CHECK(changes < 100);  // The state's changes only: the two commits' sequence keys and what they changed.
   }
-  int reads = 0;
-};
-
-}  // namespace
+  CHECK(peek_state_file(*read_kept_file(file))->revision == first);  // Nothing to bring forward.
+  // Past the ring: the hash is chained over every change since, thousands of events too.
+  for (int64_t k = 0; k < Store::k_history_kept; ++k) events(1);
+  {
+    auto [whole, changes] = load_counted();
+    CHECK(whole == 1);
+    CHECK(changes > k_kept_reread_after);
+  }
+  CHECK(peek_state_file(*read_kept_file(file))->revision == s.store().revision().value());
+  // And the file brought forward is used again, reading only what came after it.
+  events(10);
+  auto [whole, changes] = load_counted();
+  CHECK(whole == 0);
+  CHECK(changes < 10);
+}
 
 TEST_CASE("state file: the state's and the world's files share one read of the changes since them",
           "[state][state-file]") {
@@ -691,7 +707,7 @@ TEST_CASE("state file: the state's and the world's files share one read of the c
     if (round % 5 == 1) std::filesystem::remove(round % 2 ? state_path : world_path);
     if (round % 5 == 3) bulk();
     const int64_t state_at = revision_of(state_path), world_at = revision_of(world_path);
-    ChangesReadCounter counted(store);
+    gaia::test::ChangesReadCounter counted(store);
     writes = uses = 0;
     auto [got, reused] = command(counted, true, order);
     if (state_at >= 0 && world_at >= 0) CHECK(uses == 2);  // Neither refused, whoever came first.

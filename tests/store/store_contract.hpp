@@ -359,6 +359,34 @@ void run_store_contract(MakeBackend make_backend) {
     CHECK(must(store.changes_since(0, "")).size() == 5);
   }
 
+  SECTION("changes_since_skipping lists the changes of every key but those under a prefix") {
+    must(store.put("apps/a", "1"));        // r0 + 1
+    must(store.put("events/0001", "e"));   // r0 + 2
+    Txn both;
+    both.puts.push_back(Put{"events/0002", "f", 0});
+    both.puts.push_back(Put{"eventsx", "g", 0});  // Past the prefix: listed.
+    both.puts.push_back(Put{"apps/b", "2", 0});
+    must(store.txn(both));                  // r0 + 3
+    must(store.del("events/0001"));        // r0 + 4
+    must(store.del("apps/a"));             // r0 + 5
+    auto rest = must(store.changes_since_skipping(r0 + 1, "events/"));
+    std::vector<std::string> seen;
+    for (const auto& e : rest) seen.push_back(fmt::format("{} {} {}", e.revision() - r0, e.type == EventType::Put ? "put" : "delete", e.kv.key));
+    // In the order changes_since lists them, without the skipped keys.
+    std::vector<std::string> want;
+    for (const auto& e : must(store.changes_since(r0 + 1, "")))
+      if (!e.kv.key.starts_with("events/"))
+        want.push_back(fmt::format("{} {} {}", e.revision() - r0, e.type == EventType::Put ? "put" : "delete", e.kv.key));
+    CHECK(seen == want);
+    REQUIRE(rest.size() == 4);
+    CHECK(rest[0].kv == KeyValue{"apps/a", "1", r0 + 1, r0 + 1, 1, 0});
+    CHECK(rest[3].type == EventType::Delete);
+    CHECK(rest[3].kv.key == "apps/a");
+    CHECK(must(store.changes_since_skipping(r0 + 4, "events/")).size() == 1);
+    CHECK(must(store.changes_since_skipping(r0 + 6, "events/")).empty());
+    CHECK(must(store.changes_since_skipping(r0 + 1, "apps/")).size() == 4);
+  }
+
   SECTION("changes_since with a limit never splits a transaction") {
     must(store.put("x", "0"));  // r0 + 1
     Txn t;

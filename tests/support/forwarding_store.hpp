@@ -21,6 +21,9 @@ class ForwardingStore : public Store {
   StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
     return m_inner->changes_since(from, prefix, limit);
   }
+  StoreResult<std::vector<Event>> changes_since_skipping(int64_t from, std::string_view skipped) override {
+    return m_inner->changes_since_skipping(from, skipped);
+  }
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
     return m_inner->changes_at(revision, limit);
   }
@@ -55,6 +58,31 @@ class PrefixReadCounter final : public ForwardingStore {
 
  private:
   std::string m_prefix;
+};
+
+// Counts the reads of the changes since a revision of every key, or of every key but
+// some (Store::changes_since_skipping): what checking a kept file costs.
+class ChangesReadCounter final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
+    auto r = ForwardingStore::changes_since(from, prefix, limit);
+    if (prefix.empty() && limit == 0) {
+      ++reads;
+      ++whole;
+      if (r) changes += r->size();
+    }
+    return r;
+  }
+  StoreResult<std::vector<Event>> changes_since_skipping(int64_t from, std::string_view skipped) override {
+    auto r = ForwardingStore::changes_since_skipping(from, skipped);
+    ++reads;
+    if (r) changes += r->size();
+    return r;
+  }
+  int reads = 0;       // Of either kind.
+  int whole = 0;       // Of every key.
+  size_t changes = 0;  // Changes those reads returned.
 };
 
 }  // namespace gaia::test
