@@ -137,6 +137,14 @@ std::string label(const std::string& kind, const std::string& tenant, const std:
 }
 }  // namespace keys
 
+namespace {
+
+bool label_order(const LabelEntry& a, const LabelEntry& b) {
+  return std::tie(a.kind, a.tenant, a.name, a.key) < std::tie(b.kind, b.tenant, b.name, b.key);
+}
+
+}  // namespace
+
 Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
   StoreConfigSource s;
   auto rev = store.revision();
@@ -187,7 +195,7 @@ Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
       continue;
     }
     e.key = std::string(rest);
-    s.m_labels.push_back(std::move(e));
+    s.m_labels->push_back(std::move(e));
   }
   auto nodes = store.range("nodes/");
   if (!nodes) return fail(nodes.error().to_diagnostic());
@@ -195,7 +203,7 @@ Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
     if (auto fast = scan_node_labels(kv.value)) {
       std::string name = fast->name ? std::string(*fast->name) : kv.key.substr(6);
       for (const auto& [k, v] : fast->labels)
-        s.m_labels.push_back(LabelEntry{"node", "", name, std::string(k), std::string(v), kv.mod_revision});
+        s.m_labels->push_back(LabelEntry{"node", "", name, std::string(k), std::string(v), kv.mod_revision});
       continue;
     }
     try {
@@ -203,7 +211,7 @@ Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
       std::string name = j.value("name", kv.key.substr(6));
       if (j.contains("labels") && j["labels"].is_object())
         for (const auto& [k, v] : j["labels"].items())
-          if (v.is_string()) s.m_labels.push_back(LabelEntry{"node", "", name, k, v.get<std::string>(), kv.mod_revision});
+          if (v.is_string()) s.m_labels->push_back(LabelEntry{"node", "", name, k, v.get<std::string>(), kv.mod_revision});
     } catch (const json::exception& x) {
       errors.push_back(corrupt(kv, x.what()));
     }
@@ -211,9 +219,7 @@ Result<StoreConfigSource> StoreConfigSource::load(Store& store) {
   if (!errors.empty()) return fail(std::move(errors));
   std::sort(s.m_entries.begin(), s.m_entries.end(),
             [](const ConfigEntry& a, const ConfigEntry& b) { return std::tie(a.scope, a.key) < std::tie(b.scope, b.key); });
-  std::sort(s.m_labels.begin(), s.m_labels.end(), [](const LabelEntry& a, const LabelEntry& b) {
-    return std::tie(a.kind, a.tenant, a.name, a.key) < std::tie(b.kind, b.tenant, b.name, b.key);
-  });
+  std::sort(s.m_labels->begin(), s.m_labels->end(), label_order);
   return s;
 }
 
@@ -226,20 +232,25 @@ std::vector<ConfigLayer> StoreConfigSource::config_layers(const std::string& ten
   return layers;
 }
 
-std::map<std::string, std::map<std::string, std::map<std::string, ConfigValue>>> StoreConfigSource::labels_for(
-    const std::string& tenant) const {
-  std::map<std::string, std::map<std::string, std::map<std::string, ConfigValue>>> out;
-  for (const auto& l : m_labels) {
-    if (l.kind == "app" && l.tenant != tenant) continue;
-    out[l.kind][l.name][l.key] = ConfigValue{l.value, l.revision, l.kind == "node" ? "node" : "center:labels"};
-  }
-  return out;
+std::function<std::optional<ConfigValue>(const std::string&, const std::string&, const std::string&)>
+StoreConfigSource::label_lookup(const std::string& tenant) const {
+  return [labels = std::shared_ptr<const std::vector<LabelEntry>>(m_labels), tenant](
+             const std::string& kind, const std::string& name, const std::string& key) -> std::optional<ConfigValue> {
+    // Only app labels belong to a tenant; the others are kept without one.
+    LabelEntry probe{kind, kind == "app" ? tenant : std::string(), name, key, "", 0};
+    // The last of equal entries, as a map filled in list order kept it.
+    auto it = std::upper_bound(labels->begin(), labels->end(), probe, label_order);
+    if (it == labels->begin()) return std::nullopt;
+    --it;
+    if (label_order(*it, probe)) return std::nullopt;
+    return ConfigValue{it->value, it->revision, it->kind == "node" ? "node" : "center:labels"};
+  };
 }
 
 ConfigSnapshot StoreConfigSource::snapshot(const std::string& tenant) const {
   ConfigSnapshot s;
   s.config = resolve_config(config_layers(tenant));
-  s.labels = labels_for(tenant);
+  s.more_labels = label_lookup(tenant);
   return s;
 }
 
@@ -251,7 +262,7 @@ const ConfigEntry* StoreConfigSource::find(const std::string& scope, const std::
 
 const LabelEntry* StoreConfigSource::find_label(const std::string& kind, const std::string& tenant,
                                                 const std::string& name, const std::string& key) const {
-  for (const auto& l : m_labels)
+  for (const auto& l : *m_labels)
     if (l.kind == kind && l.tenant == tenant && l.name == name && l.key == key) return &l;
   return nullptr;
 }
@@ -269,18 +280,22 @@ void StoreConfigSource::erase(const std::string& scope, const std::string& key) 
   std::erase_if(m_entries, [&](const ConfigEntry& e) { return e.scope == scope && e.key == key; });
 }
 
+std::vector<LabelEntry>& StoreConfigSource::labels_to_change() {
+  if (m_labels.use_count() > 1) m_labels = std::make_shared<std::vector<LabelEntry>>(*m_labels);
+  return *m_labels;
+}
+
 void StoreConfigSource::put_label(LabelEntry e) {
-  auto it = std::lower_bound(m_labels.begin(), m_labels.end(), e, [](const LabelEntry& a, const LabelEntry& b) {
-    return std::tie(a.kind, a.tenant, a.name, a.key) < std::tie(b.kind, b.tenant, b.name, b.key);
-  });
-  if (it != m_labels.end() && it->kind == e.kind && it->tenant == e.tenant && it->name == e.name && it->key == e.key)
+  auto& labels = labels_to_change();
+  auto it = std::lower_bound(labels.begin(), labels.end(), e, label_order);
+  if (it != labels.end() && it->kind == e.kind && it->tenant == e.tenant && it->name == e.name && it->key == e.key)
     *it = std::move(e);
-  else m_labels.insert(it, std::move(e));
+  else labels.insert(it, std::move(e));
 }
 
 void StoreConfigSource::erase_label(const std::string& kind, const std::string& tenant, const std::string& name,
                                     const std::string& key) {
-  std::erase_if(m_labels, [&](const LabelEntry& l) {
+  std::erase_if(labels_to_change(), [&](const LabelEntry& l) {
     return l.kind == kind && l.tenant == tenant && l.name == name && l.key == key;
   });
 }

@@ -20,7 +20,9 @@
 // values, not revisions.
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -86,13 +88,14 @@ class StoreConfigSource final : public ConfigSource {
   ConfigSnapshot snapshot(const std::string& tenant) const override;
   // Global entries, then the tenant's: the layers resolve_config takes.
   std::vector<ConfigLayer> config_layers(const std::string& tenant) const;
-  // kind -> name -> key -> value as the tenant's renders see labels: every node and
-  // tenant, and the apps of this tenant.
-  std::map<std::string, std::map<std::string, std::map<std::string, ConfigValue>>> labels_for(
+  // The labels as the tenant's renders see them (ConfigSnapshot::more_labels): every
+  // node's and tenant's, and those of this tenant's apps, looked up in the list as it is
+  // now (a later put_label or erase_label leaves it as it was).
+  std::function<std::optional<ConfigValue>(const std::string&, const std::string&, const std::string&)> label_lookup(
       const std::string& tenant) const;
 
   const std::vector<ConfigEntry>& entries() const { return m_entries; }
-  const std::vector<LabelEntry>& labels() const { return m_labels; }
+  const std::vector<LabelEntry>& labels() const { return *m_labels; }
   const ConfigEntry* find(const std::string& scope, const std::string& key) const;
   const LabelEntry* find_label(const std::string& kind, const std::string& tenant, const std::string& name,
                                const std::string& key) const;
@@ -106,7 +109,10 @@ class StoreConfigSource final : public ConfigSource {
 
  private:
   std::vector<ConfigEntry> m_entries;  // Sorted by (scope, key).
-  std::vector<LabelEntry> m_labels;    // Sorted by (kind, tenant, name, key).
+  // Sorted by (kind, tenant, name, key). Shared with the lookups handed out, so a
+  // change copies it first when one is still held.
+  std::shared_ptr<std::vector<LabelEntry>> m_labels = std::make_shared<std::vector<LabelEntry>>();
+  std::vector<LabelEntry>& labels_to_change();
   int64_t m_revision = 0;
 };
 

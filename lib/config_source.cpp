@@ -4,13 +4,11 @@ namespace gaia {
 
 std::optional<ConfigValue> ConfigSnapshot::get_label(const std::string& kind, const std::string& name,
                                                      const std::string& key) const {
-  auto k = labels.find(kind);
-  if (k == labels.end()) return std::nullopt;
-  auto n = k->second.find(name);
-  if (n == k->second.end()) return std::nullopt;
-  auto v = n->second.find(key);
-  if (v == n->second.end()) return std::nullopt;
-  return v->second;
+  if (auto k = labels.find(kind); k != labels.end())
+    if (auto n = k->second.find(name); n != k->second.end())
+      if (auto v = n->second.find(key); v != n->second.end()) return v->second;
+  if (more_labels) return more_labels(kind, name, key);
+  return std::nullopt;
 }
 
 }  // namespace gaia

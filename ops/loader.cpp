@@ -210,7 +210,7 @@ ConfigSnapshot layered_snapshot(const StoreConfigSource* center, const std::stri
   std::vector<ConfigLayer> layers = center ? center->config_layers(tenant) : std::vector<ConfigLayer>{};
   layers.push_back(file.config);
   snap.config = resolve_config(layers);
-  if (center) snap.labels = center->labels_for(tenant);
+  if (center) snap.more_labels = center->label_lookup(tenant);
   for (const auto& [kind, names] : file.labels)
     for (const auto& [name, kv] : names)
       for (const auto& [k, v] : kv) snap.labels[kind][name][k] = v;

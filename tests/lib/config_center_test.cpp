@@ -196,6 +196,33 @@ TEST_CASE("label center: app labels per tenant, tenant labels, node labels from 
   CHECK_FALSE(f.load().snapshot("shop").get_label("app", "web", "tier"));
 }
 
+TEST_CASE("label center: what-if edits of labels change neither a snapshot taken before nor the copy they came from",
+          "[config_center]") {
+  Fixture f;
+  REQUIRE(write_labels(*f.store, "app", "shop", "web", {LabelChange{"tier", "gold"}}, {})->succeeded);
+  REQUIRE(write_labels(*f.store, "tenant", "", "shop", {LabelChange{"cost", "42"}}, {})->succeeded);
+  auto centers = f.load();
+  auto before = centers.snapshot("shop");
+  StoreConfigSource what_if = centers;
+  what_if.put_label(LabelEntry{"app", "shop", "web", "tier", "silver", 99});
+  what_if.put_label(LabelEntry{"node", "", "n9", "disk", "hdd", 100});
+  what_if.erase_label("tenant", "", "shop", "cost");
+  // Snapshots look labels up in the list as it was when they were taken.
+  CHECK(before.get_label("app", "web", "tier")->value == "gold");
+  CHECK(before.get_label("tenant", "shop", "cost")->value == "42");
+  CHECK_FALSE(before.get_label("node", "n9", "disk"));
+  auto after = what_if.snapshot("shop");
+  CHECK(after.get_label("app", "web", "tier")->value == "silver");
+  CHECK(after.get_label("app", "web", "tier")->revision == 99);
+  CHECK(after.get_label("node", "n9", "disk")->source == "node");
+  CHECK_FALSE(after.get_label("tenant", "shop", "cost"));
+  CHECK(centers.snapshot("shop").get_label("app", "web", "tier")->value == "gold");
+  CHECK(centers.snapshot("shop").get_label("tenant", "shop", "cost")->source == "center:labels");
+  // Labels set in the snapshot itself (a config file's) come before the center's.
+  after.labels["app"]["web"]["tier"] = ConfigValue{"bronze", 0, "file:x"};
+  CHECK(after.get_label("app", "web", "tier")->value == "bronze");
+}
+
 TEST_CASE("config center: what-if edits change the loaded copy only", "[config_center]") {
   Fixture f;
   f.set(k_global_scope, "k", 1);
