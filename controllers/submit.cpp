@@ -16,6 +16,7 @@
 #include "controllers/rollout.hpp"
 #include "controllers/scheduler.hpp"
 #include "lib/codec.hpp"
+#include "lib/huge_pages.hpp"
 
 namespace gaia {
 
@@ -613,6 +614,7 @@ ClusterState apply_batch(ClusterState state, const Batch& batch) {
   for (const auto& i : batch.put_instances) puts[i.key()] = &i;
   std::vector<Instance> instances;
   instances.reserve(state.snapshot.instances.size() + puts.size());
+  advise_huge_pages(instances);
   for (auto& i : state.snapshot.instances) {
     std::string key = i.key();
     if (auto it = puts.find(key); it != puts.end()) {
@@ -888,6 +890,7 @@ SubmitOutcome plan_submit(const ClusterState& state, const std::vector<AppToDepl
   // the room it finds): growing a list of every instance moves them all.
   ClusterState work;
   work.snapshot.instances.reserve(state.snapshot.instances.size() + instances_asked(apps));
+  advise_huge_pages(work.snapshot.instances);
   work = state;
   PlanCaches caches;
   Work w(work, caches, tuning);
@@ -939,6 +942,7 @@ SubmitOutcome SubmitPlanner::plan_on(const ClusterState& state, const std::vecto
   if (work.snapshot.instances.capacity() < room) {
     // The list grows by half again, so the next few submissions find room too.
     work.snapshot.instances.reserve(room + room / 2);
+    advise_huge_pages(work.snapshot.instances);
   }
   work = state;
   Work w(work, *m_caches, m_tuning);

@@ -17,6 +17,7 @@
 #include <iterator>
 
 #include "lib/binary_io.hpp"
+#include "lib/huge_pages.hpp"
 
 namespace gaia {
 
@@ -308,6 +309,7 @@ std::optional<std::string> read_kept_file(const std::filesystem::path& path, std
   std::string out;
   bool whole = false;
   out.resize_and_overwrite(static_cast<size_t>(opened.st_size), [&](char* p, size_t n) {
+    advise_huge_pages(p, n);
     size_t got = 0;
     while (got < n) {
       ssize_t r = ::read(fd, p + got, n - got);

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "lib/huge_pages.hpp"
 #include "lib/codec.hpp"
 #include "lib/instance_scan.hpp"
 #include "lib/json_scan.hpp"
@@ -390,6 +391,7 @@ BackendResult<Observation> SimBackend::observe(int64_t now_ms) {
   // Room for one copy an instance and a few more, without counting them first: a walk
   // of the world's tree is a cache miss a step, and counting was half of observing.
   obs.copies.reserve(world.size() + world.size() / 16);
+  advise_huge_pages(obs.copies);
   // Without rules no copy has a usage: no instance is built to ask the model.
   const bool modelled = !model->rules.empty();
   for (const auto& [key, copies] : world)

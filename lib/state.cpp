@@ -15,6 +15,7 @@
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
+#include "lib/huge_pages.hpp"
 #include "lib/record_encode.hpp"
 #include "lib/journal.hpp"
 #include "lib/state_apply.hpp"
@@ -326,6 +327,7 @@ Result<ClusterState> State::load_all(std::map<std::string, KeyValue>* records) {
         // Room for a few more, so the instances the next commits add are merged into
         // the kept state in place (apply_changes) rather than into a new list.
         instances.reserve(kvs->first.size() + kvs->first.size() / 16 + 64);
+        advise_huge_pages(instances);
         // No journal key is here. One machine core: decoded here, in turn.
         auto decode = [&instances, &instance_labels, rows = std::move(kvs->first)]() -> Result<void> {
           return decode_instances(instances, rows, instance_labels, worker_threads());

@@ -14,6 +14,7 @@
 
 #include "lib/app_summary.hpp"
 #include "lib/codec.hpp"
+#include "lib/huge_pages.hpp"
 #include "lib/instance_scan.hpp"
 #include "lib/journal.hpp"
 
@@ -334,6 +335,7 @@ void merge_changes(std::vector<T>& list, std::map<std::string, std::optional<T>>
       // to grow the list and once to open the gaps.
       std::vector<T> merged;
       merged.reserve(old_size + count + (old_size + count) / 16);
+      advise_huge_pages(merged);
       size_t src = 0;
       for (size_t j = 0; j < count; ++j) {
         for (; src < at[j]; ++src) merged.push_back(std::move(list[src]));

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "lib/binary_io.hpp"
+#include "lib/huge_pages.hpp"
 #include "lib/kept_file.hpp"
 
 namespace gaia {
@@ -307,6 +308,7 @@ std::expected<StateFileContents, std::string> decode_state_file(
   // the next commits add are merged in place.
   const uint32_t n = r.count(100);
   c.instances.reserve(n + n / 16 + 64);
+  advise_huge_pages(c.instances);
   c.instances.resize(n);
   for (auto& i : c.instances) {
     if (!r.good()) break;
