@@ -31,6 +31,9 @@ class TimedStore final : public Store {
   StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) override {
     return m_inner->history_mark(revision);
   }
+  StoreResult<bool> history_chained(int64_t after, int64_t upto) override {
+    return m_inner->history_chained(after, upto);
+  }
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override {
     return m_inner->changes_at(revision, limit);
   }

@@ -83,6 +83,18 @@ struct ConfigHistoryEntry {
 class StoreConfigSource final : public ConfigSource {
  public:
   StoreConfigSource() = default;
+  StoreConfigSource(const StoreConfigSource&) = default;
+  StoreConfigSource& operator=(const StoreConfigSource&) = default;
+  // A move shares the label list rather than take it, so the source moved from still
+  // has one (a change copies it first, as for any other holder).
+  StoreConfigSource(StoreConfigSource&& other) noexcept
+      : m_entries(std::move(other.m_entries)), m_labels(other.m_labels), m_revision(other.m_revision) {}
+  StoreConfigSource& operator=(StoreConfigSource&& other) noexcept {
+    m_entries = std::move(other.m_entries);
+    m_labels = other.m_labels;
+    m_revision = other.m_revision;
+    return *this;
+  }
   static Result<StoreConfigSource> load(Store& store);
 
   ConfigSnapshot snapshot(const std::string& tenant) const override;

@@ -166,7 +166,12 @@ std::expected<ChangesAfter, std::string> changes_after(Store& store, const KeptF
     if (!then) return std::unexpected(fmt::format("reading the store's history hash failed: {}", then.error().message));
     if (*then && (*then)->revision == file.revision) {
       if ((*then)->hash != file.history) return std::unexpected(history_differs(file.revision));
-      ringed = true;
+      // Every commit since must have chained the hash on, or the hash now is not the
+      // store's history (an older gaia wrote to it): then the chain below tells.
+      auto chained = store.history_chained(file.revision, now.revision);
+      if (!chained)
+        return std::unexpected(fmt::format("reading the store's history hashes failed: {}", chained.error().message));
+      ringed = *chained;
     }
   }
   if (now.revision > file.revision) {
@@ -289,20 +294,23 @@ std::optional<std::string> read_kept_file(const std::filesystem::path& path, std
   // could have put there is not read.
   struct stat file{}, dir{};
   if (::stat(path.c_str(), &file) != 0) return refuse(errno == ENOENT ? "none yet" : std::strerror(errno));
+  if (!S_ISREG(file.st_mode)) return refuse("not read: it is not a plain file");
   if (::stat(path.parent_path().c_str(), &dir) != 0) return refuse(std::strerror(errno));
   if (file.st_uid != ::geteuid() || dir.st_uid != ::geteuid() || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return refuse("not read: it or its folder is not this user's own, or others may write to the folder");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return refuse("it cannot be opened");
+  // Without blocking, should a pipe have been put there since.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return refuse(fmt::format("it cannot be opened: {}", std::strerror(errno)));
   struct Close {
     int fd;
     ~Close() { ::close(fd); }
   } close_it{fd};
   struct stat opened{};
-  if (::fstat(fd, &opened) != 0) return refuse("it cannot be read");
+  if (::fstat(fd, &opened) != 0) return refuse(fmt::format("it cannot be read: {}", std::strerror(errno)));
   // The file opened, which another of this user's commands may have renamed over the
-  // one checked above, is this user's own too.
-  if (opened.st_uid != ::geteuid()) return refuse("not read: it or its folder is not this user's own, or others may write to the folder");
+  // one checked above, is a plain file of this user's own too.
+  if (!S_ISREG(opened.st_mode) || opened.st_uid != ::geteuid())
+    return refuse("not read: it was replaced since, by something not a plain file of this user's own");
   if (opened.st_size <= 0) return refuse("it is empty");
   // Read straight into the string's room, not into room first filled with zeros: the
   // two files are 20 MB at 50,000 instances.
@@ -320,7 +328,7 @@ std::optional<std::string> read_kept_file(const std::filesystem::path& path, std
     whole = got == n;
     return got;
   });
-  if (!whole) return refuse("it cannot be read");
+  if (!whole) return refuse("it cannot be read whole (cut short while it was read)");
   return out;
 }
 

@@ -35,18 +35,18 @@ inline constexpr int64_t k_kept_max_revisions = 20000;
 // commands behind is brought forward, while one a command or two behind is not written
 // again after every command (docs/benchmarks.md, "Round eleven"): more than
 // k_kept_rewrite_after changes replayed into what the file holds. Every other change
-// since is read too, to chain the history hash, at about a microsecond each, while
-// writing both files costs about 45 ms of CPU: more than k_kept_reread_after changes
-// read of any key also bring the file forward, so a world file whose copies did not
-// change while thousands of events were written is not read further behind with every
-// command (it was), nor written again after every second submit (docs/benchmarks.md,
-// "Round twelve").
+// since is read too (but the timeline's events, while the store's ring of history hashes
+// checks the file), at about a microsecond each, while writing both files costs about
+// 45 ms of CPU: more than k_kept_reread_after changes read also bring the file forward,
+// so a world file whose copies did not change while thousands of events were written is
+// not read further behind with every command (it was), nor written again after every
+// second submit (docs/benchmarks.md, "Round twelve").
+inline constexpr size_t k_kept_rewrite_after = 4096;
+inline constexpr size_t k_kept_reread_after = 16384;
+
 // The keys of the timeline's events (lib/state.hpp keys::event): no kept file holds
 // them, nor does the kept state, while they are more than half of what a submit writes.
 inline constexpr std::string_view k_timeline_prefix = "events/";
-
-inline constexpr size_t k_kept_rewrite_after = 4096;
-inline constexpr size_t k_kept_reread_after = 16384;
 
 
 struct KeptFileHead {

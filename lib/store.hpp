@@ -279,10 +279,19 @@ class Store {
   // that revision, while it is among the last few (k_history_kept). Nothing when the
   // store keeps no such hash, as etcd (then nothing is kept for it between processes:
   // lib/kept_file.hpp), or no longer knows it for that revision.
-  static constexpr int64_t k_history_kept = 64;
+  static constexpr int64_t k_history_kept = 1024;
   virtual StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) {
     (void)revision;
     return std::optional<HistoryMark>();
+  }
+  // Whether every commit after revision `after` up to `upto` chained the history hash
+  // on, as far as the ring of the last k_history_kept shows (each left its hash there): a
+  // gaia that does not chain (an older build writing the same store) leaves a gap. False
+  // when the store keeps no such ring, or `after` is out of it.
+  virtual StoreResult<bool> history_chained(int64_t after, int64_t upto) {
+    (void)after;
+    (void)upto;
+    return false;
   }
   // Follows changes to keys starting with `prefix` from `from_revision` on (the next
   // revision after a read's, to miss nothing). The default polls changes_since() every

@@ -710,8 +710,14 @@ StoreResult<std::optional<HistoryMark>> SqliteStore::history_mark(int64_t revisi
     const int64_t current = read_meta(m_db, "revision");
     std::optional<HistoryMark> out;
     if (revision == 0 || revision == current) {
-      Statement s(m_db, "SELECT value FROM meta WHERE name = 'history_hash'");
-      if (s.step()) out = HistoryMark{current, static_cast<uint64_t>(s.integer(0))};
+      // The hash is the current revision's only when that revision's commit chained it
+      // on, and left it in the ring: a commit of a gaia that does not chain (an older
+      // build writing the same store) moved the revision and left the hash as it was.
+      Statement s(m_db, "SELECT name, value FROM meta WHERE name IN ('history_hash', ?1)");
+      s.bind(1, fmt::format("history_rev:{}", current % k_history_kept));
+      std::optional<int64_t> at, hash;
+      while (s.step()) (s.text(0) == "history_hash" ? hash : at) = s.integer(1);
+      if (hash && (at == current || current == 0)) out = HistoryMark{current, static_cast<uint64_t>(*hash)};
       return out;
     }
     // An earlier revision's, from the ring the last commits left (RevisionWriter::finish).
@@ -724,6 +730,21 @@ StoreResult<std::optional<HistoryMark>> SqliteStore::history_mark(int64_t revisi
     while (s.step()) (s.text(0) == rev_name ? at : hash) = s.integer(1);
     if (at == revision && hash) out = HistoryMark{revision, static_cast<uint64_t>(*hash)};
     return out;
+  });
+}
+
+StoreResult<bool> SqliteStore::history_chained(int64_t after, int64_t upto) {
+  return read_transaction([&] {
+    const int64_t current = read_meta(m_db, "revision");
+    if (after < 0 || upto < after || upto > current || after < current - k_history_kept) return false;
+    if (upto == after) return true;
+    // A revision has one slot (revision % k_history_kept), so the ring holds each at most
+    // once: all are there when as many are found as asked for.
+    Statement s(m_db,
+                "SELECT COUNT(*) FROM meta WHERE name LIKE 'history_rev:%' AND CAST(value AS INTEGER) > ?1"
+                " AND CAST(value AS INTEGER) <= ?2");
+    s.bind(1, after).bind(2, upto);
+    return s.step() && s.integer(0) == upto - after;
   });
 }
 

@@ -84,6 +84,7 @@ class SqliteStore final : public Store {
   StoreResult<std::vector<Event>> changes_at(int64_t revision, size_t limit) override;
   StoreResult<std::string> identity() override;
   StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) override;
+  StoreResult<bool> history_chained(int64_t after, int64_t upto) override;
   StoreResult<std::vector<Event>> changes_since(int64_t from_revision, std::string_view prefix,
                                                 size_t limit = 0) override;
   StoreResult<std::vector<Event>> changes_since_skipping(int64_t from_revision, std::string_view skipped) override;

@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <random>
+#include <utility>
 
 #include "lib/codec.hpp"
 #include "lib/journal.hpp"
@@ -44,6 +46,66 @@ TEST_CASE("state cache: following changes gives the same state as reading afresh
     INFO("step " << step);
     REQUIRE(dump(*a) == dump(*b));
   }
+}
+
+namespace {
+
+// Commits `write` to the store just before each read of the changes since a revision
+// that leaves the timeline's events out: a commit that lands while the follower reads.
+class WriteWhileReading final : public gaia::test::ForwardingStore {
+ public:
+  WriteWhileReading(Store& inner, std::function<void()> write) : ForwardingStore(inner), m_write(std::move(write)) {}
+  StoreResult<std::vector<Event>> changes_since_skipping(int64_t from, std::string_view skipped) override {
+    if (m_write) std::exchange(m_write, nullptr)();
+    return ForwardingStore::changes_since_skipping(from, skipped);
+  }
+
+ private:
+  std::function<void()> m_write;
+};
+
+}  // namespace
+
+TEST_CASE("state cache: the follower skips the timeline's events and stands at the revision it read up to",
+          "[state][informer]") {
+  gaia::test::TempDir dir;
+  auto store = SqliteStore::open(dir.path() / "s.db");
+  REQUIRE(store);
+  ManualClock clock;
+  State writer(**store, clock);
+  std::mt19937 rng(29);
+  for (int step = 0; step < 20; ++step) random_change(writer, rng, step);
+  StateOptions follow;
+  follow.follow_changes = true;
+  std::string late = "settings/late";
+  WriteWhileReading racing(**store, [&] { REQUIRE((*store)->put(late, "1")); });
+  State cached(racing, clock, follow);
+  REQUIRE(cached.load());
+  random_change(writer, rng, 20);
+  // Revisions that wrote only events (no gaia commit writes those alone; another tool
+  // may): the state moves to the store's revision past them, with nothing to apply.
+  for (int k = 0; k < 3; ++k) {
+    Txn events;
+    events.puts.push_back({fmt::format("events/{:020d}", 900 + k), "{}"});
+    REQUIRE((*store)->txn(events).value().succeeded);
+  }
+  const int64_t read_up_to = (*store)->revision().value();
+  // The refresh reads the store's revision, then the changes since the state's: the write
+  // that lands between the two is left for the next refresh, and the state stands at the
+  // revision it read up to, whole.
+  auto st = cached.load();
+  REQUIRE(st);
+  CHECK(st->revision == read_up_to);
+  CHECK((*store)->revision().value() == read_up_to + 1);
+  auto fresh = State(**store, clock).load();
+  REQUIRE(fresh);
+  CHECK_FALSE(st->settings.count("late"));
+  CHECK(fresh->settings.count("late"));
+  // The next load takes it.
+  auto next = cached.load();
+  REQUIRE(next);
+  CHECK(next->revision == read_up_to + 1);
+  CHECK(dump(*next) == dump(*fresh));
 }
 
 TEST_CASE("state cache: a compacted history makes the follower read afresh", "[state][informer]") {

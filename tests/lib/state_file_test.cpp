@@ -24,6 +24,7 @@
 #include "lib/state_file.hpp"
 #include "store/sqlite_store.hpp"
 #include "tests/support/forwarding_store.hpp"
+#include "tests/support/unchained_commit.hpp"
 #include "tests/support/state_history.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -367,6 +368,30 @@ TEST_CASE("state file: a store re-created or restored from a backup is read afre
     CHECK(store->history_mark(file_revision).value().has_value() == (more < Store::k_history_kept));
     check_read_afresh(*store, clock, options);
   }
+  SECTION("written to by a gaia that does not chain the history hash") {
+    // Its commit leaves the hash as it was: the file is refused after it, and after the
+    // next commit of this build too (the ring has a gap, and the hash chained over the
+    // changes since, the old one's among them, is not the store's).
+    {
+      auto store = SqliteStore::open(path);
+      REQUIRE(store);
+      State writer(**store, clock);
+      std::mt19937 again(15);
+      write_until(**store, writer, again, 400, file_revision + 2);
+      auto [got, reads] = load_as_new_process(**store, clock, options);
+      REQUIRE(reads == 0);  // The file is good up to here.
+    }
+    gaia::test::commit_without_history(path, "settings/old", "1");
+    auto store = SqliteStore::open(path);
+    REQUIRE(store);
+    const auto kept = *read_kept_file(file);
+    check_read_afresh(**store, clock, options);
+    State writer(**store, clock);
+    std::mt19937 after(16);
+    random_change(writer, after, 500);
+    write_kept_file(file, kept);  // The file from before the old gaia's commit again.
+    check_read_afresh(**store, clock, options);
+  }
   SECTION("another store under the same file name") {
     auto store = SqliteStore::open(path);
     REQUIRE(store);
@@ -595,6 +620,48 @@ TEST_CASE("state file: thousands of timeline events after a file are not read wh
   auto [whole, changes] = load_counted();
   CHECK(whole == 0);
   CHECK(changes < 10);
+}
+
+TEST_CASE("kept changes: a read kept whole serves a reader that skips the events, not the other way round",
+          "[state][state-file]") {
+  // A file past the ring of history hashes is checked over every change (a whole read);
+  // one within it skips the timeline's events. The second loader of a command takes the
+  // first one's read only when that holds every change it needs.
+  OneStore s(77);
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 5);
+  const int64_t from = s.store().revision().value();
+  s.changes(writer, 5, 5);  // Each random change writes events too.
+  const int64_t upto = s.store().revision().value();
+  auto count_events = [](std::span<const Event> changes) {
+    return std::count_if(changes.begin(), changes.end(),
+                         [](const Event& e) { return e.kv.key.starts_with(k_timeline_prefix); });
+  };
+  {
+    KeptChanges shared(2);
+    gaia::test::ChangesReadCounter counted(s.store());
+    auto whole = shared.read(counted, from, upto);
+    REQUIRE(whole);
+    CHECK(count_events(whole->changes()) > 0);
+    auto skipping = shared.read(counted, from, upto, k_timeline_prefix);
+    REQUIRE(skipping);
+    CHECK(counted.reads == 1);  // Served from the whole read: its events are the caller's to pass over.
+    CHECK(shared.reused() == 1);
+    CHECK(skipping->changes().size() == whole->changes().size());
+  }
+  {
+    KeptChanges shared(2);
+    gaia::test::ChangesReadCounter counted(s.store());
+    auto skipping = shared.read(counted, from, upto, k_timeline_prefix);
+    REQUIRE(skipping);
+    CHECK(count_events(skipping->changes()) == 0);
+    auto whole = shared.read(counted, from, upto);
+    REQUIRE(whole);
+    CHECK(counted.reads == 2);  // The events it needs were never read: it reads for itself.
+    CHECK(counted.whole == 1);
+    CHECK(shared.reused() == 0);
+    CHECK(count_events(whole->changes()) > 0);
+  }
 }
 
 TEST_CASE("state file: the state's and the world's files share one read of the changes since them",

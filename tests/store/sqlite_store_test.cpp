@@ -14,6 +14,7 @@
 
 #include "store/memory_store.hpp"
 #include "tests/store/sqlite_util.hpp"
+#include "tests/support/unchained_commit.hpp"
 #include "tests/store/store_contract.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -123,23 +124,54 @@ TEST_CASE("sqlite store's history hash is chained over every change, as changes_
   CHECK(chain_history(start->hash, must(store->changes_since(1, ""))) == now->hash);
   // The hash at each of the last revisions is still known after later commits; at an
   // older one it is not.
+  constexpr int64_t kept = Store::k_history_kept;
   std::vector<uint64_t> at;
-  for (int i = 0; i < 70; ++i) {
-    must(store->put("k", std::to_string(i)));  // Revisions 4..73.
+  for (int64_t i = 0; i < kept + 6; ++i) {
+    must(store->put("k", std::to_string(i)));  // Revisions 4..kept + 9.
     at.push_back(must(store->history_mark())->hash);
   }
-  auto r72 = must(store->history_mark(72));
-  REQUIRE(r72);
-  CHECK(r72->revision == 72);
-  CHECK(r72->hash == at[72 - 4]);
-  CHECK(must(store->history_mark(73))->hash == at[73 - 4]);
+  const int64_t last = kept + 9;
+  auto before_last = must(store->history_mark(last - 1));
+  REQUIRE(before_last);
+  CHECK(before_last->revision == last - 1);
+  CHECK(before_last->hash == at[static_cast<size_t>(last - 1 - 4)]);
+  CHECK(must(store->history_mark(last))->hash == at[static_cast<size_t>(last - 4)]);
   CHECK(must(store->history_mark(10))->hash == at[10 - 4]);
-  CHECK_FALSE(must(store->history_mark(9)));   // 64 revisions back: forgotten.
-  CHECK_FALSE(must(store->history_mark(74)));  // Not yet.
+  CHECK_FALSE(must(store->history_mark(9)));         // k_history_kept revisions back: forgotten.
+  CHECK_FALSE(must(store->history_mark(last + 1)));  // Not yet.
+  // Every commit since a revision in the ring chained the hash on.
+  CHECK(must(store->history_chained(10, last)));
+  CHECK(must(store->history_chained(last, last)));
+  CHECK_FALSE(must(store->history_chained(8, last)));  // Out of the ring.
+  CHECK_FALSE(must(store->history_chained(10, last + 1)));
   // Another store, with the same changes, has another history (its start is its own).
   auto other = open_or_fail(dir.path() / "other.db");
   must(other->put("a", "1"));
   CHECK(must(other->history_mark())->hash != must(store->history_mark())->hash);
+}
+
+TEST_CASE("sqlite store: a commit that did not chain the history hash, as an older gaia's, leaves no hash for now",
+          "[store]") {
+  // An older gaia writes the same store without the hash: its commit moves the revision
+  // and leaves the hash and the ring as they were. The hash then describes no revision
+  // since, and a state kept from before (lib/kept_file.hpp) must not pass for current.
+  TempDir dir;
+  const auto path = dir.path() / "state.db";
+  auto store = open_or_fail(path);
+  must(store->put("a", "1"));
+  must(store->put("b", "2"));
+  const int64_t before = must(store->revision());
+  REQUIRE(must(store->history_mark()));
+  gaia::test::commit_without_history(path, "old", "x");
+  REQUIRE(must(store->revision()) == before + 1);
+  CHECK_FALSE(must(store->history_mark()));
+  CHECK(must(store->history_mark(before)));  // Still known there.
+  CHECK_FALSE(must(store->history_chained(before, before + 1)));
+  // The next commit of this build chains on again (from the hash as it was).
+  must(store->put("c", "3"));
+  CHECK(must(store->history_mark()));
+  CHECK(must(store->history_chained(before + 1, before + 2)));
+  CHECK_FALSE(must(store->history_chained(before, before + 2)));
 }
 
 TEST_CASE("sqlite store refuses paths that are not store files", "[store]") {

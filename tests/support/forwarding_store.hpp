@@ -21,6 +21,9 @@ class ForwardingStore : public Store {
   StoreResult<std::vector<Event>> changes_since(int64_t from, std::string_view prefix, size_t limit) override {
     return m_inner->changes_since(from, prefix, limit);
   }
+  StoreResult<bool> history_chained(int64_t after, int64_t upto) override {
+    return m_inner->history_chained(after, upto);
+  }
   StoreResult<std::vector<Event>> changes_since_skipping(int64_t from, std::string_view skipped) override {
     return m_inner->changes_since_skipping(from, skipped);
   }
