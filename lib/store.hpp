@@ -279,7 +279,7 @@ class Store {
   // that revision, while it is among the last few (k_history_kept). Nothing when the
   // store keeps no such hash, as etcd (then nothing is kept for it between processes:
   // lib/kept_file.hpp), or no longer knows it for that revision.
-  static constexpr int64_t k_history_kept = 1024;
+  static constexpr int64_t k_history_kept = 64;
   virtual StoreResult<std::optional<HistoryMark>> history_mark(int64_t revision = 0) {
     (void)revision;
     return std::optional<HistoryMark>();
