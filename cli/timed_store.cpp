@@ -66,26 +66,26 @@ StoreResult<TxnResult> TimedStore::txn(const Txn& t) {
   return r;
 }
 
-StoreResult<std::vector<Event>> TimedStore::changes_since_skipping(int64_t from_revision, std::string_view skipped) {
+StoreResult<std::vector<Event>> TimedStore::changes_read(
+    int64_t from_revision, const std::string& what, const std::function<StoreResult<std::vector<Event>>()>& read) {
   double ms = 0;
-  auto r = timed(ms, [&] { return m_inner->changes_since_skipping(from_revision, skipped); });
+  auto r = timed(ms, read);
   count(1, 0, ms, 0, 0, 0);
   log_verbose(m_g, 2,
-              fmt::format("store changes since revision {}, of every key but those under {}: {} in {:.1f} ms", from_revision, skipped,
+              fmt::format("store changes since revision {}{}: {} in {:.1f} ms", from_revision, what,
                           r ? fmt::format("{} change(s)", r->size()) : std::string("failed"), ms));
   return r;
 }
 
+StoreResult<std::vector<Event>> TimedStore::changes_since_skipping(int64_t from_revision, std::string_view skipped) {
+  return changes_read(from_revision, fmt::format(", of every key but those under {}", skipped),
+                      [&] { return m_inner->changes_since_skipping(from_revision, skipped); });
+}
+
 StoreResult<std::vector<Event>> TimedStore::changes_since(int64_t from_revision, std::string_view prefix,
                                                           size_t limit) {
-  double ms = 0;
-  auto r = timed(ms, [&] { return m_inner->changes_since(from_revision, prefix, limit); });
-  count(1, 0, ms, 0, 0, 0);
-  log_verbose(m_g, 2,
-              fmt::format("store changes since revision {}{}: {} in {:.1f} ms", from_revision,
-                          prefix.empty() ? std::string() : fmt::format(" under {}", prefix),
-                          r ? fmt::format("{} change(s)", r->size()) : std::string("failed"), ms));
-  return r;
+  return changes_read(from_revision, prefix.empty() ? std::string() : fmt::format(" under {}", prefix),
+                      [&] { return m_inner->changes_since(from_revision, prefix, limit); });
 }
 
 StoreResult<void> TimedStore::compact(int64_t revision) { return m_inner->compact(revision); }

@@ -4,6 +4,7 @@
 // logs every transaction as it happens. Only used when -v is given, so the normal path
 // pays nothing.
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -48,6 +49,9 @@ class TimedStore final : public Store {
  private:
   // Adds one call's figures; a command reads on several threads (ops::ReadAhead).
   void count(int reads, size_t keys, double read_ms, int commits, int conflicts, double txn_ms);
+  // Times one read of changes and logs it at -vv: "store changes since revision N<what>".
+  StoreResult<std::vector<Event>> changes_read(int64_t from_revision, const std::string& what,
+                                               const std::function<StoreResult<std::vector<Event>>()>& read);
 
   const Globals& m_g;
   std::unique_ptr<Store> m_inner;

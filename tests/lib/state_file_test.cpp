@@ -13,6 +13,7 @@
 #include <future>
 #include <random>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/codec.hpp"
@@ -553,6 +554,38 @@ TEST_CASE("state file: a whole file whose lists are out of key order is refused,
     REQUIRE_FALSE(notes.empty());
     CHECK_THAT(notes.front(), Catch::Contains("its lists are out of key order (written wrong); reading the store"));
   }
+}
+
+TEST_CASE("state file: what is not a plain file at the file's path is refused, without waiting on a pipe",
+          "[state][state-file]") {
+  gaia::test::TempDir dir;
+  const auto pipe = dir.path() / "p.state";
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  std::string why;
+  // On a thread of its own, so a read that waits for a writer fails the test rather
+  // than hang it.
+  auto read = std::async(std::launch::async, [&] { return read_kept_file(pipe, &why); });
+  REQUIRE(read.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK_FALSE(read.get());
+  CHECK(why == "not read: it is not a plain file");
+  const auto folder = dir.path() / "f.state";
+  std::filesystem::create_directory(folder);
+  CHECK_FALSE(read_kept_file(folder, &why));
+  CHECK(why == "not read: it is not a plain file");
+  const auto empty = dir.path() / "e.state";
+  std::ofstream(empty).flush();
+  CHECK_FALSE(read_kept_file(empty, &why));
+  CHECK(why == "it is empty");
+  // And a state with such a file loads from the store, as with none.
+  OneStore s(5, "p2.state");
+  REQUIRE(::mkfifo(s.file.c_str(), 0600) == 0);
+  State writer(s.store(), s.clock);
+  s.changes(writer, 0, 5);
+  auto loading = std::async(std::launch::async, [&] { return load_as_new_process(s.store(), s.clock, s.options); });
+  REQUIRE(loading.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  auto [got, reads] = loading.get();
+  CHECK(got == fresh(s.store(), s.clock));
+  CHECK(reads > 0);
 }
 
 TEST_CASE("state file: a file a killed writer left is removed by the next writer, a live one's is not",
