@@ -6,6 +6,7 @@
 #include "ops/loader.hpp"
 #include "ops/render_inputs.hpp"
 #include "render/kubernetes.hpp"
+#include "render/render_heap.hpp"
 #include "render/yaml_emit.hpp"
 
 namespace gaia::cli {
@@ -82,9 +83,19 @@ int run_render(const Globals& g, const RenderArgs& a) {
   } else {
     std::fputs(render::emit_yaml_documents(documents).c_str(), stdout);
   }
-  if (g.verbose > 0)
-    std::fprintf(stderr, "rendered %zu app(s): %d evaluation(s), %d cache hit(s)\n", chain->rendered.size(),
-                 chain->stats.evaluations, chain->stats.cache_hits);
+  if (g.verbose > 0) {
+    // Which allocator the evaluations used: a render without mimalloc is slower, not wrong.
+    const auto& s = chain->stats;
+    const auto& info = render::load_render_heap();
+    std::string heap;
+    if (s.evaluations > 0 && s.heap_evaluations == s.evaluations)
+      heap = fmt::format(" ({})", info.detail);
+    else if (s.evaluations > 0)
+      heap = fmt::format(" ({} with {})", s.evaluations - s.heap_evaluations,
+                         info.available ? std::string("glibc malloc") : info.detail);
+    std::fprintf(stderr, "rendered %zu app(s): %d evaluation(s)%s, %d cache hit(s)\n", chain->rendered.size(),
+                 s.evaluations, heap.c_str(), s.cache_hits);
+  }
   return k_ok;
 }
 

@@ -16,6 +16,7 @@ extern "C" {
 #include "render/embedded.hpp"
 #include "render/evaluator.hpp"
 #include "render/json_fields.hpp"
+#include "render/render_heap.hpp"
 #include "render/sandbox.hpp"
 
 namespace gaia::render {
@@ -69,13 +70,17 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
   // the child) plus the reads; the bound here stops a child that misbehaves anyway.
   limits.max_output_bytes = 2 * req.options.max_output_bytes + (size_t{1} << 20);
 
+  load_render_heap();  // Once per process, before the fork: the child finds it open.
   auto outcome = run_sandboxed(limits, [&](SandboxChannel& channel) -> std::string {
+    const bool heap = enter_render_heap();
     try {
       auto r = evaluate_jsonnet(in, [&](std::string_view file) { channel.progress(file); });
-      if (!r) return detail::json_compact(json{{"ok", false}, {"diagnostics", to_json(r.error())}});
+      if (!r)
+        return detail::json_compact(json{{"ok", false}, {"heap", heap}, {"diagnostics", to_json(r.error())}});
       json ext = json::array();
       for (const auto& f : r->external) ext.push_back(to_json(f));
-      return detail::json_compact(json{{"ok", true}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
+      return detail::json_compact(
+          json{{"ok", true}, {"heap", heap}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
     } catch (const std::exception& e) {
       Diagnostics ds{Diagnostic{{}, "", fmt::format("internal error while rendering: {}", e.what()), ""}};
       return detail::json_compact(json{{"ok", false}, {"diagnostics", to_json(ds)}});
@@ -113,6 +118,7 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
   }
   try {
     json j = json::parse(outcome.payload);
+    if (req.stats && j.value("heap", false)) ++req.stats->heap_evaluations;
     if (!j.at("ok").get<bool>()) return fail(diagnostics_from_json(j.at("diagnostics")));
     EvalOutput out;
     out.raw = raw_render_from_json(j.at("raw"));

@@ -58,6 +58,8 @@ struct RenderOptions {
 // Counters for tests and `--verbose` output.
 struct RenderStats {
   int evaluations = 0;  // Jsonnet evaluations started (sandboxed children forked).
+  int heap_evaluations = 0;  // Of those, the ones whose child allocated from mimalloc
+                             // (render/render_heap.hpp).
   int cache_hits = 0;
   int cache_misses = 0;
 };

@@ -471,7 +471,9 @@ TEST_CASE("e2e render: the second render is served from the cache", "[e2e]") {
   copy_examples(s);
   auto first = s.gaia({"-v", "render", "examples/web"});
   REQUIRE(first.code == 0);
-  CHECK_THAT(first.err, Catch::Contains("rendered 5 app(s): 5 evaluation(s), 0 cache hit(s)"));
+  // Each evaluation's child allocated from mimalloc (render/render_heap.hpp).
+  CHECK_THAT(first.err, Catch::Contains("rendered 5 app(s): 5 evaluation(s) (mimalloc 2."));
+  CHECK_THAT(first.err, Catch::Contains("), 0 cache hit(s)"));
   // XDG_CACHE_HOME (the scratch's cache/ dir, set by Scratch) holds the cache.
   CHECK(fs::exists(s.dir() / "cache" / "gaia" / "render"));
   CHECK_FALSE(fs::is_empty(s.dir() / "cache" / "gaia" / "render"));
@@ -484,10 +486,18 @@ TEST_CASE("e2e render: the second render is served from the cache", "[e2e]") {
   // A changed parameter of the root re-renders only the root.
   auto changed = s.gaia({"-v", "render", "examples/web", "--set", "log_level=debug"});
   REQUIRE(changed.code == 0);
-  CHECK_THAT(changed.err, Catch::Contains("rendered 5 app(s): 1 evaluation(s), 4 cache hit(s)"));
+  CHECK_THAT(changed.err, Catch::Contains("rendered 5 app(s): 1 evaluation(s) (mimalloc 2."));
+  CHECK_THAT(changed.err, Catch::Contains("), 4 cache hit(s)"));
   // --no-cache neither reads nor writes it.
   auto bypass = s.gaia({"-v", "render", "examples/web", "--no-cache"});
-  CHECK_THAT(bypass.err, Catch::Contains("5 evaluation(s), 0 cache hit(s)"));
+  CHECK_THAT(bypass.err, Catch::Contains("5 evaluation(s) (mimalloc 2."));
+  CHECK_THAT(bypass.err, Catch::Contains("), 0 cache hit(s)"));
+  // The same bytes with glibc's malloc in the children, and -v says so and why.
+  auto glibc = s.gaia({"-v", "render", "examples/web", "--no-cache"}, {{"GAIA_RENDER_MALLOC", "glibc"}});
+  REQUIRE(glibc.code == 0);
+  CHECK(glibc.out == first.out);
+  CHECK_THAT(glibc.err,
+             Catch::Contains("5 evaluation(s) (5 with glibc malloc: GAIA_RENDER_MALLOC=glibc)"));
   // Without -v, nothing on stderr.
   CHECK(s.gaia({"render", "examples/web"}).err.empty());
 }

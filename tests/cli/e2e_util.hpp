@@ -120,6 +120,7 @@ class Scratch {
     ::unsetenv("GAIA_REPO");
     ::unsetenv("GAIA_PATH");
     ::unsetenv("GAIA_STORE");
+    ::unsetenv("GAIA_RENDER_MALLOC");
     for (const auto& [k, v] : env) {
       if (v.empty()) ::unsetenv(k.c_str());
       else ::setenv(k.c_str(), v.c_str(), 1);
