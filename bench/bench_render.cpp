@@ -219,9 +219,10 @@ Figures run_render_examples() {
   if (uncached.evaluations != uncached.renders)
     throw std::runtime_error("an uncached render did not evaluate its Jsonnet");
   out["uncached_passes"] = k_uncached_passes;
-  // The allocator of the render's children (render/render_heap.hpp): without mimalloc
-  // an uncached render costs about a fifth more.
-  out["render_heap"] = render::load_render_heap().detail;
+  // The allocator of the render's children (render/render_heap.hpp): with glibc's an
+  // uncached render costs about half as much CPU again.
+  const auto& heap = render::load_render_heap();
+  out["render_heap"] = heap.available ? heap.version : "glibc malloc: " + heap.why_not;
   add_mode(out, "uncached_", uncached);
 
   // Warmed caches: one pass fills each, then their passes alternate (so drifting load

@@ -89,10 +89,10 @@ int run_render(const Globals& g, const RenderArgs& a) {
     const auto& info = render::load_render_heap();
     std::string heap;
     if (s.evaluations > 0 && s.heap_evaluations == s.evaluations)
-      heap = fmt::format(" ({})", info.detail);
+      heap = fmt::format(" ({})", info.version);
     else if (s.evaluations > 0)
-      heap = fmt::format(" ({} with {})", s.evaluations - s.heap_evaluations,
-                         info.available ? std::string("glibc malloc") : info.detail);
+      heap = fmt::format(" ({} with glibc malloc: {})", s.evaluations - s.heap_evaluations,
+                         s.glibc_reason.empty() ? info.why_not : s.glibc_reason);
     std::fprintf(stderr, "rendered %zu app(s): %d evaluation(s)%s, %d cache hit(s)\n", chain->rendered.size(),
                  s.evaluations, heap.c_str(), s.cache_hits);
   }

@@ -15,8 +15,8 @@
 // delete frees with mimalloc what mimalloc gave and with free what the parent had
 // allocated before the fork. mimalloc is opened with dlopen and its symbols kept local,
 // so its malloc never replaces glibc's for the process. Without the library (or in a
-// sanitizer build, or with GAIA_RENDER_MALLOC=glibc) renders use glibc's malloc, as
-// before, only slower.
+// sanitizer build, with GAIA_RENDER_MALLOC=glibc, or under a memory limit too small for
+// it) renders use glibc's malloc, as before, only slower.
 
 #include <string>
 
@@ -24,21 +24,25 @@ namespace gaia::render {
 
 struct RenderHeapInfo {
   bool available = false;  // mimalloc was opened; a render's child can use it.
-  std::string detail;      // Its version ("mimalloc 2.0.9"), or why it is not used.
+  std::string version;     // "mimalloc 2.0.9" when available.
+  std::string why_not;     // Otherwise why renders use glibc's malloc.
 };
 
 // Opens mimalloc once per process (thread-safe; later calls return the first answer),
-// unless the environment says GAIA_RENDER_MALLOC=glibc.
-// Call in the parent before forking a render's child, so the child does not pay for it.
+// unless the environment says GAIA_RENDER_MALLOC=glibc. mimalloc's own MIMALLOC_*
+// variables apply to it. Call in the parent before forking a render's child: the child
+// only uses what this opened.
 const RenderHeapInfo& load_render_heap();
 
-// In a render's child, right after fork: C++ allocations from here on come from
-// mimalloc. Returns false (and changes nothing) when it is not available. Never call it
-// in a process that goes on after the render: the switch is one-way.
-bool enter_render_heap();
+// In a render's child, right after fork (and after its address-space limit is set): C++
+// allocations from here on come from mimalloc, but for blocks over 32 MiB. Returns false
+// and says why (changing nothing) when mimalloc is not available or the limit leaves it
+// too little room. Never call it in a process that goes on after the render: the
+// switch is one-way.
+bool enter_render_heap(std::string* why_not = nullptr);
 
 // Whether this process allocates from the render heap (a render's child after
-// enter_render_heap), and whether p was given by it. For tests and diagnostics.
+// enter_render_heap), and whether mimalloc gave p. For tests and diagnostics.
 bool in_render_heap();
 bool owned_by_render_heap(const void* p);
 

@@ -72,18 +72,22 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
 
   load_render_heap();  // Once per process, before the fork: the child finds it open.
   auto outcome = run_sandboxed(limits, [&](SandboxChannel& channel) -> std::string {
-    const bool heap = enter_render_heap();
+    std::string why_glibc;
+    const bool heap = enter_render_heap(&why_glibc);
+    auto payload = [&](json j) {
+      j["heap"] = heap;
+      if (!heap) j["heap_why"] = why_glibc;
+      return detail::json_compact(j);
+    };
     try {
       auto r = evaluate_jsonnet(in, [&](std::string_view file) { channel.progress(file); });
-      if (!r)
-        return detail::json_compact(json{{"ok", false}, {"heap", heap}, {"diagnostics", to_json(r.error())}});
+      if (!r) return payload(json{{"ok", false}, {"diagnostics", to_json(r.error())}});
       json ext = json::array();
       for (const auto& f : r->external) ext.push_back(to_json(f));
-      return detail::json_compact(
-          json{{"ok", true}, {"heap", heap}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
+      return payload(json{{"ok", true}, {"raw", to_json(r->raw)}, {"external", std::move(ext)}});
     } catch (const std::exception& e) {
       Diagnostics ds{Diagnostic{{}, "", fmt::format("internal error while rendering: {}", e.what()), ""}};
-      return detail::json_compact(json{{"ok", false}, {"diagnostics", to_json(ds)}});
+      return payload(json{{"ok", false}, {"diagnostics", to_json(ds)}});
     }
   });
 
@@ -119,6 +123,7 @@ Result<EvalOutput> evaluate_sandboxed(const RenderRequest& req, const json& buil
   try {
     json j = json::parse(outcome.payload);
     if (req.stats && j.value("heap", false)) ++req.stats->heap_evaluations;
+    if (req.stats && j.contains("heap_why")) req.stats->glibc_reason = j.value("heap_why", "");
     if (!j.at("ok").get<bool>()) return fail(diagnostics_from_json(j.at("diagnostics")));
     EvalOutput out;
     out.raw = raw_render_from_json(j.at("raw"));

@@ -60,6 +60,7 @@ struct RenderStats {
   int evaluations = 0;  // Jsonnet evaluations started (sandboxed children forked).
   int heap_evaluations = 0;  // Of those, the ones whose child allocated from mimalloc
                              // (render/render_heap.hpp).
+  std::string glibc_reason;  // Why the last child that did not, did not.
   int cache_hits = 0;
   int cache_misses = 0;
 };

@@ -498,6 +498,17 @@ TEST_CASE("e2e render: the second render is served from the cache", "[e2e]") {
   CHECK(glibc.out == first.out);
   CHECK_THAT(glibc.err,
              Catch::Contains("5 evaluation(s) (5 with glibc malloc: GAIA_RENDER_MALLOC=glibc)"));
+  auto typo = s.gaia({"-v", "render", "examples/web", "--no-cache"}, {{"GAIA_RENDER_MALLOC", "jemalloc"}});
+  REQUIRE(typo.code == 0);
+  CHECK(typo.out == first.out);
+  CHECK_THAT(typo.err, Catch::Contains("(5 with glibc malloc: GAIA_RENDER_MALLOC=jemalloc is neither mimalloc nor glibc)"));
+  // The smallest memory limit leaves mimalloc no room (it reserves 32 MiB at a time): the
+  // children use glibc, render the same, and -v says why.
+  auto tight = s.gaia({"-v", "render", "examples/web", "--no-cache", "--render-memory", "64"});
+  REQUIRE(tight.code == 0);
+  CHECK(tight.out == first.out);
+  CHECK_THAT(tight.err, Catch::Contains("(5 with glibc malloc: the memory limit of 64 MiB leaves mimalloc too little "
+                                        "address space"));
   // Without -v, nothing on stderr.
   CHECK(s.gaia({"render", "examples/web"}).err.empty());
 }

@@ -5,10 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "render/render_heap.hpp"
@@ -17,13 +21,65 @@
 
 namespace render = gaia::render;
 
+namespace {
+
+// The test process's mapped address space, as the heap's own check reads it.
+size_t mapped_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "re");
+  unsigned long pages = 0;
+  if (f) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return static_cast<size_t>(pages) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// The body of a child that switches and then allocates and frees as a render does:
+// small, medium and large blocks from mimalloc, blocks past 32 MiB and a block past
+// 1 GiB from glibc, and the parent's blocks freed with glibc, interleaved. A block freed
+// by the wrong allocator aborts the child. Returns a summary, or what went wrong.
+std::string allocate_as_a_render(std::vector<std::string>* parents) {
+  auto early = std::make_unique<std::string>(1000, 'e');  // Before the switch: glibc.
+  if (render::owned_by_render_heap(early->data())) return "an allocation before the switch came from mimalloc";
+  std::string why;
+  if (!render::enter_render_heap(&why)) return "enter_render_heap refused: " + why;
+  if (!render::in_render_heap()) return "not in the render heap after the switch";
+  if (render::owned_by_render_heap(parents->front().data())) return "the parent's memory is taken for mimalloc's";
+  std::vector<std::unique_ptr<char[]>> blocks;
+  size_t owned = 0;
+  for (size_t size : {size_t{8}, size_t{24}, size_t{100}, size_t{4096}, size_t{70000}, size_t{3} << 20}) {
+    for (int i = 0; i < 50; ++i) {
+      blocks.push_back(std::make_unique<char[]>(size));
+      owned += render::owned_by_render_heap(blocks.back().get()) ? 1 : 0;
+    }
+  }
+  // Not touched (new without (), so no zeroing): only address space is taken.
+  std::unique_ptr<char[]> past_segment(new char[(size_t{32} << 20) + 1]);
+  std::unique_ptr<char[]> past_gib(new char[(size_t{1} << 30) + 1]);
+  const size_t large_owned = (render::owned_by_render_heap(past_segment.get()) ? 1 : 0) +
+                             (render::owned_by_render_heap(past_gib.get()) ? 1 : 0);
+  parents->clear();
+  parents->shrink_to_fit();
+  early.reset();
+  blocks.clear();
+  past_segment.reset();
+  past_gib.reset();
+  std::vector<std::string> again(5000, std::string(64, 'a'));
+  for (const auto& s : again) owned += render::owned_by_render_heap(s.data()) ? 1 : 0;
+  return fmt::format("owned {}, large owned {}", owned, large_owned);
+}
+
+}  // namespace
+
 TEST_CASE("render heap: the setup script installs mimalloc and only a render's child uses it", "[render_heap]") {
   const auto& info = render::load_render_heap();
-  INFO(info.detail);
-  // scripts/setup.sh installs libmimalloc-dev; without it renders are slower, not wrong.
+  INFO(info.why_not);
+  // scripts/setup.sh installs libmimalloc-dev; without it renders are slower, not wrong,
+  // but the test suite checks the setup did its part.
   REQUIRE(info.available);
-  CHECK_THAT(info.detail, Catch::StartsWith("mimalloc 2."));
+  CHECK_THAT(info.version, Catch::StartsWith("mimalloc 2.0."));
   CHECK_FALSE(render::in_render_heap());
+  // This process allocates from glibc, which mimalloc does not own.
   auto mine = std::make_unique<std::string>(4096, 'p');
   CHECK_FALSE(render::owned_by_render_heap(mine->data()));
 }
@@ -32,58 +88,62 @@ TEST_CASE("render heap: the child allocates from mimalloc and frees the parent's
           "[render_heap]") {
   REQUIRE(render::load_render_heap().available);
   // Allocated by glibc in this process; the child frees its copy of them.
-  auto before_fork = std::make_unique<std::vector<std::string>>();
-  for (int i = 0; i < 2000; ++i) before_fork->push_back(std::string(static_cast<size_t>(i % 300) + 20, 'b'));
+  std::vector<std::string> parents;
+  for (int i = 0; i < 2000; ++i) parents.push_back(std::string(static_cast<size_t>(i % 300) + 20, 'b'));
 
   render::SandboxLimits limits;
   limits.timeout_ms = 5000;
-  auto out = render::run_sandboxed(limits, [&](render::SandboxChannel&) -> std::string {
-    auto early = std::make_unique<std::string>(1000, 'e');  // Before the switch: glibc.
-    if (render::owned_by_render_heap(early->data())) return "an allocation before the switch came from mimalloc";
-    if (!render::enter_render_heap()) return "enter_render_heap failed";
-    if (!render::in_render_heap()) return "not in the render heap after the switch";
-    if (render::owned_by_render_heap(before_fork->front().data()))
-      return "the parent's memory is taken for mimalloc's";
-    // Small, medium and large blocks, as a render makes them, all from mimalloc.
-    std::vector<std::unique_ptr<char[]>> blocks;
-    size_t owned = 0;
-    for (size_t size : {size_t{8}, size_t{24}, size_t{100}, size_t{4096}, size_t{70000}, size_t{3} << 20}) {
-      for (int i = 0; i < 50; ++i) {
-        blocks.push_back(std::make_unique<char[]>(size));
-        owned += render::owned_by_render_heap(blocks.back().get()) ? 1 : 0;
-      }
-    }
-    // Frees of both kinds, interleaved: glibc's blocks go back to glibc, mimalloc's to
-    // mimalloc (a block freed by the wrong one would abort the child).
-    before_fork.reset();
-    early.reset();
-    blocks.clear();
-    std::vector<std::string> again(5000, std::string(64, 'a'));
-    for (const auto& s : again) owned += render::owned_by_render_heap(s.data()) ? 1 : 0;
-    return fmt::format("owned {}", owned);
-  });
-  INFO(out.error);
-  REQUIRE(out.status == render::SandboxOutcome::Status::Ok);
-  CHECK(out.payload == "owned 5300");
+  limits.memory_limit_bytes = mapped_bytes() + (size_t{4} << 30);
+  // From this thread, and from another one, as `gaia validate -j 2` forks its renders.
+  auto run = [&] {
+    return render::run_sandboxed(limits, [&](render::SandboxChannel&) { return allocate_as_a_render(&parents); });
+  };
+  auto here = run();
+  render::SandboxOutcome there;
+  std::thread([&] { there = run(); }).join();
+  for (const auto* out : {&here, &there}) {
+    INFO(out->error);
+    REQUIRE(out->status == render::SandboxOutcome::Status::Ok);
+    CHECK(out->payload == "owned 5300, large owned 0");
+  }
   // The parent's own copy is untouched, and the parent never switched.
-  CHECK(before_fork->size() == 2000);
+  CHECK(parents.size() == 2000);
   CHECK_FALSE(render::in_render_heap());
+}
+
+TEST_CASE("render heap: a memory limit too small for mimalloc leaves the child on glibc", "[render_heap]") {
+  REQUIRE(render::load_render_heap().available);
+  render::SandboxLimits limits;
+  limits.timeout_ms = 5000;
+  limits.memory_limit_bytes = mapped_bytes() + (size_t{100} << 20);
+  auto out = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
+    std::string why;
+    if (render::enter_render_heap(&why)) return "entered";
+    std::vector<std::string> work(10000, std::string(100, 'w'));
+    return (render::in_render_heap() ? "switched anyway: " : "glibc: ") + why;
+  });
+  REQUIRE(out.status == render::SandboxOutcome::Status::Ok);
+  CHECK_THAT(out.payload, Catch::StartsWith("glibc: the memory limit of "));
+  CHECK_THAT(out.payload, Catch::Contains("leaves mimalloc too little address space"));
 }
 
 TEST_CASE("render heap: running out of memory in the child is std::bad_alloc, not a crash", "[render_heap]") {
   REQUIRE(render::load_render_heap().available);
   render::SandboxLimits limits;
   limits.timeout_ms = 5000;
-  limits.memory_limit_bytes = size_t{256} << 20;
+  limits.memory_limit_bytes = mapped_bytes() + (size_t{512} << 20);
   auto out = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
-    render::enter_render_heap();
+    if (!render::enter_render_heap()) return "not entered";
+    // Many blocks small enough for mimalloc, until the limit stops it and then glibc.
+    std::vector<std::unique_ptr<char[]>> blocks;
     try {
-      auto huge = std::make_unique<char[]>(size_t{1} << 30);
-      return fmt::format("allocated {}", static_cast<const void*>(huge.get()));
+      while (true) blocks.emplace_back(new char[1 << 20]);
     } catch (const std::bad_alloc&) {
+      const size_t got = blocks.size();
+      blocks.clear();
       // The heap still works for what fits.
       std::string after(1 << 20, 'x');
-      return render::owned_by_render_heap(after.data()) ? "bad_alloc" : "bad_alloc, then not from mimalloc";
+      return render::owned_by_render_heap(after.data()) && got > 100 ? "bad_alloc" : "bad_alloc, then broken";
     }
   });
   REQUIRE(out.status == render::SandboxOutcome::Status::Ok);
@@ -103,9 +163,21 @@ TEST_CASE("render heap: a render in its child allocates from mimalloc and gives 
   req.stats = &stats;
   auto out = render::evaluate(req);
   REQUIRE(out.has_value());
+  // The child counts only when its probe allocation came from mimalloc.
   CHECK(stats.evaluations == 1);
   CHECK(stats.heap_evaluations == 1);
+  CHECK(stats.glibc_reason.empty());
   const auto& outputs = out->main.at("outputs");
   CHECK(outputs.at("joined") == "node-001,node-002,node-003");
   CHECK(outputs.at("yaml") == "\"a\":\n- \"node-001\"\n- \"node-002\"");
+
+  // Under a limit too small for mimalloc the render still succeeds, on glibc, and says why.
+  render::RenderStats small;
+  req.stats = &small;
+  req.options.memory_limit_bytes = mapped_bytes() + (size_t{120} << 20);
+  auto on_glibc = render::evaluate(req);
+  REQUIRE(on_glibc.has_value());
+  CHECK(on_glibc->main == out->main);
+  CHECK(small.heap_evaluations == 0);
+  CHECK_THAT(small.glibc_reason, Catch::Contains("leaves mimalloc too little address space"));
 }
