@@ -36,8 +36,8 @@ const RenderHeapInfo& load_render_heap();
 
 // In a render's child, right after fork (and after its address-space limit is set): C++
 // allocations from here on come from mimalloc, but for blocks over 32 MiB. Returns false
-// and says why (changing nothing) when mimalloc is not available or the limit leaves it
-// too little room. Never call it in a process that goes on after the render: the
+// and says why (the process then allocates from glibc as before) when mimalloc is not
+// available or the limit leaves it too little room. Never call it in a process that goes on after the render: the
 // switch is one-way.
 bool enter_render_heap(std::string* why_not = nullptr);
 

@@ -64,7 +64,15 @@ bool write_all(int fd, std::string_view data) {
     ::setrlimit(RLIMIT_AS, &rl);
   }
   SandboxChannel channel(fd);
-  std::string payload = body(channel);
+  std::string payload;
+  try {
+    payload = body(channel);
+  } catch (...) {
+    // The body must not throw; if it does anyway (out of memory while reporting an
+    // error), unwinding further would run the parent's frames and exit handlers in
+    // this copy of it.
+    ::_exit(5);
+  }
   bool ok = write_all(fd, std::string_view(&k_result, 1)) && write_all(fd, payload);
   ::close(fd);
   ::_exit(ok ? 0 : 3);
