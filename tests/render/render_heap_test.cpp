@@ -34,6 +34,14 @@ size_t mapped_bytes() {
   return static_cast<size_t>(pages) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Limits for a child with `mib` MiB of address space above what this process maps.
+render::SandboxLimits room_above_mapped(size_t mib, int timeout_ms = 5000) {
+  render::SandboxLimits limits;
+  limits.timeout_ms = timeout_ms;
+  limits.memory_limit_bytes = mapped_bytes() + (mib << 20);
+  return limits;
+}
+
 // The body of a child that switches and then allocates and frees as a render does:
 // small, medium and large blocks from mimalloc, blocks past 32 MiB and a block past
 // 1 GiB from glibc, and the parent's blocks freed with glibc, interleaved. A block freed
@@ -97,9 +105,7 @@ TEST_CASE("render heap: the child allocates from mimalloc and frees the parent's
   std::vector<std::string> parents;
   for (int i = 0; i < 2000; ++i) parents.push_back(std::string(static_cast<size_t>(i % 300) + 20, 'b'));
 
-  render::SandboxLimits limits;
-  limits.timeout_ms = 5000;
-  limits.memory_limit_bytes = mapped_bytes() + (size_t{4} << 30);
+  const auto limits = room_above_mapped(4096);
   // From this thread, and from another one, as `gaia validate -j 2` forks its renders.
   auto run = [&] {
     return render::run_sandboxed(limits, [&](render::SandboxChannel&) { return allocate_as_a_render(&parents); });
@@ -119,9 +125,7 @@ TEST_CASE("render heap: the child allocates from mimalloc and frees the parent's
 
 TEST_CASE("render heap: a memory limit too small for mimalloc leaves the child on glibc", "[render_heap]") {
   REQUIRE(render::load_render_heap().available);
-  render::SandboxLimits limits;
-  limits.timeout_ms = 5000;
-  limits.memory_limit_bytes = mapped_bytes() + (size_t{100} << 20);
+  const auto limits = room_above_mapped(100);
   auto out = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
     std::string why;
     if (render::enter_render_heap(&why)) return "entered";
@@ -135,9 +139,7 @@ TEST_CASE("render heap: a memory limit too small for mimalloc leaves the child o
 
 TEST_CASE("render heap: running out of memory in the child is std::bad_alloc, not a crash", "[render_heap]") {
   REQUIRE(render::load_render_heap().available);
-  render::SandboxLimits limits;
-  limits.timeout_ms = 5000;
-  limits.memory_limit_bytes = mapped_bytes() + (size_t{512} << 20);
+  const auto limits = room_above_mapped(512);
   auto out = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
     if (!render::enter_render_heap()) return "not entered";
     // Many blocks small enough for mimalloc, until the limit stops it and then glibc.
@@ -159,9 +161,7 @@ TEST_CASE("render heap: running out of memory in the child is std::bad_alloc, no
 TEST_CASE("render heap: memory mimalloc freed makes room for glibc's large blocks under the limit",
           "[render_heap]") {
   REQUIRE(render::load_render_heap().available);
-  render::SandboxLimits limits;
-  limits.timeout_ms = 10000;
-  limits.memory_limit_bytes = mapped_bytes() + (size_t{400} << 20);
+  const auto limits = room_above_mapped(400, 10000);
   auto out = render::run_sandboxed(limits, [](render::SandboxChannel&) -> std::string {
     if (!render::enter_render_heap()) return "not entered";
     {
