@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include "net/curl_library.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -18,17 +20,11 @@ struct Client::Pool {
   std::vector<CURL*> idle;
 
   ~Pool() {
-    for (CURL* handle : idle) curl_easy_cleanup(handle);
+    for (CURL* handle : idle) curl().easy_cleanup(handle);
   }
 };
 
 namespace {
-
-// libcurl wants curl_global_init before any handle exists; once per process is enough.
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct Transfer {
   CURL* handle = nullptr;
@@ -67,7 +63,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 // live through the call.
 void set_blob(CURL* handle, CURLoption option, const std::string& pem) {
   curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
-  curl_easy_setopt(handle, option, &blob);
+  curl().easy_setopt(handle, option, &blob);
 }
 
 size_t on_write(char* data, size_t size, size_t count, void* user) {
@@ -75,7 +71,7 @@ size_t on_write(char* data, size_t size, size_t count, void* user) {
   size_t length = size * count;
   if (transfer->request->on_data) {
     long status = 0;
-    curl_easy_getinfo(transfer->handle, CURLINFO_RESPONSE_CODE, &status);
+    curl().easy_getinfo(transfer->handle, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300) {
       if (!transfer->request->on_data(std::string_view(data, length))) {
         transfer->stopped = true;
@@ -115,9 +111,9 @@ bool is_tls_failure(CURLcode rc) {
 // (called between waits). Sets *cancelled when the cancellation ended it.
 CURLcode perform_interruptible(CURL* handle, const Request& request, Transfer& transfer,
                                bool* cancelled) {
-  CURLM* multi = curl_multi_init();
+  CURLM* multi = curl().multi_init();
   if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
-  curl_multi_add_handle(multi, handle);
+  curl().multi_add_handle(multi, handle);
   Cancellation* cancellation = request.cancellation;
   bool attached = cancellation == nullptr || cancellation->attach(multi);
   CURLcode rc = CURLE_OK;
@@ -129,13 +125,13 @@ CURLcode perform_interruptible(CURL* handle, const Request& request, Transfer& t
   auto next_tick = std::chrono::steady_clock::now() + tick;
   while (attached) {
     int running = 0;
-    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+    if (curl().multi_perform(multi, &running) != CURLM_OK) {
       rc = CURLE_FAILED_INIT;
       break;
     }
     bool finished = running == 0;
     int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+    while (CURLMsg* message = curl().multi_info_read(multi, &left)) {
       if (message->msg == CURLMSG_DONE) {
         rc = message->data.result;
         finished = true;
@@ -160,19 +156,19 @@ CURLcode perform_interruptible(CURL* handle, const Request& request, Transfer& t
     if (request.on_tick)
       wait_ms = static_cast<int>(std::clamp<int64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count(), 1, 1000));
-    curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
+    curl().multi_poll(multi, nullptr, 0, wait_ms, nullptr);
   }
   if (cancellation != nullptr && attached) cancellation->detach(multi);
-  curl_multi_remove_handle(multi, handle);
-  curl_multi_cleanup(multi);
+  curl().multi_remove_handle(multi, handle);
+  curl().multi_cleanup(multi);
   return rc;
 }
 
 // Frees a header list however the request ends.
 struct HeaderList {
   curl_slist* list = nullptr;
-  ~HeaderList() { curl_slist_free_all(list); }
-  void add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
+  ~HeaderList() { curl().slist_free_all(list); }
+  void add(const std::string& line) { list = curl().slist_append(list, line.c_str()); }
 };
 
 }  // namespace
@@ -180,7 +176,7 @@ struct HeaderList {
 void Cancellation::cancel() {
   std::lock_guard lock(m_mutex);
   m_cancelled.store(true);
-  for (void* multi : m_waiting) curl_multi_wakeup(static_cast<CURLM*>(multi));
+  for (void* multi : m_waiting) curl().multi_wakeup(static_cast<CURLM*>(multi));
 }
 
 bool Cancellation::attach(void* multi) {
@@ -196,7 +192,9 @@ void Cancellation::detach(void* multi) {
 }
 
 Client::Client(TlsOptions tls) : m_tls(std::move(tls)), m_pool(std::make_unique<Pool>()) {
-  global_init();
+  // libcurl is opened by the first client, not at start (net/curl_library.hpp); a
+  // process without it fails each request with the reason.
+  open_curl(&m_unavailable);
 }
 
 Client::~Client() = default;
@@ -214,6 +212,9 @@ std::expected<Response, HttpError> Client::send(const Request& request) {
 std::expected<Response, HttpError> Client::post(const Request& request) { return perform(request, "POST"); }
 
 std::expected<Response, HttpError> Client::perform(const Request& request, const std::string& method) {
+  if (!m_unavailable.empty())
+    return std::unexpected(HttpError{HttpErrc::Other, fmt::format("{} {}: {}", method, request.url, m_unavailable),
+                                     0, "", false});
   CURL* handle = nullptr;
   {
     std::lock_guard lock(m_pool->mutex);
@@ -222,7 +223,7 @@ std::expected<Response, HttpError> Client::perform(const Request& request, const
       m_pool->idle.pop_back();
     }
   }
-  if (handle == nullptr) handle = curl_easy_init();
+  if (handle == nullptr) handle = curl().easy_init();
   if (handle == nullptr)
     return std::unexpected(HttpError{HttpErrc::Other,
                                      fmt::format("{} {}: libcurl could not create a handle",
@@ -238,7 +239,7 @@ std::expected<Response, HttpError> Client::perform(const Request& request, const
       pool.idle.push_back(handle);
     }
   } give_back{*m_pool, handle};
-  curl_easy_reset(handle);
+  curl().easy_reset(handle);
 
   Transfer transfer{handle, &request, {}, false, {}};
   bool bodiless = method == "GET" || method == "HEAD";
@@ -254,68 +255,68 @@ std::expected<Response, HttpError> Client::perform(const Request& request, const
   auto timeout_ms = std::max<long>(0, static_cast<long>(request.timeout.count()));
   auto connect_ms = std::max<long>(1, static_cast<long>(request.connect_timeout.count()));
   if (timeout_ms > 0) connect_ms = std::min(connect_ms, timeout_ms);
-  curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl().easy_setopt(handle, CURLOPT_URL, request.url.c_str());
+  curl().easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
   // curl_easy_reset above returned the handle to a plain GET, so each request sets
   // only what differs from that and nothing of an earlier method lingers.
   if (method == "HEAD") {
-    curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+    curl().easy_setopt(handle, CURLOPT_NOBODY, 1L);
   } else if (method != "GET") {
     if (with_body) {
-      curl_easy_setopt(handle, CURLOPT_POST, 1L);
-      curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      curl().easy_setopt(handle, CURLOPT_POST, 1L);
+      curl().easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+      curl().easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     }
     // The body is sent as for a POST, under the method's own name.
-    if (method != "POST") curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, method.c_str());
+    if (method != "POST") curl().easy_setopt(handle, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
-  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
-  curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  curl().easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
+  curl().easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl().easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
   // Timeouts must not use signals: the client is used from several threads.
-  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  curl().easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
   // A long-lived stream over a path that silently died (a cut cable, a rebooted host)
   // is noticed by TCP keep-alive probes rather than never.
-  curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(handle, CURLOPT_TCP_KEEPIDLE, 10L);
-  curl_easy_setopt(handle, CURLOPT_TCP_KEEPINTVL, 5L);
+  curl().easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl().easy_setopt(handle, CURLOPT_TCP_KEEPIDLE, 10L);
+  curl().easy_setopt(handle, CURLOPT_TCP_KEEPINTVL, 5L);
   // The servers this client talks to are named explicitly; a proxy from the environment
   // (http_proxy) would only get between gaia and its store.
-  curl_easy_setopt(handle, CURLOPT_PROXY, "");
-  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
+  curl().easy_setopt(handle, CURLOPT_PROXY, "");
+  curl().easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_write);
+  curl().easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
+  curl().easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
+  curl().easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
+  curl().easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
   // Text in memory wins over a file; the options are the client's, the same for every
   // request, so a pooled handle never carries another client's trust or identity.
   if (!m_tls.ca_pem.empty())
     set_blob(handle, CURLOPT_CAINFO_BLOB, m_tls.ca_pem);
   else if (!m_tls.ca_file.empty())
-    curl_easy_setopt(handle, CURLOPT_CAINFO, m_tls.ca_file.c_str());
+    curl().easy_setopt(handle, CURLOPT_CAINFO, m_tls.ca_file.c_str());
   if (!m_tls.cert_pem.empty()) {
     set_blob(handle, CURLOPT_SSLCERT_BLOB, m_tls.cert_pem);
-    curl_easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
+    curl().easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
   } else if (!m_tls.cert_file.empty()) {
-    curl_easy_setopt(handle, CURLOPT_SSLCERT, m_tls.cert_file.c_str());
+    curl().easy_setopt(handle, CURLOPT_SSLCERT, m_tls.cert_file.c_str());
   }
   if (!m_tls.key_pem.empty()) {
     set_blob(handle, CURLOPT_SSLKEY_BLOB, m_tls.key_pem);
-    curl_easy_setopt(handle, CURLOPT_SSLKEYTYPE, "PEM");
+    curl().easy_setopt(handle, CURLOPT_SSLKEYTYPE, "PEM");
   } else if (!m_tls.key_file.empty()) {
-    curl_easy_setopt(handle, CURLOPT_SSLKEY, m_tls.key_file.c_str());
+    curl().easy_setopt(handle, CURLOPT_SSLKEY, m_tls.key_file.c_str());
   }
   if (m_tls.insecure_skip_verify) {
-    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl().easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl().easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L);
   }
 
   bool cancelled = false;
   CURLcode rc = request.cancellation != nullptr || request.on_tick
                     ? perform_interruptible(handle, request, transfer, &cancelled)
-                    : curl_easy_perform(handle);
+                    : curl().easy_perform(handle);
   long status = 0;
-  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  curl().easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
   if (cancelled)
     return std::unexpected(HttpError{HttpErrc::Cancelled, fmt::format("{} {}: cancelled", method, request.url),
                                      0, "", true});
@@ -335,11 +336,11 @@ std::expected<Response, HttpError> Client::perform(const Request& request, const
   // the requests it issued, and times the moment a transfer was about to start sending.
   long request_size = 0;
   curl_off_t pretransfer_us = 0, connect_us = 0;
-  curl_easy_getinfo(handle, CURLINFO_REQUEST_SIZE, &request_size);
-  curl_easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-  curl_easy_getinfo(handle, CURLINFO_CONNECT_TIME_T, &connect_us);
+  curl().easy_getinfo(handle, CURLINFO_REQUEST_SIZE, &request_size);
+  curl().easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+  curl().easy_getinfo(handle, CURLINFO_CONNECT_TIME_T, &connect_us);
   bool maybe_sent = request_size > 0 || pretransfer_us > 0;
-  std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
+  std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl().easy_strerror(rc);
 
   HttpError error;
   error.maybe_sent = maybe_sent;

@@ -150,6 +150,7 @@ class Client {
   struct Pool;
   TlsOptions m_tls;
   std::unique_ptr<Pool> m_pool;
+  std::string m_unavailable;  // Why no request can be made (libcurl missing), or empty.
 };
 
 }  // namespace gaia::http

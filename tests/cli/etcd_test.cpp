@@ -104,9 +104,14 @@ TEST_CASE("etcd: two gaia installations sharing one etcd see each other's apps",
   ga.ok({"cluster", "create", "--nodes", "2"});
   // The other one names the store through GAIA_STORE, as a team's shell profile would.
   std::map<std::string, std::string> env{{"GAIA_STORE", etcd_url(server)}};
-  auto submitted = b.gaia({"submit", examples_dir() + "/local/kv"}, env);
+  // LD_DEBUG=files: the dynamic loader names each library as it loads it. libcurl is
+  // opened by the first HTTP client (net/curl_library.hpp), as etcd needs it.
+  auto with_loader_log = env;
+  with_loader_log["LD_DEBUG"] = "files";
+  auto submitted = b.gaia({"submit", examples_dir() + "/local/kv"}, with_loader_log);
   INFO(submitted.out << submitted.err);
   REQUIRE(submitted.code == 0);
+  CHECK_THAT(submitted.err, Catch::Contains("file=libcurl.so.4"));
   ga.ok({"submit", examples_dir() + "/local/hits"});
 
   for (const Scratch* s : {&a, &b}) {
