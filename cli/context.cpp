@@ -22,6 +22,7 @@
 #include "lib/hash.hpp"
 #include "process/process_backend.hpp"
 #include "lib/timeline.hpp"
+#include "net/http.hpp"
 #include "store/etcd_store.hpp"
 #include "store/sqlite_store.hpp"
 
@@ -38,6 +39,16 @@ fs::path state_dir() {
 fs::path context_file_path() { return state_dir() / "contexts.json"; }
 
 namespace {
+
+// libcurl is opened on first use (net/curl_library.hpp). Without it every store and
+// backend but etcd and Kubernetes works; those say so at once, where a request failing
+// would be retried as if the server were down.
+Result<void> need_http(const std::string& what) {
+  std::string why;
+  if (http::available(&why)) return {};
+  return fail(Diagnostic{{}, "", fmt::format("{}: {}", what, why),
+                         "bash scripts/setup.sh --main installs libcurl4 with the rest of what gaia needs"});
+}
 
 ContextEntry default_context() { return ContextEntry{"default", (state_dir() / "gaia.db").string(), "sim", {}, {}}; }
 
@@ -194,6 +205,8 @@ Result<std::unique_ptr<Backend>> open_kube_backend(const ContextEntry& context, 
   // Which store the pods belong to: two stores sharing a cluster never touch each
   // other's pods.
   options.owner = owner;
+  if (auto http = need_http(fmt::format("context {}: the Kubernetes backend", context.name)); !http)
+    return fail(http.error());
   auto client = std::make_shared<kube::Client>(std::move(*config));
   return std::unique_ptr<Backend>(std::make_unique<kube::KubeBackend>(std::move(client), std::move(options)));
 }
@@ -318,6 +331,7 @@ Result<std::unique_ptr<Store>> open_store(const ContextEntry& context, const Ope
   // from the others) fails only its own request, not the whole list: the next member
   // is tried first, once per member, so one stuck member among healthy ones does not
   // stop every command. Members that cannot be reached at all are skipped by the store.
+  if (auto http = need_http(what); !http) return fail(http.error());
   std::vector<std::string> timeouts;
   auto store = EtcdStore::open(*etcd);
   for (size_t tried = 1; !store && store.error().code == StoreErrc::Timeout && tried < etcd->endpoints.size(); ++tried) {

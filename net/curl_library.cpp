@@ -51,8 +51,18 @@ Opened open_once() {
   take(handle, "curl_multi_poll", l.multi_poll, missing);
   take(handle, "curl_multi_wakeup", l.multi_wakeup, missing);
   take(handle, "curl_multi_cleanup", l.multi_cleanup, missing);
+  decltype(&::curl_version_info) version_info = nullptr;
+  take(handle, "curl_version_info", version_info, missing);
   if (!missing.empty()) {
-    out.why_not = fmt::format("the libcurl found lacks {} (gaia needs libcurl 7.68 or later)", missing);
+    out.why_not = fmt::format("the libcurl found lacks {} (gaia needs libcurl 7.85 or later)", missing);
+    return out;
+  }
+  // 7.85 is the first with CURLOPT_PROTOCOLS_STR, which keeps requests to http and
+  // https; an older library would ignore that option (and the certificate blobs of 7.71
+  // and 7.77) without an error, so it is refused here instead.
+  const curl_version_info_data* info = version_info(CURLVERSION_NOW);
+  if (!info || info->version_num < 0x075500) {
+    out.why_not = fmt::format("libcurl {} is older than 7.85, which gaia needs", info && info->version ? info->version : "?");
     return out;
   }
   // libcurl wants curl_global_init before any handle exists; once per process.
@@ -68,13 +78,14 @@ std::atomic<const CurlLibrary*> g_opened{nullptr};
 }  // namespace
 
 const CurlLibrary* open_curl(std::string* why) {
-  static const Opened opened = open_once();
-  if (!opened.why_not.empty()) {
-    if (why) *why = opened.why_not;
+  // Never destroyed: a watch thread may still be in libcurl while the process exits.
+  static const Opened* opened = new Opened(open_once());
+  if (!opened->why_not.empty()) {
+    if (why) *why = opened->why_not;
     return nullptr;
   }
-  g_opened.store(&opened.lib, std::memory_order_release);
-  return &opened.lib;
+  g_opened.store(&opened->lib, std::memory_order_release);
+  return &opened->lib;
 }
 
 const CurlLibrary& curl() {
@@ -82,7 +93,5 @@ const CurlLibrary& curl() {
   if (!l) throw std::logic_error("libcurl used before open_curl succeeded");
   return *l;
 }
-
-bool curl_opened() { return g_opened.load(std::memory_order_acquire) != nullptr; }
 
 }  // namespace gaia::http

@@ -36,17 +36,13 @@ struct CurlLibrary {
   decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
 };
 
-// Opens libcurl (Debian's libcurl4, the soname the build compiled against) and runs
-// curl_global_init, once per process and thread-safe: later calls return the first
-// answer. Null when it cannot, with the reason in *why.
+// Opens libcurl (Debian's libcurl4, the soname the build compiled against; 7.85 or
+// later) and runs curl_global_init, once per process and thread-safe: later calls return
+// the first answer. Null when it cannot, with the reason in *why.
 const CurlLibrary* open_curl(std::string* why = nullptr);
 
 // The library open_curl opened. Only for code that runs after a successful open_curl
 // (every libcurl handle exists because of one).
 const CurlLibrary& curl();
-
-// Whether this process has opened libcurl (for tests: commands on the embedded default
-// must not).
-bool curl_opened();
 
 }  // namespace gaia::http

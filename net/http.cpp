@@ -173,6 +173,8 @@ struct HeaderList {
 
 }  // namespace
 
+bool available(std::string* why) { return open_curl(why) != nullptr; }
+
 void Cancellation::cancel() {
   std::lock_guard lock(m_mutex);
   m_cancelled.store(true);

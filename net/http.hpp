@@ -106,6 +106,12 @@ struct Response {
   const std::string* header(std::string_view name) const;
 };
 
+// Whether this process can make HTTP requests: opens libcurl the first time
+// (net/curl_library.hpp). False, with the reason in *why, when the library is missing or
+// too old. Callers that need HTTP check it when they start, so that a missing library
+// is an error at once rather than a request failure that looks like a server down.
+bool available(std::string* why = nullptr);
+
 enum class HttpErrc {
   CannotConnect,  // No connection was made (refused, unresolvable, connect timed out).
   Timeout,        // Connected, but the exchange did not finish within Request::timeout.

@@ -722,7 +722,7 @@ TEST_CASE("e2e: commands on the embedded default start without libcurl", "[e2e]"
   // library it loads.
   Scratch s;
   copy_examples(s);
-  const std::map<std::string, std::string> env{{"LD_DEBUG", "files"}};
+  const std::map<std::string, std::string> env{{"LD_DEBUG", "files"}, {"LD_DEBUG_OUTPUT", ""}};
   auto created = s.gaia({"cluster", "create", "--nodes", "3"}, env);
   REQUIRE(created.code == 0);
   auto submitted = s.gaia({"submit", "examples/local/kv"}, env);
@@ -734,4 +734,22 @@ TEST_CASE("e2e: commands on the embedded default start without libcurl", "[e2e]"
     CHECK_THAT(r->err, Catch::Contains("file=libjsonnet.so"));  // The log is there...
     CHECK_THAT(r->err, !Catch::Contains("libcurl"));            // ...and names no libcurl.
   }
+}
+
+TEST_CASE("e2e: without libcurl, the embedded default works and etcd says so at once", "[e2e]") {
+  // As on a machine where libcurl is missing: a preloaded library makes opening it fail.
+  Scratch s;
+  copy_examples(s);
+  const std::map<std::string, std::string> env{{"LD_PRELOAD", GAIA_TEST_NO_CURL}};
+  REQUIRE(s.gaia({"cluster", "create", "--nodes", "2"}, env).code == 0);
+  auto submitted = s.gaia({"submit", "examples/local/kv"}, env);
+  INFO(submitted.err);
+  CHECK(submitted.code == 0);
+  // An etcd store needs it: the store's opening says so (with the way to install it)
+  // before any request, which would fail and be retried as if the server were down.
+  auto etcd = s.gaia({"get", "apps", "--store", "etcd://127.0.0.1:9"}, env);
+  CHECK(etcd.code == 1);
+  CHECK_THAT(etcd.err, Catch::Contains("etcd store etcd://127.0.0.1:9"));
+  CHECK_THAT(etcd.err, Catch::Contains("cannot open libcurl"));
+  CHECK_THAT(etcd.err, Catch::Contains("hint: bash scripts/setup.sh --main installs libcurl4"));
 }

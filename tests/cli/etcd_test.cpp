@@ -108,6 +108,7 @@ TEST_CASE("etcd: two gaia installations sharing one etcd see each other's apps",
   // opened by the first HTTP client (net/curl_library.hpp), as etcd needs it.
   auto with_loader_log = env;
   with_loader_log["LD_DEBUG"] = "files";
+  with_loader_log["LD_DEBUG_OUTPUT"] = "";  // An empty value unsets it: the log goes to stderr.
   auto submitted = b.gaia({"submit", examples_dir() + "/local/kv"}, with_loader_log);
   INFO(submitted.out << submitted.err);
   REQUIRE(submitted.code == 0);
