@@ -132,22 +132,21 @@ const Mimalloc* g_heap = nullptr;
 // ownership test does not cover.
 constexpr std::size_t k_largest_from_mimalloc = std::size_t{32} << 20;
 
-// What mimalloc needs of the address-space limit beyond what the child already maps: it
-// reserves its memory in 32 MiB segments and keeps them (measured: a template that renders
-// with glibc under a limit 144 MiB above the process needed 208 MiB with mimalloc).
-constexpr std::size_t k_address_space_headroom = std::size_t{256} << 20;
-
 // The process's mapped address space (the first field of /proc/self/statm), or 0.
 std::size_t address_space_in_use() {
-  std::FILE* f = std::fopen("/proc/self/statm", "re");
-  if (!f) return 0;
-  unsigned long pages = 0;
-  const bool ok = std::fscanf(f, "%lu", &pages) == 1;
-  std::fclose(f);
-  return ok ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
+  const long pages = read_number_file("/proc/self/statm");
+  return pages > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace
+
+std::optional<std::string> address_space_refusal(std::size_t limit, std::size_t used) {
+  if (used == 0) return "the address space in use cannot be read (/proc/self/statm)";
+  if (limit >= used && limit - used >= k_address_space_headroom) return std::nullopt;
+  return fmt::format("the memory limit of {} MiB leaves mimalloc too little address space ({} MiB in use, {} MiB "
+                     "needed above it)",
+                     limit >> 20, used >> 20, k_address_space_headroom >> 20);
+}
 
 const RenderHeapInfo& load_render_heap() {
   static const LoadedMimalloc loaded = open_mimalloc();
@@ -164,13 +163,8 @@ bool enter_render_heap(std::string* why_not) {
   if (!l) return refuse("load_render_heap was not called before the fork");
   if (!l->info.available) return refuse(l->info.why_not);
   rlimit as{};
-  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    const std::size_t used = address_space_in_use();
-    if (used == 0 || as.rlim_cur < used + k_address_space_headroom)
-      return refuse(fmt::format("the memory limit of {} MiB leaves mimalloc too little address space ({} MiB "
-                                "in use, {} MiB needed above it)",
-                                as.rlim_cur >> 20, used >> 20, k_address_space_headroom >> 20));
-  }
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    if (auto why = address_space_refusal(as.rlim_cur, address_space_in_use())) return refuse(std::move(*why));
   // Whole 2 MB pages where the kernel allows them (transparent huge pages in "always" or
   // "madvise" mode): a render fills a few MB at once, and one fault per 2 MB instead of
   // one per 4 KB is a tenth of its CPU time. Set here, not in the parent, which never

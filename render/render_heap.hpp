@@ -18,6 +18,8 @@
 // sanitizer build, with GAIA_RENDER_MALLOC=glibc, or under a memory limit too small for
 // it) renders use glibc's malloc, as before, only slower.
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 namespace gaia::render {
@@ -33,6 +35,16 @@ struct RenderHeapInfo {
 // variables apply to it. Call in the parent before forking a render's child: the child
 // only uses what this opened.
 const RenderHeapInfo& load_render_heap();
+
+// What mimalloc needs of a child's address-space limit (RLIMIT_AS) beyond what the child
+// already maps (`used`): it reserves its memory in 32 MiB segments and keeps them
+// (measured: a template that renders with glibc under a limit 144 MiB above the process
+// needed 208 MiB with mimalloc).
+inline constexpr std::size_t k_address_space_headroom = std::size_t{256} << 20;
+
+// Why a child under `limit` that maps `used` bytes should stay on glibc, or nothing when
+// mimalloc has room. Pure: enter_render_heap reads the limit and the use.
+std::optional<std::string> address_space_refusal(std::size_t limit, std::size_t used);
 
 // In a render's child, right after fork (and after its address-space limit is set): C++
 // allocations from here on come from mimalloc, but for blocks over 32 MiB. Returns false

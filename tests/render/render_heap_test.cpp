@@ -214,3 +214,17 @@ TEST_CASE("render heap: a render in its child allocates from mimalloc and gives 
   CHECK(small.heap_evaluations == 0);
   CHECK_THAT(small.glibc_reason, Catch::Contains("leaves mimalloc too little address space"));
 }
+
+TEST_CASE("render heap: how much address space the child must have left for mimalloc", "[render_heap]") {
+  const size_t mib = size_t{1} << 20;
+  const size_t headroom = render::k_address_space_headroom;
+  CHECK_FALSE(render::address_space_refusal(100 * mib + headroom, 100 * mib));  // Exactly enough.
+  CHECK(render::address_space_refusal(100 * mib + headroom - 1, 100 * mib));
+  // A limit below what is already mapped (no underflow into a huge room).
+  auto below = render::address_space_refusal(64 * mib, 100 * mib);
+  REQUIRE(below);
+  CHECK(*below == "the memory limit of 64 MiB leaves mimalloc too little address space (100 MiB in use, 256 MiB "
+                  "needed above it)");
+  // Not knowing what is mapped is no room.
+  CHECK_THAT(render::address_space_refusal(size_t{64} << 30, 0).value_or(""), Catch::Contains("/proc/self/statm"));
+}
